@@ -1,0 +1,48 @@
+// What every subcommand shares: the global options and the lazily loaded manifests.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "manifest/repository.h"
+
+namespace CLI {
+class App;
+}
+
+namespace kiln::cli {
+
+struct Context {
+  // Global options.
+  std::string cache_dir;      // --cache, $KILN_CACHE, ./cache
+  std::string manifests_dir;  // --manifests, $KILN_MANIFESTS, ./manifests, the source tree's
+  bool json = false;          // --json
+  int verbosity = 0;          // -v, -vv
+
+  // The manifests directory, loaded on first use.
+  const manifest::Repository& repository();
+  // --target values (default: "default"), each with --archs applied when given.
+  std::vector<manifest::Target> targets(const std::vector<std::string>& names,
+                                        const std::string& archs);
+  std::filesystem::path cache_path() const;
+
+ private:
+  std::optional<manifest::Repository> repo_;
+};
+
+// One subcommand: its name, one line of help, and how to configure it. configure() adds the
+// subcommand's options and returns the function that runs it once the command line is parsed.
+struct Command {
+  const char* name;
+  const char* help;
+  std::function<int()> (*configure)(CLI::App& sub, Context& ctx);
+};
+
+const std::vector<Command>& commands();
+
+int run(int argc, char** argv);
+
+}  // namespace kiln::cli

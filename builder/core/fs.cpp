@@ -1,0 +1,183 @@
+#include "core/fs.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+
+#include "core/strings.h"
+
+namespace kiln {
+
+namespace {
+
+std::string errno_text() { return std::strerror(errno); }
+
+std::string random_suffix() {
+  static thread_local std::mt19937_64 rng{std::random_device{}() ^
+                                          static_cast<std::uint64_t>(::getpid())};
+  static const char* chars = "abcdefghijklmnopqrstuvwxyz0123456789";
+  std::string s;
+  for (int i = 0; i < 10; ++i) s += chars[rng() % 36];
+  return s;
+}
+
+}  // namespace
+
+Expected<std::string> read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error::failed(cat("cannot read ", path.string(), ": ", errno_text()));
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return Error::failed(cat("error reading ", path.string()));
+  return data;
+}
+
+Expected<void> fsync_directory(const fs::path& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Error::failed(cat("cannot open directory ", dir.string(), ": ", errno_text()));
+  ::fsync(fd);
+  ::close(fd);
+  return {};
+}
+
+Expected<void> ensure_directory(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return Error::failed(cat("cannot create directory ", dir.string(), ": ", ec.message()));
+  return {};
+}
+
+Expected<AtomicFile> AtomicFile::create(const fs::path& final_path, int mode) {
+  fs::path dir = final_path.parent_path().empty() ? fs::path(".") : final_path.parent_path();
+  KILN_CHECK(ensure_directory(dir));
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    fs::path temp = dir / cat(".", final_path.filename().string(), ".tmp-", random_suffix());
+    int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    if (fd >= 0) {
+      ::fchmod(fd, static_cast<mode_t>(mode));
+      return AtomicFile(final_path, temp, fd);
+    }
+    if (errno != EEXIST) return Error::failed(cat("cannot create ", temp.string(), ": ", errno_text()));
+  }
+  return Error::failed(cat("cannot create a temporary file in ", dir.string()));
+}
+
+AtomicFile::AtomicFile(AtomicFile&& other) noexcept
+    : final_(std::move(other.final_)), temp_(std::move(other.temp_)), fd_(other.fd_),
+      committed_(other.committed_) {
+  other.fd_ = -1;
+  other.committed_ = true;
+}
+
+AtomicFile::~AtomicFile() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_ && !temp_.empty()) ::unlink(temp_.c_str());
+}
+
+Expected<void> AtomicFile::write(std::string_view data) {
+  const char* p = data.data();
+  std::size_t left = data.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd_, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Error::failed(cat("cannot write ", final_.string(), ": ", errno_text()));
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  return {};
+}
+
+Expected<void> AtomicFile::commit() {
+  if (::fsync(fd_) != 0) return Error::failed(cat("cannot sync ", final_.string(), ": ", errno_text()));
+  if (::close(fd_) != 0) {
+    fd_ = -1;
+    return Error::failed(cat("cannot close ", final_.string(), ": ", errno_text()));
+  }
+  fd_ = -1;
+  if (::rename(temp_.c_str(), final_.c_str()) != 0)
+    return Error::failed(cat("cannot rename ", temp_.string(), " to ", final_.string(), ": ", errno_text()));
+  committed_ = true;
+  return fsync_directory(final_.parent_path().empty() ? fs::path(".") : final_.parent_path());
+}
+
+Expected<void> write_file_atomic(const fs::path& path, std::string_view data, int mode) {
+  KILN_TRY(AtomicFile file, AtomicFile::create(path, mode));
+  KILN_CHECK(file.write(data));
+  return file.commit();
+}
+
+Expected<TempDir> TempDir::create(const fs::path& parent, std::string_view prefix) {
+  KILN_CHECK(ensure_directory(parent));
+  std::string templ = (parent / cat(prefix, "XXXXXX")).string();
+  if (::mkdtemp(templ.data()) == nullptr)
+    return Error::failed(cat("cannot create a temporary directory in ", parent.string(), ": ", errno_text()));
+  return TempDir(fs::path(templ));
+}
+
+TempDir::~TempDir() {
+  if (path_.empty()) return;
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+fs::path absolute_path(const fs::path& path) {
+  std::string s = path.string();
+  if (s == "~" || s.rfind("~/", 0) == 0) {
+    const char* home = std::getenv("HOME");
+    if (home) return fs::path(home) / s.substr(s.size() > 1 ? 2 : 1);
+  }
+  std::error_code ec;
+  fs::path abs = fs::absolute(path, ec);
+  return ec ? path : abs.lexically_normal();
+}
+
+}  // namespace kiln
+
+#include <algorithm>
+
+#include "core/hash.h"
+
+namespace kiln {
+
+Expected<std::string> tree_sha256(const fs::path& dir) {
+  std::vector<fs::path> entries;
+  std::error_code ec;
+  auto it = fs::recursive_directory_iterator(dir, fs::directory_options::none, ec);
+  if (ec) return Error::failed(cat("cannot read directory ", dir.string(), ": ", ec.message()));
+  for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) return Error::failed(cat("cannot read directory ", dir.string(), ": ", ec.message()));
+    const fs::path& p = it->path();
+    std::string name = p.filename().string();
+    if (name == "__pycache__" || name == ".git") {
+      if (it->is_directory()) it.disable_recursion_pending();
+      continue;
+    }
+    if (p.extension() == ".pyc") continue;
+    if (it->is_symlink() || it->is_regular_file()) entries.push_back(p);
+  }
+  std::vector<std::pair<std::string, fs::path>> rel;
+  for (const auto& p : entries) rel.emplace_back(fs::relative(p, dir).generic_string(), p);
+  std::sort(rel.begin(), rel.end());
+  Sha256 tree;
+  for (const auto& [name, p] : rel) {
+    std::string line;
+    if (fs::is_symlink(p)) {
+      line = cat("link ", name, " ", fs::read_symlink(p).string(), "\n");
+    } else {
+      KILN_TRY(std::string digest, sha256_file(p));
+      bool exec = (fs::status(p).permissions() & fs::perms::owner_exec) != fs::perms::none;
+      line = cat(exec ? "exec " : "file ", name, " ", digest, "\n");
+    }
+    tree.update(line);
+  }
+  return tree.hex_digest();
+}
+
+}  // namespace kiln

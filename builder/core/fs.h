@@ -1,0 +1,69 @@
+// Files: whole-file reads, atomic writes (temp + fsync + rename), temporary directories.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "core/expected.h"
+
+namespace kiln {
+
+namespace fs = std::filesystem;
+
+Expected<std::string> read_file(const fs::path& path);
+
+// Writes `data` to a temp file beside `path`, fsyncs it, renames it over `path` and fsyncs the
+// directory: readers see the old file or the new one, never a torn one.
+Expected<void> write_file_atomic(const fs::path& path, std::string_view data, int mode = 0644);
+
+// A file written under a temporary name and published by commit(); destroyed uncommitted, it is
+// removed. Used for downloads and wheels.
+class AtomicFile {
+ public:
+  static Expected<AtomicFile> create(const fs::path& final_path, int mode = 0644);
+  AtomicFile(AtomicFile&& other) noexcept;
+  AtomicFile& operator=(AtomicFile&&) = delete;
+  ~AtomicFile();
+
+  Expected<void> write(std::string_view data);
+  const fs::path& temp_path() const { return temp_; }
+  int fd() const { return fd_; }
+  Expected<void> commit();  // fsync, rename to the final path, fsync the directory
+
+ private:
+  AtomicFile(fs::path final_path, fs::path temp, int fd) : final_(std::move(final_path)), temp_(std::move(temp)), fd_(fd) {}
+  fs::path final_;
+  fs::path temp_;
+  int fd_ = -1;
+  bool committed_ = false;
+};
+
+Expected<void> fsync_directory(const fs::path& dir);
+Expected<void> ensure_directory(const fs::path& dir);
+
+// A directory removed with its contents when this object dies (unless released).
+class TempDir {
+ public:
+  static Expected<TempDir> create(const fs::path& parent, std::string_view prefix);
+  TempDir(TempDir&& other) noexcept : path_(std::move(other.path_)) { other.path_.clear(); }
+  TempDir& operator=(TempDir&&) = delete;
+  ~TempDir();
+  const fs::path& path() const { return path_; }
+  fs::path release() { return std::exchange(path_, {}); }
+
+ private:
+  explicit TempDir(fs::path path) : path_(std::move(path)) {}
+  fs::path path_;
+};
+
+// "~/x" and relative paths made absolute against the current directory.
+fs::path absolute_path(const fs::path& path);
+
+}  // namespace kiln
+
+namespace kiln {
+// sha256 over a directory tree: sorted relative paths, each with its kind (file, executable file,
+// symlink and its target) and content hash. Skips __pycache__, *.pyc and .git.
+Expected<std::string> tree_sha256(const fs::path& dir);
+}  // namespace kiln

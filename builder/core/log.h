@@ -1,0 +1,18 @@
+// Progress and diagnostics on stderr. stdout is kept for results (tables, JSON, paths).
+#pragma once
+
+#include <string_view>
+
+namespace kiln::log {
+
+void set_verbosity(int level);  // 0: normal, 1: -v, 2: -vv
+int verbosity();
+bool stderr_is_tty();
+
+void info(std::string_view line);     // "kiln: <line>"
+void verbose(std::string_view line);  // only with -v
+void warn(std::string_view line);     // "kiln: warning: <line>"
+void error(std::string_view line);    // "kiln: error: <line>"
+void raw(std::string_view text);      // as is
+
+}  // namespace kiln::log

@@ -1,0 +1,74 @@
+// Subprocesses from argv vectors only (posix_spawn), never shell strings.
+#pragma once
+
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/expected.h"
+
+namespace kiln {
+
+struct ProcessSpec {
+  enum class Output { Capture, Log, Inherit, Discard };
+
+  std::vector<std::string> argv;
+  std::filesystem::path cwd;  // empty: the current directory
+  std::vector<std::pair<std::string, std::string>> env_set;
+  std::vector<std::string> env_unset;
+  Output output = Output::Capture;  // stdout and stderr together
+  std::filesystem::path log_file;   // with Output::Log
+  bool new_process_group = true;    // so an interrupt can stop the child and its children
+};
+
+struct ProcessResult {
+  int exit_code = -1;   // -1 when killed by a signal
+  int term_signal = 0;  // the signal that ended it, or 0
+  std::string output;   // with Output::Capture
+  double seconds = 0;
+  long max_rss_kib = 0;
+  bool ok() const { return exit_code == 0; }
+};
+
+class Child {
+ public:
+  Child(Child&& other) noexcept;
+  Child& operator=(Child&&) = delete;
+  ~Child();
+  pid_t pid() const { return pid_; }
+  Expected<ProcessResult> wait();
+  // Non-blocking: a result when the child has ended, nothing yet otherwise.
+  bool poll(ProcessResult& result);
+  void kill_group(int signal);
+
+ private:
+  friend Expected<Child> spawn(const ProcessSpec& spec);
+  Child(pid_t pid, int out_fd, bool group);
+  ProcessResult finish(int status, const ::rusage& usage);
+  pid_t pid_ = -1;
+  int out_fd_ = -1;
+  bool group_ = false;
+  double start_ = 0;
+  std::string output_;
+};
+
+Expected<Child> spawn(const ProcessSpec& spec);
+Expected<ProcessResult> run_process(const ProcessSpec& spec);
+
+// Runs argv, returns its output (stdout+stderr); a non-zero exit is an error naming the command.
+Expected<std::string> run_capture(const std::vector<std::string>& argv);
+
+// The full path of `name` on PATH (or `name` itself when it holds a '/'), or empty.
+std::filesystem::path find_program(const std::string& name);
+
+// "cmd arg 'arg with space'": for logs and error messages.
+std::string format_argv(const std::vector<std::string>& argv);
+
+// The last `lines` lines of a text.
+std::string tail_lines(const std::string& text, std::size_t lines);
+
+}  // namespace kiln

@@ -1,0 +1,31 @@
+// Small string helpers shared by every stage.
+#pragma once
+
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln {
+
+// cat("a", 1, 'b') == "a1b": streams every argument into one string.
+template <class... Args>
+std::string cat(const Args&... args) {
+  std::ostringstream out;
+  (out << ... << args);
+  return out.str();
+}
+
+std::vector<std::string> split(std::string_view text, std::string_view separators,
+                               bool skip_empty = true);
+std::string_view trim(std::string_view text);
+std::string join(const std::vector<std::string>& parts, std::string_view separator);
+std::string lower(std::string_view text);
+bool is_hex(std::string_view text);
+std::size_t edit_distance(std::string_view a, std::string_view b);
+// The candidate closest to `word` when it is close enough to be a likely typo, else "".
+std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
+// Quote a string for a shell line shown to a person (never executed by kiln).
+std::string shell_quote(std::string_view word);
+
+}  // namespace kiln

@@ -1,0 +1,64 @@
+// CUDA architecture specs: every spelling users bring, one normalised form.
+//
+//   TORCH_CUDA_ARCH_LIST style: "9.0;10.0 12.0+PTX", named sets ("Hopper")
+//   CMake style:                "90-real;120-virtual", "90" (= SASS + PTX)
+//   nvcc style:                 "sm_90", "sm_90a", "compute_90"
+//
+// Meanings: 9.0 = sm_90 = 90-real = SASS only; 9.0+PTX = 90 = SASS + PTX;
+// compute_90 = 90-virtual = PTX only. The a/f suffixes are kept exact.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/expected.h"
+
+namespace kiln::manifest {
+
+struct Arch {
+  int major = 0;
+  int minor = 0;
+  char suffix = 0;  // 0, 'a' or 'f'
+  bool sass = false;
+  bool ptx = false;
+
+  int number() const { return major * 10 + minor; }  // 90, 120
+  std::string sm_name() const;                       // "sm_90a"
+  std::string compute_name() const;                  // "compute_90a"
+  auto operator<=>(const Arch&) const = default;
+};
+
+struct ArchSpecError {
+  std::size_t offset = 0;  // where in the spec text the bad token starts
+  std::string message;
+};
+
+class ArchList {
+ public:
+  static Expected<ArchList> parse(std::string_view spec);  // error message names the token
+  // Like parse, but reports where the bad token starts (for located manifest errors).
+  static bool parse(std::string_view spec, ArchList& out, ArchSpecError& error);
+
+  const std::vector<Arch>& archs() const { return archs_; }
+  bool empty() const { return archs_.empty(); }
+
+  // "sm_90;sm_120+ptx" style canonical text: one token per arch, sorted.
+  std::string canonical() const;
+  // TORCH_CUDA_ARCH_LIST text, e.g. "9.0;12.0+PTX"; PTX-only archs become "X.Y+PTX".
+  std::string torch_arch_list() const;
+  // A slug for target names: "sm90-sm120-ptx120".
+  std::string slug() const;
+  // nvcc -gencode flags for exactly these archs.
+  std::vector<std::string> gencode_flags() const;
+
+  bool operator==(const ArchList&) const = default;
+
+ private:
+  std::vector<Arch> archs_;  // sorted by (major, minor, suffix), unique
+};
+
+// Architectures kiln knows (any CUDA version); a spec naming another number is rejected.
+bool is_known_arch(int number);
+
+}  // namespace kiln::manifest

@@ -1,0 +1,315 @@
+#include "manifest/manifest.h"
+
+#include <regex>
+#include <set>
+
+#include "core/fs.h"
+#include "core/hash.h"
+#include "core/strings.h"
+#include "manifest/toml_reader.h"
+#include "manifest/version.h"
+
+namespace kiln::manifest {
+
+namespace {
+
+bool is_identifier(std::string_view s) {
+  static const std::regex re(R"(^[A-Za-z_][A-Za-z0-9_]*$)");
+  return std::regex_match(s.begin(), s.end(), re);
+}
+
+bool is_dotted_identifier(std::string_view s) {
+  for (const auto& part : split(s, ".", /*skip_empty=*/false))
+    if (!is_identifier(part)) return false;
+  return true;
+}
+
+// A relative path inside the source tree: no absolute paths, no "..".
+bool is_tree_path(std::string_view p) {
+  if (p.empty() || p.front() == '/') return false;
+  for (const auto& part : split(p, "/", /*skip_empty=*/false))
+    if (part == ".." || part.empty()) return false;
+  return true;
+}
+
+void check_sha256(const TableReader& t, std::string_view key, const std::string& value) {
+  if (!is_sha256_hex(value))
+    t.fail(key, cat("bad sha256 '", value, "': expected 64 lowercase hexadecimal digits"));
+}
+
+void check_tree_paths(const TableReader& t, std::string_view key, const std::vector<std::string>& paths) {
+  for (std::size_t i = 0; i < paths.size(); ++i)
+    if (!is_tree_path(paths[i]))
+      fail_at(t.source(), t.element_position(key, i),
+              cat("'", paths[i], "' must be a relative path inside the source tree"));
+}
+
+Source read_source(const TableReader& t, const std::filesystem::path& manifest_dir) {
+  Source s;
+  int kinds = t.has("pypi") + t.has("url") + t.has("git") + t.has("path");
+  if (kinds != 1)
+    fail_at(t.source(), t.position(),
+            "[source] needs exactly one of 'pypi', 'url', 'git' or 'path'");
+  if (t.has("pypi")) {
+    s.kind = Source::Kind::Pypi;
+    s.pypi = t.required_string("pypi");
+    if (!is_valid_project_name(s.pypi)) t.fail("pypi", cat("bad project name '", s.pypi, "'"));
+    s.file = t.string("file").value_or("");
+    s.sha256 = t.required_string("sha256");
+    check_sha256(t, "sha256", s.sha256);
+  } else if (t.has("url")) {
+    s.kind = Source::Kind::Url;
+    s.url = t.required_string("url");
+    if (s.url.rfind("https://", 0) != 0 && s.url.rfind("http://", 0) != 0 && s.url.rfind("file://", 0) != 0)
+      t.fail("url", cat("bad url '", s.url, "': expected http://, https:// or file://"));
+    s.sha256 = t.required_string("sha256");
+    check_sha256(t, "sha256", s.sha256);
+  } else if (t.has("git")) {
+    s.kind = Source::Kind::Git;
+    s.url = t.required_string("git");
+    s.commit = t.required_string("commit");
+    if (s.commit.size() != 40 || !is_hex(s.commit) || lower(s.commit) != s.commit)
+      t.fail("commit", cat("bad commit '", s.commit, "': expected 40 lowercase hexadecimal digits"));
+    s.submodules = t.strings("submodules").value_or(std::vector<std::string>{});
+  } else {
+    s.kind = Source::Kind::Local;
+    std::string p = t.required_string("path");
+    s.path = (manifest_dir / p).lexically_normal();
+    std::error_code ec;
+    if (!std::filesystem::exists(s.path, ec))
+      t.fail("path", cat("source path '", p, "' does not exist (", s.path.string(), ")"));
+    if (!std::filesystem::is_directory(s.path, ec)) {
+      s.sha256 = t.required_string("sha256");
+      check_sha256(t, "sha256", s.sha256);
+    } else if (t.has("sha256")) {
+      t.fail("sha256", "a local directory source has no sha256 (kiln hashes the tree)");
+    }
+  }
+  // Keys that belong to another kind of source are mistakes, not options.
+  auto forbid = [&](bool allowed, std::string_view key) {
+    if (!allowed && t.has(key))
+      t.fail(key, cat("'", t.qualified(key), "' does not apply to this kind of source"));
+  };
+  forbid(s.kind == Source::Kind::Pypi, "file");
+  forbid(s.kind == Source::Kind::Git, "commit");
+  forbid(s.kind == Source::Kind::Git, "submodules");
+  forbid(s.kind != Source::Kind::Git, "sha256");
+  return s;
+}
+
+Extension read_extension(const TableReader& t) {
+  Extension e;
+  e.name = t.required_string("name");
+  if (!is_dotted_identifier(e.name))
+    t.fail("name", cat("bad extension module name '", e.name, "': expected a Python identifier"));
+  auto sources = t.strings("sources");
+  if (!sources) t.fail_missing("sources");
+  if (sources->empty()) t.fail("sources", "'build.extension.sources' must not be empty");
+  e.sources = *sources;
+  check_tree_paths(t, "sources", e.sources);
+  for (std::size_t i = 0; i < e.sources.size(); ++i) {
+    const auto& src = e.sources[i];
+    auto ext = std::filesystem::path(src).extension().string();
+    if (ext != ".cpp" && ext != ".cc" && ext != ".cxx" && ext != ".cu")
+      fail_at(t.source(), t.element_position("sources", i),
+              cat("'", src, "' is not a C++ or CUDA source (.cpp, .cc, .cxx, .cu)"));
+  }
+  e.include_dirs = t.strings("include-dirs").value_or(std::vector<std::string>{});
+  check_tree_paths(t, "include-dirs", e.include_dirs);
+  e.define_macros = t.strings("define-macros").value_or(std::vector<std::string>{});
+  for (std::size_t i = 0; i < e.define_macros.size(); ++i) {
+    std::string name = e.define_macros[i].substr(0, e.define_macros[i].find('='));
+    if (!is_identifier(name))
+      fail_at(t.source(), t.element_position("define-macros", i),
+              cat("bad macro '", e.define_macros[i], "': expected NAME or NAME=VALUE"));
+  }
+  e.cxx_flags = t.strings("cxx-flags").value_or(std::vector<std::string>{});
+  e.nvcc_flags = t.strings("nvcc-flags").value_or(std::vector<std::string>{});
+  for (std::size_t i = 0; i < e.nvcc_flags.size(); ++i) {
+    const auto& f = e.nvcc_flags[i];
+    if (f.find("-gencode") == 0 || f.find("-arch") == 0 || f.find("--gpu-architecture") == 0 ||
+        f.find("--generate-code") == 0 || f.find("-code=") == 0)
+      fail_at(t.source(), t.element_position("nvcc-flags", i),
+              cat("'", f, "' selects architectures: archs come from the target, not the manifest"));
+  }
+  return e;
+}
+
+Manifest parse(const std::string& text, const std::filesystem::path& file,
+               const std::string& display_path, const std::filesystem::path& patches_root) {
+  SourceText source{display_path, text};
+  toml::table root = parse_toml(source);
+  TableReader top(source, root, "", {"package", "source", "patches", "build"});
+  Manifest m;
+  m.file = file;
+  m.display_path = display_path;
+
+  const toml::table* package = top.table("package");
+  if (!package) top.fail_missing("package");
+  TableReader pkg(source, *package, "package",
+                  {"name", "version", "summary", "license", "license-files", "requires-python",
+                   "homepage", "dependencies"});
+  m.name = pkg.required_string("name");
+  m.name_at = pkg.position("name");
+  if (!is_valid_project_name(m.name))
+    pkg.fail("name", cat("bad package name '", m.name, "': expected letters, digits, '-', '_' or '.'"));
+  m.version = pkg.required_string("version");
+  if (!is_valid_version(m.version))
+    pkg.fail("version", cat("bad version '", m.version, "': expected a PEP 440 version such as 1.6.1"));
+  m.summary = pkg.required_string("summary");
+  if (m.summary.find('\n') != std::string::npos) pkg.fail("summary", "'package.summary' must be one line");
+  m.license = pkg.required_string("license");
+  m.requires_python = pkg.required_string("requires-python");
+  if (!is_valid_specifier_set(m.requires_python))
+    pkg.fail("requires-python", cat("bad version specifier '", m.requires_python, "': expected e.g. '>=3.9'"));
+  m.homepage = pkg.string("homepage").value_or("");
+  m.license_files = pkg.strings("license-files").value_or(std::vector<std::string>{});
+  check_tree_paths(pkg, "license-files", m.license_files);
+  m.requires_dist = pkg.strings("dependencies").value_or(std::vector<std::string>{});
+  std::set<std::string> seen_deps;
+  for (std::size_t i = 0; i < m.requires_dist.size(); ++i) {
+    if (!is_valid_requirement(m.requires_dist[i]))
+      fail_at(source, pkg.element_position("dependencies", i),
+              cat("bad requirement '", m.requires_dist[i], "': expected PEP 508, e.g. 'einops>=0.6'"));
+  }
+
+  // The file's place names the package: manifests/<name>/<version>.toml.
+  if (file.extension() == ".toml") {
+    std::string dir = file.parent_path().filename().string();
+    if (normalize_name(dir) != normalize_name(m.name) && dir != "manifests")
+      pkg.fail("name", cat("package '", m.name, "' is declared in directory '", dir, "': the directory must be the package name"));
+    if (file.stem().string() != m.version && dir != "manifests")
+      pkg.fail("version", cat("version '", m.version, "' is declared in '", file.filename().string(), "': the file must be named ", m.version, ".toml"));
+  }
+
+  const toml::table* src = top.table("source");
+  if (!src) top.fail_missing("source");
+  TableReader srcr(source, *src, "source", {"pypi", "file", "url", "git", "commit", "submodules", "path", "sha256"});
+  m.source = read_source(srcr, file.parent_path());
+
+  if (const toml::table* patches = top.table("patches")) {
+    TableReader pr(source, *patches, "patches", {"dir", "series"});
+    std::filesystem::path dir = patches_root / normalize_name(m.name) / m.version;
+    if (auto d = pr.string("dir")) dir = (file.parent_path() / *d).lexically_normal();
+    auto series = pr.strings("series");
+    if (!series) pr.fail_missing("series");
+    std::set<std::string> seen;
+    for (std::size_t i = 0; i < series->size(); ++i) {
+      const std::string& name = (*series)[i];
+      Position at = pr.element_position("series", i);
+      if (!is_tree_path(name)) fail_at(source, at, cat("bad patch name '", name, "'"));
+      if (!seen.insert(name).second) fail_at(source, at, cat("patch '", name, "' is listed twice"));
+      Patch p{name, dir / name, ""};
+      auto digest = sha256_file(p.path);
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(p.path, ec) || !digest)
+        fail_at(source, at, cat("patch file '", name, "' does not exist (looked in ", dir.string(), ")"));
+      p.sha256 = *digest;
+      m.patches.push_back(std::move(p));
+    }
+  }
+
+  const toml::table* build = top.table("build");
+  if (!build) top.fail_missing("build");
+  TableReader br(source, *build, "build", {"backend", "packages", "extension"});
+  std::string backend = br.required_string("backend");
+  if (backend == "native") m.backend = Backend::Native;
+  else if (backend == "setuptools") m.backend = Backend::Setuptools;
+  else if (backend == "pure") m.backend = Backend::Pure;
+  else {
+    std::string hint = closest_match(backend, {"native", "setuptools", "pure"});
+    br.fail("backend", cat("unknown backend '", backend, "'",
+                           hint.empty() ? std::string(": expected native, setuptools or pure")
+                                        : cat(" (did you mean '", hint, "'?)")));
+  }
+  m.packages = br.strings("packages").value_or(std::vector<std::string>{});
+  for (std::size_t i = 0; i < m.packages.size(); ++i)
+    if (!is_dotted_identifier(m.packages[i]))
+      fail_at(source, br.element_position("packages", i),
+              cat("bad Python package name '", m.packages[i], "'"));
+  auto ext_tables = br.tables("extension");
+  std::set<std::string> ext_names;
+  for (std::size_t i = 0; i < ext_tables.size(); ++i) {
+    TableReader er(source, *ext_tables[i], "build.extension",
+                   {"name", "sources", "include-dirs", "define-macros", "cxx-flags", "nvcc-flags"});
+    Extension e = read_extension(er);
+    if (!ext_names.insert(e.name).second)
+      er.fail("name", cat("extension '", e.name, "' is declared twice"));
+    m.extensions.push_back(std::move(e));
+  }
+  if (m.backend == Backend::Native && m.extensions.empty())
+    br.fail("backend", "the native backend needs at least one [[build.extension]]");
+  if (m.backend != Backend::Native && !m.extensions.empty())
+    br.fail("extension", cat("[[build.extension]] applies only to the native backend, not '", backend, "'"));
+  if (m.backend == Backend::Pure && m.packages.empty())
+    br.fail("backend", "the pure backend needs 'build.packages': the Python packages to ship");
+  return m;
+}
+
+}  // namespace
+
+std::string backend_name(Backend backend) {
+  switch (backend) {
+    case Backend::Native: return "native";
+    case Backend::Setuptools: return "setuptools";
+    case Backend::Pure: return "pure";
+  }
+  return "?";
+}
+
+std::string Manifest::normalized_name() const { return normalize_name(name); }
+
+nlohmann::json Manifest::canonical() const {
+  using nlohmann::json;
+  json src = {{"kind", static_cast<int>(source.kind)}, {"sha256", source.sha256}};
+  switch (source.kind) {
+    case Source::Kind::Pypi: src["pypi"] = normalize_name(source.pypi); src["file"] = source.file; break;
+    case Source::Kind::Url: break;  // the bytes, not where they came from, make the build
+    case Source::Kind::Git: src["commit"] = source.commit; src["submodules"] = source.submodules; break;
+    case Source::Kind::Local: break;  // a directory's tree hash is added by resolve
+  }
+  json patches_json = json::array();
+  for (const auto& p : patches) patches_json.push_back({{"name", p.name}, {"sha256", p.sha256}});
+  json exts = json::array();
+  for (const auto& e : extensions) {
+    exts.push_back({{"name", e.name},
+                    {"sources", e.sources},
+                    {"include_dirs", e.include_dirs},
+                    {"define_macros", e.define_macros},
+                    {"cxx_flags", e.cxx_flags},
+                    {"nvcc_flags", e.nvcc_flags}});
+  }
+  return json{{"name", normalized_name()},
+              {"display_name", name},
+              {"version", version},
+              {"summary", summary},
+              {"license", license},
+              {"license_files", license_files},
+              {"requires_python", requires_python},
+              {"homepage", homepage},
+              {"dependencies", requires_dist},
+              {"source", src},
+              {"patches", patches_json},
+              {"backend", backend_name(backend)},
+              {"packages", packages},
+              {"extensions", exts}};
+}
+
+Expected<Manifest> parse_manifest(const std::string& text, const std::filesystem::path& file,
+                                  const std::string& display_path,
+                                  const std::filesystem::path& patches_root) {
+  try {
+    return parse(text, file, display_path, patches_root);
+  } catch (const KilnError& e) {
+    return e.error();
+  }
+}
+
+Expected<Manifest> load_manifest(const std::filesystem::path& file, const std::string& display_path,
+                                 const std::filesystem::path& patches_root) {
+  auto text = read_file(file);
+  if (!text) return Error::bad_input(cat(display_path, ": cannot read manifest"));
+  return parse_manifest(*text, file, display_path, patches_root);
+}
+
+}  // namespace kiln::manifest

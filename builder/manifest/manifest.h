@@ -1,0 +1,82 @@
+// Package manifests: manifests/<name>/<version>.toml. docs/manifest.md documents the format.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/expected.h"
+#include "manifest/diagnostic.h"
+
+namespace kiln::manifest {
+
+struct Source {
+  enum class Kind { Pypi, Url, Git, Local };
+  Kind kind = Kind::Pypi;
+  std::string pypi;       // project name on the index (Pypi)
+  std::string file;       // file name on the index (Pypi)
+  std::string url;        // Url, Git
+  std::string commit;     // Git: 40 hex digits
+  std::vector<std::string> submodules;  // Git: the submodules to check out (none by default)
+  std::filesystem::path path;  // Local: archive or directory, absolute
+  std::string sha256;     // Pypi, Url, Local archive: required; Local directory: empty
+};
+
+struct Patch {
+  std::string name;             // as written in the manifest
+  std::filesystem::path path;   // absolute
+  std::string sha256;           // of its bytes, read at load time
+};
+
+struct Extension {
+  std::string name;  // module name, e.g. "causal_conv1d_cuda"
+  std::vector<std::string> sources;
+  std::vector<std::string> include_dirs;
+  std::vector<std::string> define_macros;  // "NAME" or "NAME=VALUE"
+  std::vector<std::string> cxx_flags;
+  std::vector<std::string> nvcc_flags;
+};
+
+enum class Backend { Native, Setuptools, Pure };
+std::string backend_name(Backend backend);
+
+struct Manifest {
+  std::filesystem::path file;  // absolute path of the manifest
+  std::string display_path;    // as shown in messages
+  Position name_at;            // where package.name is written
+
+  std::string name;  // as written (display form)
+  std::string version;
+  std::string summary;
+  std::string license;
+  std::string requires_python;
+  std::string homepage;
+  std::vector<std::string> license_files;  // paths in the source tree
+
+  Source source;
+  std::vector<Patch> patches;
+
+  Backend backend = Backend::Native;
+  std::vector<Extension> extensions;   // native
+  std::vector<std::string> packages;   // Python packages to ship (native, pure)
+  std::vector<std::string> requires_dist;  // runtime requirements; torch is pinned by kiln
+
+  std::string normalized_name() const;
+  // Every field that can change the built bytes, in a fixed order (comments, layout and the
+  // manifest's location are not part of it). Patch bytes enter through their sha256.
+  nlohmann::json canonical() const;
+};
+
+// Parses and validates one manifest file. `display_path` is how messages name the file.
+// `patches_root` is the patches/ directory (patches resolve to patches/<name>/<version>/<file>).
+Expected<Manifest> load_manifest(const std::filesystem::path& file, const std::string& display_path,
+                                 const std::filesystem::path& patches_root);
+// The same from text (tests, fuzzing).
+Expected<Manifest> parse_manifest(const std::string& text, const std::filesystem::path& file,
+                                  const std::string& display_path,
+                                  const std::filesystem::path& patches_root);
+
+}  // namespace kiln::manifest

@@ -1,0 +1,119 @@
+#include "manifest/repository.h"
+
+#include <algorithm>
+#include <set>
+
+#include "core/fs.h"
+#include "core/strings.h"
+#include "manifest/version.h"
+
+namespace kiln::manifest {
+
+namespace fs = std::filesystem;
+
+Expected<Repository> Repository::load(const fs::path& dir, const fs::path& patches_root,
+                                      const std::string& display_root) {
+  Repository repo;
+  repo.dir_ = dir;
+  repo.display_root_ = display_root;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    return Error::bad_input(cat("manifests directory '", display_root, "' does not exist"));
+  std::vector<fs::path> files;
+  for (const auto& pkg_dir : fs::directory_iterator(dir, ec)) {
+    if (!pkg_dir.is_directory() || pkg_dir.path().filename() == "targets") continue;
+    for (const auto& entry : fs::directory_iterator(pkg_dir.path(), ec))
+      if (entry.is_regular_file() && entry.path().extension() == ".toml") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  std::map<std::pair<std::string, std::string>, std::string> seen;  // (name, version) -> file
+  for (const auto& file : files) {
+    std::string display = cat(display_root, "/", fs::relative(file, dir).string());
+    KILN_TRY(Manifest m, load_manifest(file, display, patches_root));
+    auto key = std::make_pair(m.normalized_name(), m.version);
+    if (auto it = seen.find(key); it != seen.end()) {
+      auto text = read_file(file);
+      return located_error(SourceText{display, text ? *text : std::string()}, m.name_at,
+                           cat("duplicate package '", m.name, "' ", m.version,
+                               ": already declared in ", it->second));
+    }
+    seen.emplace(key, display);
+    repo.manifests_.push_back(std::move(m));
+  }
+  std::sort(repo.manifests_.begin(), repo.manifests_.end(), [](const Manifest& a, const Manifest& b) {
+    if (a.normalized_name() != b.normalized_name()) return a.normalized_name() < b.normalized_name();
+    return compare_versions(a.version, b.version) < 0;
+  });
+  return repo;
+}
+
+Expected<const Manifest*> Repository::select(const std::string& spec) const {
+  std::string name = spec, version;
+  if (auto eq = spec.find("=="); eq != std::string::npos) {
+    name = std::string(trim(spec.substr(0, eq)));
+    version = std::string(trim(spec.substr(eq + 2)));
+    if (!is_valid_version(version))
+      return Error::bad_input(cat("bad package spec '", spec, "': '", version, "' is not a PEP 440 version"));
+  }
+  if (!is_valid_project_name(name))
+    return Error::bad_input(cat("bad package spec '", spec, "': expected NAME or NAME==VERSION"));
+  std::string normalized = normalize_name(name);
+  const Manifest* found = nullptr;
+  std::vector<std::string> versions;
+  for (const auto& m : manifests_) {
+    if (m.normalized_name() != normalized) continue;
+    versions.push_back(m.version);
+    if (version.empty() || m.version == version) found = &m;  // sorted: the last is the newest
+  }
+  if (found && version.empty()) return found;
+  if (found) return found;
+  if (versions.empty()) {
+    std::vector<std::string> names;
+    for (const auto& m : manifests_) names.push_back(m.normalized_name());
+    std::string hint = closest_match(normalized, names);
+    return Error::bad_input(cat("no manifest for package '", name, "' in ", display_root_,
+                                hint.empty() ? std::string() : cat(" (did you mean '", hint, "'?)")));
+  }
+  return Error::bad_input(cat("no manifest for ", name, "==", version, " (have: ", join(versions, ", "), ")"));
+}
+
+std::vector<const Manifest*> Repository::newest_of_each() const {
+  std::vector<const Manifest*> out;
+  for (const auto& m : manifests_) {
+    if (!out.empty() && out.back()->normalized_name() == m.normalized_name()) out.back() = &m;
+    else out.push_back(&m);
+  }
+  return out;
+}
+
+std::vector<std::string> Repository::target_names() const {
+  std::set<std::string> names{"default"};
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir_ / "targets", ec))
+    if (entry.path().extension() == ".toml") names.insert(entry.path().stem().string());
+  return {names.begin(), names.end()};
+}
+
+Expected<Target> Repository::target(const std::string& name_or_path) const {
+  bool is_path = name_or_path.find('/') != std::string::npos ||
+                 (name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".toml");
+  if (is_path) {
+    std::error_code ec;
+    if (!fs::is_regular_file(name_or_path, ec))
+      return Error::bad_input(cat("target file '", name_or_path, "' does not exist"));
+    return load_target(name_or_path, name_or_path);
+  }
+  if (!is_valid_target_name(name_or_path))
+    return Error::bad_input(cat("bad target name '", name_or_path, "'"));
+  fs::path file = dir_ / "targets" / (name_or_path + ".toml");
+  std::error_code ec;
+  if (fs::is_regular_file(file, ec))
+    return load_target(file, cat(display_root_, "/targets/", name_or_path, ".toml"));
+  if (name_or_path == "default")
+    return parse_target(kEmbeddedDefaultTarget, "default", "<built-in default target>");
+  std::string hint = closest_match(name_or_path, target_names());
+  return Error::bad_input(cat("no target '", name_or_path, "' in ", display_root_, "/targets",
+                              hint.empty() ? std::string() : cat(" (did you mean '", hint, "'?)")));
+}
+
+}  // namespace kiln::manifest

@@ -1,0 +1,47 @@
+// The manifests directory: every package manifest and target, and the selection rules
+// ("name" = newest manifest, "name==version" = that one; no names = newest of every package).
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/expected.h"
+#include "manifest/manifest.h"
+#include "manifest/target.h"
+
+namespace kiln::manifest {
+
+class Repository {
+ public:
+  // Loads and validates every manifests/<name>/<version>.toml under `dir`; patches resolve under
+  // `patches_root`. `display_root` is how messages name `dir`.
+  static Expected<Repository> load(const std::filesystem::path& dir,
+                                   const std::filesystem::path& patches_root,
+                                   const std::string& display_root);
+
+  const std::filesystem::path& dir() const { return dir_; }
+  // Every manifest, sorted by (normalised name, version).
+  const std::vector<Manifest>& manifests() const { return manifests_; }
+
+  // "causal-conv1d" -> its newest manifest; "causal-conv1d==1.6.1" -> that one.
+  Expected<const Manifest*> select(const std::string& spec) const;
+  // The newest manifest of every package.
+  std::vector<const Manifest*> newest_of_each() const;
+
+  // A target by name (manifests/targets/<name>.toml) or path (contains '/' or ends in .toml).
+  // "default" falls back to the default target built into kiln when the file is absent.
+  Expected<Target> target(const std::string& name_or_path) const;
+  std::vector<std::string> target_names() const;
+
+ private:
+  std::filesystem::path dir_;
+  std::string display_root_;
+  std::vector<Manifest> manifests_;
+};
+
+// The text of manifests/targets/default.toml as it was when kiln was built.
+extern const char* const kEmbeddedDefaultTarget;
+
+}  // namespace kiln::manifest

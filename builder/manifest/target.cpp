@@ -1,0 +1,164 @@
+#include "manifest/target.h"
+
+#include <regex>
+
+#include "core/fs.h"
+#include "core/hash.h"
+#include "core/strings.h"
+#include "manifest/toml_reader.h"
+#include "manifest/version.h"
+
+namespace kiln::manifest {
+
+namespace {
+
+void read_archs(const TableReader& t, Target& target) {
+  std::string spec = t.required_string("archs");
+  ArchSpecError error;
+  if (!ArchList::parse(spec, target.archs, error)) {
+    Position at = t.position("archs");
+    at.column += 1 + static_cast<int>(error.offset);  // past the opening quote
+    fail_at(t.source(), at, error.message);
+  }
+}
+
+Target parse(const std::string& text, const std::string& name, const std::string& display_path) {
+  SourceText source{display_path, text};
+  toml::table root = parse_toml(source);
+  TableReader top(source, root, "", {"target", "python", "torch", "cuda", "compiler"});
+  Target t;
+  t.name = name;
+  t.display_path = display_path;
+  if (!is_valid_target_name(name))
+    fail_at(source, {0, 0}, cat("bad target name '", name, "': expected lowercase letters, digits, '.', '_' or '-'"));
+
+  const toml::table* target = top.table("target");
+  if (!target) top.fail_missing("target");
+  TableReader tr(source, *target, "target", {"description", "archs"});
+  t.description = tr.string("description").value_or("");
+  read_archs(tr, t);
+
+  const toml::table* python = top.table("python");
+  if (!python) top.fail_missing("python");
+  TableReader pr(source, *python, "python", {"interpreter", "version"});
+  t.python_interpreter = pr.string("interpreter").value_or("");
+  t.python_version = pr.string("version").value_or("");
+  if (t.python_interpreter.empty() == t.python_version.empty())
+    fail_at(source, pr.position(), "[python] needs exactly one of 'interpreter' or 'version'");
+  static const std::regex py_version(R"(^3\.[0-9]{1,2}$)");
+  if (!t.python_version.empty() && !std::regex_match(t.python_version, py_version))
+    pr.fail("version", cat("bad Python version '", t.python_version, "': expected e.g. 3.11"));
+
+  const toml::table* torch = top.table("torch");
+  if (!torch) top.fail_missing("torch");
+  TableReader tor(source, *torch, "torch", {"source", "version", "wheel"});
+  std::string torch_source = tor.string("source").value_or("pypi");
+  if (torch_source == "pypi") t.torch_source = Target::TorchSource::Pypi;
+  else if (torch_source == "environment") t.torch_source = Target::TorchSource::Environment;
+  else tor.fail("source", cat("bad torch source '", torch_source, "': expected 'pypi' or 'environment'"));
+  if (t.torch_source == Target::TorchSource::Pypi) {
+    t.torch_version = tor.required_string("version");
+    if (!is_valid_version(t.torch_version))
+      tor.fail("version", cat("bad torch version '", t.torch_version, "': expected e.g. 2.11.0"));
+    auto wheels = tor.tables("wheel");
+    if (wheels.empty()) tor.fail_missing("wheel");
+    for (const toml::table* w : wheels) {
+      TableReader wr(source, *w, "torch.wheel", {"python", "file", "sha256"});
+      TorchWheel wheel{wr.required_string("python"), wr.required_string("file"), wr.required_string("sha256")};
+      static const std::regex tag(R"(^cp3[0-9]{1,2}t?$)");
+      if (!std::regex_match(wheel.python_tag, tag))
+        wr.fail("python", cat("bad Python tag '", wheel.python_tag, "': expected e.g. cp311"));
+      std::string prefix = cat("torch-", t.torch_version, "-");
+      if (wheel.file.rfind(prefix, 0) != 0 || wheel.file.size() < 4 ||
+          wheel.file.substr(wheel.file.size() - 4) != ".whl" ||
+          wheel.file.find(cat("-", wheel.python_tag, "-")) == std::string::npos)
+        wr.fail("file", cat("'", wheel.file, "' is not a torch ", t.torch_version, " wheel for ", wheel.python_tag));
+      if (!is_sha256_hex(wheel.sha256))
+        wr.fail("sha256", cat("bad sha256 '", wheel.sha256, "': expected 64 lowercase hexadecimal digits"));
+      for (const auto& other : t.torch_wheels)
+        if (other.python_tag == wheel.python_tag)
+          wr.fail("python", cat("a second torch wheel for ", wheel.python_tag));
+      t.torch_wheels.push_back(std::move(wheel));
+    }
+  } else {
+    if (tor.has("wheel")) tor.fail("wheel", "'torch.wheel' does not apply to source = \"environment\"");
+    t.torch_version = tor.string("version").value_or("");
+    if (!t.torch_version.empty() && !is_valid_version(t.torch_version))
+      tor.fail("version", cat("bad torch version '", t.torch_version, "': expected e.g. 2.11.0"));
+  }
+
+  const toml::table* cuda = top.table("cuda");
+  if (!cuda) top.fail_missing("cuda");
+  TableReader cr(source, *cuda, "cuda", {"toolkit", "version", "home"});
+  t.cuda_toolkit = cr.string("toolkit").value_or("system");
+  if (t.cuda_toolkit != "system" && t.cuda_toolkit != "wheels")
+    cr.fail("toolkit", cat("bad CUDA toolkit '", t.cuda_toolkit, "': expected 'system' or 'wheels'"));
+  t.cuda_version = cr.required_string("version");
+  static const std::regex cuda_version(R"(^[0-9]{2}\.[0-9]$)");
+  if (!std::regex_match(t.cuda_version, cuda_version))
+    cr.fail("version", cat("bad CUDA version '", t.cuda_version, "': expected MAJOR.MINOR such as 13.0"));
+  t.cuda_home = cr.string("home").value_or("");
+  if (!t.cuda_home.empty() && t.cuda_toolkit == "wheels")
+    cr.fail("home", "'cuda.home' applies only to the system toolkit");
+
+  if (const toml::table* compiler = top.table("compiler")) {
+    TableReader comp(source, *compiler, "compiler", {"cxx"});
+    t.cxx = comp.string("cxx").value_or("g++");
+    if (t.cxx.empty()) comp.fail("cxx", "'compiler.cxx' must not be empty");
+  }
+  return t;
+}
+
+}  // namespace
+
+bool is_valid_target_name(std::string_view name) {
+  static const std::regex re(R"(^[a-z0-9][a-z0-9._-]*$)");
+  return std::regex_match(name.begin(), name.end(), re);
+}
+
+std::string Target::interpreter() const {
+  return python_interpreter.empty() ? cat("python", python_version) : python_interpreter;
+}
+
+std::string Target::torch_minor() const {
+  auto parts = split(torch_version, ".");
+  return parts.size() >= 2 ? cat(parts[0], ".", parts[1]) : torch_version;
+}
+
+nlohmann::json Target::canonical() const {
+  nlohmann::json wheels = nlohmann::json::array();
+  for (const auto& w : torch_wheels)
+    wheels.push_back({{"python", w.python_tag}, {"file", w.file}, {"sha256", w.sha256}});
+  return {{"python", {{"interpreter", python_interpreter}, {"version", python_version}}},
+          {"torch",
+           {{"source", torch_source == TorchSource::Pypi ? "pypi" : "environment"},
+            {"version", torch_version},
+            {"wheels", wheels}}},
+          {"cuda", {{"toolkit", cuda_toolkit}, {"version", cuda_version}, {"home", cuda_home}}},
+          {"cxx", cxx},
+          {"archs", archs.canonical()}};
+}
+
+Expected<Target> parse_target(const std::string& text, const std::string& name,
+                              const std::string& display_path) {
+  try {
+    return parse(text, name, display_path);
+  } catch (const KilnError& e) {
+    return e.error();
+  }
+}
+
+Expected<Target> load_target(const std::filesystem::path& file, const std::string& display_path) {
+  auto text = read_file(file);
+  if (!text) return Error::bad_input(cat(display_path, ": cannot read target"));
+  return parse_target(*text, file.stem().string(), display_path);
+}
+
+Target with_archs(const Target& target, const ArchList& archs) {
+  Target derived = target;
+  derived.archs = archs;
+  derived.name = cat(target.name, "-", archs.slug());
+  return derived;
+}
+
+}  // namespace kiln::manifest

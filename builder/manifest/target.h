@@ -1,0 +1,60 @@
+// Build targets: manifests/targets/<name>.toml. A target is a (Python, torch, CUDA, host
+// compiler, archs) tuple; docs/manifest.md documents the format.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/expected.h"
+#include "manifest/arch.h"
+
+namespace kiln::manifest {
+
+struct TorchWheel {
+  std::string python_tag;  // "cp311"
+  std::string file;        // "torch-2.11.0-cp311-cp311-manylinux_2_28_x86_64.whl"
+  std::string sha256;
+};
+
+struct Target {
+  std::string name;  // file stem, or "<stem>-<archs slug>" for an --archs override
+  std::string display_path;
+  std::string description;
+
+  // Python: an interpreter command or path, or a version ("3.11" -> python3.11 on PATH).
+  std::string python_interpreter;
+  std::string python_version;
+
+  // torch: a pinned PyPI wheel per Python tag, or the torch of the Python environment.
+  enum class TorchSource { Pypi, Environment };
+  TorchSource torch_source = TorchSource::Pypi;
+  std::string torch_version;
+  std::vector<TorchWheel> torch_wheels;
+
+  // CUDA: "system" (detect) or "wheels" (a toolkit from pinned PyPI wheels).
+  std::string cuda_toolkit = "system";
+  std::string cuda_version;  // "13.0"
+  std::string cuda_home;     // optional, with the system toolkit
+
+  std::string cxx = "g++";
+  ArchList archs;
+
+  // The interpreter kiln runs: the explicit one, else python<version>.
+  std::string interpreter() const;
+  // torch's major.minor ("2.11"), from torch_version.
+  std::string torch_minor() const;
+  nlohmann::json canonical() const;  // the declared inputs, for build keys
+};
+
+Expected<Target> parse_target(const std::string& text, const std::string& name,
+                              const std::string& display_path);
+Expected<Target> load_target(const std::filesystem::path& file, const std::string& display_path);
+// The same target with other archs, named "<name>-<slug>" so two arch sets never share a name.
+Target with_archs(const Target& target, const ArchList& archs);
+
+bool is_valid_target_name(std::string_view name);
+
+}  // namespace kiln::manifest

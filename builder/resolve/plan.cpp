@@ -1,0 +1,98 @@
+#include "resolve/plan.h"
+
+#include "core/fs.h"
+#include "core/hash.h"
+#include "core/strings.h"
+#include "toolchain/compiler.h"
+#include "toolchain/cuda.h"
+#include "toolchain/python.h"
+
+namespace kiln::resolve {
+
+using manifest::Backend;
+using manifest::Manifest;
+using manifest::Target;
+using nlohmann::json;
+
+Expected<ResolvedTarget> resolve_target(const Target& target) {
+  ResolvedTarget rt{target, json::object(), ""};
+  auto python = toolchain::probe_python(target.interpreter());
+  if (!python) return Error::failed(cat("target ", target.name, ": ", python.error().message), python.error().detail);
+  rt.python_tag = python->abi_tag;
+  rt.toolchain["python"] = python->identity();
+
+  if (target.torch_source == Target::TorchSource::Pypi) {
+    const manifest::TorchWheel* wheel = nullptr;
+    std::vector<std::string> tags;
+    for (const auto& w : target.torch_wheels) {
+      tags.push_back(w.python_tag);
+      if (w.python_tag == python->abi_tag) wheel = &w;
+    }
+    if (!wheel)
+      return Error::failed(cat("target ", target.name, " pins no torch ", target.torch_version, " wheel for ",
+                               python->abi_tag, " (Python ", python->version, " at ", python->executable,
+                               "); it has: ", join(tags, ", ")));
+    rt.toolchain["torch"] = {{"version", target.torch_version}, {"file", wheel->file}, {"sha256", wheel->sha256}};
+  } else {
+    rt.toolchain["torch"] = {{"environment", python->executable}, {"version", target.torch_version}};
+  }
+
+  if (target.cuda_toolkit == "system") {
+    auto cuda = toolchain::detect_cuda(target.cuda_home);
+    if (!cuda) return Error::failed(cat("target ", target.name, ": ", cuda.error().message));
+    KILN_CHECK(toolchain::check_cuda_matches(*cuda, target.cuda_version, cat("target ", target.name)));
+    rt.toolchain["cuda"] = cuda->identity();
+  } else {
+    rt.toolchain["cuda"] = {{"toolkit", "wheels"}, {"version", target.cuda_version}};
+  }
+
+  auto cxx = toolchain::probe_compiler(target.cxx);
+  if (!cxx) return Error::failed(cat("target ", target.name, ": ", cxx.error().message));
+  rt.toolchain["cxx"] = cxx->identity();
+  return rt;
+}
+
+Expected<json> key_inputs(const Manifest& manifest, const ResolvedTarget& target) {
+  json inputs = {{"recipe", kRecipeVersion}, {"package", manifest.canonical()}};
+  if (manifest.source.kind == manifest::Source::Kind::Local && manifest.source.sha256.empty()) {
+    KILN_TRY(std::string tree, tree_sha256(manifest.source.path));
+    inputs["package"]["source"]["tree_sha256"] = tree;
+  }
+  if (manifest.backend != Backend::Pure) {
+    // Compiled packages depend on the whole toolchain and the arch set.
+    inputs["target"] = target.target.canonical();
+    inputs["toolchain"] = target.toolchain;
+  }
+  return inputs;
+}
+
+std::string key_of(const json& inputs) { return sha256_hex(inputs.dump()); }
+
+Expected<Plan> make_plan(const manifest::Repository& repo, const std::vector<std::string>& packages,
+                         const std::vector<Target>& targets) {
+  std::vector<const Manifest*> selected;
+  if (packages.empty()) {
+    selected = repo.newest_of_each();
+  } else {
+    for (const auto& spec : packages) {
+      KILN_TRY(const Manifest* m, repo.select(spec));
+      bool dup = false;
+      for (const Manifest* s : selected) dup = dup || s == m;
+      if (!dup) selected.push_back(m);
+    }
+  }
+  Plan plan;
+  for (const auto& target : targets) {
+    KILN_TRY(ResolvedTarget rt, resolve_target(target));
+    plan.targets.push_back(std::move(rt));
+  }
+  for (const auto& rt : plan.targets) {
+    for (const Manifest* m : selected) {
+      KILN_TRY(json inputs, key_inputs(*m, rt));
+      plan.items.push_back(PlanItem{m, rt.target.name, key_of(inputs), std::move(inputs)});
+    }
+  }
+  return plan;
+}
+
+}  // namespace kiln::resolve

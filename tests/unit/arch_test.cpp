@@ -1,0 +1,73 @@
+#include "manifest/arch.h"
+
+#include <gtest/gtest.h>
+
+namespace kiln::manifest {
+
+namespace {
+std::string canon(std::string_view spec) { return ArchList::parse(spec).value().canonical(); }
+std::string error_of(std::string_view spec) {
+  auto r = ArchList::parse(spec);
+  return r ? std::string("<ok>") : r.error().message;
+}
+}  // namespace
+
+TEST(Arch, TorchStyle) {
+  EXPECT_EQ(canon("9.0"), "sm_90");
+  EXPECT_EQ(canon("9.0;10.0;12.0+PTX"), "sm_90;sm_100;sm_120+ptx");
+  EXPECT_EQ(canon("12.0+PTX 9.0"), "sm_90;sm_120+ptx");  // spaces, any order
+  EXPECT_EQ(canon("9.0a"), "sm_90a");
+  EXPECT_EQ(canon("Hopper"), "sm_90+ptx");
+  EXPECT_EQ(canon("blackwell"), "sm_100;sm_120+ptx");
+}
+
+TEST(Arch, CMakeStyle) {
+  EXPECT_EQ(canon("90-real;120-virtual"), "sm_90;compute_120");
+  EXPECT_EQ(canon("90"), "sm_90+ptx");
+  EXPECT_EQ(canon("100a-real"), "sm_100a");
+}
+
+TEST(Arch, NvccStyle) {
+  EXPECT_EQ(canon("sm_90"), "sm_90");
+  EXPECT_EQ(canon("sm_90a"), "sm_90a");
+  EXPECT_EQ(canon("compute_90"), "compute_90");
+  EXPECT_EQ(canon("sm_90;compute_90"), "sm_90+ptx");  // merged
+}
+
+TEST(Arch, EquivalentSpellingsNormaliseTheSame) {
+  EXPECT_EQ(ArchList::parse("9.0").value(), ArchList::parse("sm_90").value());
+  EXPECT_EQ(ArchList::parse("9.0").value(), ArchList::parse("90-real").value());
+  EXPECT_EQ(ArchList::parse("9.0+PTX").value(), ArchList::parse("90").value());
+  EXPECT_EQ(ArchList::parse("compute_90").value(), ArchList::parse("90-virtual").value());
+  EXPECT_NE(ArchList::parse("sm_90a").value(), ArchList::parse("sm_90").value());
+}
+
+TEST(Arch, Rejects) {
+  EXPECT_EQ(error_of("sm_9"), "bad architecture 'sm_9': expected a two- or three-digit architecture number such as 90 or 120");
+  EXPECT_EQ(error_of("12.0+PTX+PTX"), "bad architecture '12.0+PTX+PTX': only one '+PTX' may follow an architecture");
+  EXPECT_EQ(error_of("sm_999"), "bad architecture 'sm_999': unknown CUDA architecture 999");
+  EXPECT_EQ(error_of("9.9"), "bad architecture '9.9': unknown CUDA architecture 9.9");
+  EXPECT_EQ(error_of("90-fake"), "bad architecture '90-fake': a CMake-style architecture ends in -real or -virtual");
+  EXPECT_EQ(error_of(""), "empty architecture list");
+  EXPECT_EQ(error_of(" ; "), "empty architecture list");
+  EXPECT_NE(error_of("Hoper"), "<ok>");
+}
+
+TEST(Arch, ErrorOffsetPointsAtToken) {
+  ArchList list;
+  ArchSpecError error;
+  ASSERT_FALSE(ArchList::parse("9.0;sm_9", list, error));
+  EXPECT_EQ(error.offset, 4u);
+}
+
+TEST(Arch, Outputs) {
+  auto list = ArchList::parse("9.0;12.0+PTX").value();
+  EXPECT_EQ(list.torch_arch_list(), "9.0;12.0+PTX");
+  EXPECT_EQ(list.slug(), "sm90-sm120-ptx120");
+  EXPECT_EQ(list.gencode_flags(),
+            (std::vector<std::string>{"-gencode=arch=compute_90,code=sm_90",
+                                      "-gencode=arch=compute_120,code=sm_120",
+                                      "-gencode=arch=compute_120,code=compute_120"}));
+}
+
+}  // namespace kiln::manifest

@@ -1,0 +1,197 @@
+#include "manifest/manifest.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "core/fs.h"
+#include "core/hash.h"
+#include "core/strings.h"
+
+namespace kiln::manifest {
+
+namespace {
+
+// Line numbers below refer to this text (line 1 is "[package]").
+const char* kValid = R"([package]
+name = "demo"
+version = "1.0.0"
+summary = "A demo extension"
+license = "MIT"
+requires-python = ">=3.9"
+dependencies = ["einops", "torch"]
+
+[source]
+pypi = "demo"
+sha256 = "e4a697ec2db3906f012e675125569f8b510b4559bc53e3095143d91369e1221b"
+
+[patches]
+series = ["0001-fix.patch"]
+
+[build]
+backend = "native"
+packages = ["demo"]
+
+[[build.extension]]
+name = "demo_cuda"
+sources = ["csrc/demo.cpp", "csrc/demo.cu"]
+nvcc-flags = ["-O3"]
+)";
+
+class ManifestTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::make_unique<TempDir>(TempDir::create(fs::temp_directory_path(), "kiln-manifest-").value());
+    fs::create_directories(root() / "manifests" / "demo");
+    fs::create_directories(root() / "patches" / "demo" / "1.0.0");
+    std::ofstream(root() / "patches" / "demo" / "1.0.0" / "0001-fix.patch") << "--- a/x\n+++ b/x\n";
+  }
+  fs::path root() const { return dir_->path(); }
+  Expected<Manifest> parse(const std::string& text) {
+    return parse_manifest(text, root() / "manifests" / "demo" / "1.0.0.toml",
+                          "manifests/demo/1.0.0.toml", root() / "patches");
+  }
+  // The text with `from` replaced by `to` (which must occur).
+  static std::string edit(std::string from, std::string to) {
+    std::string text = kValid;
+    auto pos = text.find(from);
+    EXPECT_NE(pos, std::string::npos) << from;
+    if (pos != std::string::npos) text.replace(pos, from.size(), to);
+    return text;
+  }
+  std::string error_of(const std::string& text) {
+    auto m = parse(text);
+    return m ? std::string("<no error>") : m.error().message;
+  }
+  std::unique_ptr<TempDir> dir_;
+};
+
+}  // namespace
+
+TEST_F(ManifestTest, ValidManifestParses) {
+  Manifest m = parse(kValid).value();
+  EXPECT_EQ(m.name, "demo");
+  EXPECT_EQ(m.version, "1.0.0");
+  EXPECT_EQ(m.source.kind, Source::Kind::Pypi);
+  ASSERT_EQ(m.patches.size(), 1u);
+  EXPECT_EQ(m.patches[0].sha256, sha256_hex("--- a/x\n+++ b/x\n"));
+  ASSERT_EQ(m.extensions.size(), 1u);
+  EXPECT_EQ(m.extensions[0].sources.size(), 2u);
+  EXPECT_EQ(m.requires_dist, (std::vector<std::string>{"einops", "torch"}));
+}
+
+TEST_F(ManifestTest, CanonicalIgnoresCommentsAndLayout) {
+  std::string commented = edit("[source]", "# where the bytes come from\n[source]  # pinned");
+  std::string spaced = edit("backend = \"native\"", "backend    =   \"native\"   # the fast one");
+  auto a = parse(kValid).value().canonical().dump();
+  EXPECT_EQ(parse(commented).value().canonical().dump(), a);
+  EXPECT_EQ(parse(spaced).value().canonical().dump(), a);
+  EXPECT_NE(parse(edit("\"-O3\"", "\"-O2\"")).value().canonical().dump(), a);
+}
+
+TEST_F(ManifestTest, PatchBytesEnterTheCanonicalForm) {
+  auto before = parse(kValid).value().canonical().dump();
+  std::ofstream(root() / "patches" / "demo" / "1.0.0" / "0001-fix.patch") << "--- a/y\n+++ b/y\n";
+  EXPECT_NE(parse(kValid).value().canonical().dump(), before);
+}
+
+struct BadCase {
+  const char* what;
+  const char* from;
+  const char* to;
+  const char* message;  // the whole message, "FILE:LINE:COL: ..."
+};
+
+class BadManifest : public ManifestTest, public ::testing::WithParamInterface<BadCase> {};
+
+TEST_P(BadManifest, GivesPreciseMessage) {
+  const BadCase& c = GetParam();
+  auto m = parse(edit(c.from, c.to));
+  ASSERT_FALSE(m) << c.what;
+  EXPECT_EQ(m.error().kind, ErrorKind::BadInput);
+  std::string message = m.error().message;
+  std::string patches = (root() / "patches").string();
+  if (auto at = message.find(patches); at != std::string::npos) message.replace(at, patches.size(), "<patches>");
+  EXPECT_EQ(message, c.message) << c.what;
+  // Every located error shows the offending line and a caret.
+  if (std::string(c.message).find(".toml:") != std::string::npos)
+    EXPECT_NE(m.error().detail.find('^'), std::string::npos) << c.what;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, BadManifest,
+    ::testing::Values(
+        BadCase{"toml syntax", "name = \"demo\"", "name = \"demo",
+                "manifests/demo/1.0.0.toml:2:13: TOML syntax error: Error while parsing string: unescaped control characters other than TAB (U+0009) are explicitly prohibited"},
+        BadCase{"duplicate key", "license = \"MIT\"", "license = \"MIT\"\nlicense = \"BSD\"",
+                "manifests/demo/1.0.0.toml:6:11: TOML syntax error: Error while parsing key-value pair: cannot redefine existing string 'license'"},
+        BadCase{"unknown key with hint", "sha256 =", "sha265 =",
+                "manifests/demo/1.0.0.toml:11:1: unknown key 'source.sha265' (did you mean 'source.sha256'?)"},
+        BadCase{"unknown table with hint", "[build]", "[biuld]",
+                "manifests/demo/1.0.0.toml:16:2: unknown key 'biuld' (did you mean 'build'?)"},
+        BadCase{"wrong type", "version = \"1.0.0\"", "version = 1.0",
+                "manifests/demo/1.0.0.toml:3:11: 'package.version' must be a string, not a float"},
+        BadCase{"missing required key", "summary = \"A demo extension\"\n", "",
+                "manifests/demo/1.0.0.toml:1:1: missing required key 'package.summary' in [package]"},
+        BadCase{"missing table", "[source]\npypi = \"demo\"\nsha256 = \"e4a697ec2db3906f012e675125569f8b510b4559bc53e3095143d91369e1221b\"\n", "",
+                "manifests/demo/1.0.0.toml:1:1: missing required key 'source' in the file"},
+        BadCase{"short sha256", "5125569f8b510b4559bc53e3095143d91369e1221b\"", "5125569f8b\"",
+                "manifests/demo/1.0.0.toml:11:10: bad sha256 'e4a697ec2db3906f012e675125569f8b': expected 64 lowercase hexadecimal digits"},
+        BadCase{"uppercase sha256", "sha256 = \"e4a697ec", "sha256 = \"E4A697EC",
+                "manifests/demo/1.0.0.toml:11:10: bad sha256 'E4A697EC2db3906f012e675125569f8b510b4559bc53e3095143d91369e1221b': expected 64 lowercase hexadecimal digits"},
+        BadCase{"bad version", "version = \"1.0.0\"", "version = \"1.x\"",
+                "manifests/demo/1.0.0.toml:3:11: bad version '1.x': expected a PEP 440 version such as 1.6.1"},
+        BadCase{"bad name", "name = \"demo\"", "name = \"demo pkg\"",
+                "manifests/demo/1.0.0.toml:2:8: bad package name 'demo pkg': expected letters, digits, '-', '_' or '.'"},
+        BadCase{"missing patch file", "\"0001-fix.patch\"]", "\"0001-fix.patch\", \"0002-gone.patch\"]",
+                "manifests/demo/1.0.0.toml:14:29: patch file '0002-gone.patch' does not exist (looked in <patches>/demo/1.0.0)"},
+        BadCase{"patch listed twice", "\"0001-fix.patch\"]", "\"0001-fix.patch\", \"0001-fix.patch\"]",
+                "manifests/demo/1.0.0.toml:14:29: patch '0001-fix.patch' is listed twice"},
+        BadCase{"unknown backend", "backend = \"native\"", "backend = \"natve\"",
+                "manifests/demo/1.0.0.toml:17:11: unknown backend 'natve' (did you mean 'native'?)"},
+        BadCase{"native without extension", "[[build.extension]]\nname = \"demo_cuda\"\nsources = [\"csrc/demo.cpp\", \"csrc/demo.cu\"]\nnvcc-flags = [\"-O3\"]\n", "",
+                "manifests/demo/1.0.0.toml:17:11: the native backend needs at least one [[build.extension]]"},
+        BadCase{"two source kinds", "pypi = \"demo\"", "pypi = \"demo\"\nurl = \"https://example.org/demo.tar.gz\"",
+                "manifests/demo/1.0.0.toml:9:1: [source] needs exactly one of 'pypi', 'url', 'git' or 'path'"},
+        BadCase{"bad git commit", "pypi = \"demo\"\nsha256 = \"e4a697ec2db3906f012e675125569f8b510b4559bc53e3095143d91369e1221b\"",
+                "git = \"https://example.org/demo.git\"\ncommit = \"abc123\"",
+                "manifests/demo/1.0.0.toml:11:10: bad commit 'abc123': expected 40 lowercase hexadecimal digits"},
+        BadCase{"not a source file", "\"csrc/demo.cu\"]", "\"csrc/demo.c\"]",
+                "manifests/demo/1.0.0.toml:22:29: 'csrc/demo.c' is not a C++ or CUDA source (.cpp, .cc, .cxx, .cu)"},
+        BadCase{"path escapes the tree", "\"csrc/demo.cpp\"", "\"../etc/demo.cpp\"",
+                "manifests/demo/1.0.0.toml:22:12: '../etc/demo.cpp' must be a relative path inside the source tree"},
+        BadCase{"arch flag in manifest", "nvcc-flags = [\"-O3\"]", "nvcc-flags = [\"-O3\", \"-gencode=arch=compute_90,code=sm_90\"]",
+                "manifests/demo/1.0.0.toml:23:22: '-gencode=arch=compute_90,code=sm_90' selects architectures: archs come from the target, not the manifest"},
+        BadCase{"bad requirement", "\"einops\", \"torch\"", "\"einops\", \"torch >= banana\"",
+                "manifests/demo/1.0.0.toml:7:27: bad requirement 'torch >= banana': expected PEP 508, e.g. 'einops>=0.6'"},
+        BadCase{"bad requires-python", "\">=3.9\"", "\"3.9+\"",
+                "manifests/demo/1.0.0.toml:6:19: bad version specifier '3.9+': expected e.g. '>=3.9'"},
+        BadCase{"wrong array type", "dependencies = [\"einops\", \"torch\"]", "dependencies = \"einops\"",
+                "manifests/demo/1.0.0.toml:7:16: 'package.dependencies' must be an array of strings, not a string"},
+        BadCase{"wrong element type", "dependencies = [\"einops\", \"torch\"]", "dependencies = [\"einops\", 3]",
+                "manifests/demo/1.0.0.toml:7:27: 'package.dependencies' must hold only strings, not an integer"},
+        BadCase{"duplicate extension", "nvcc-flags = [\"-O3\"]\n", "nvcc-flags = [\"-O3\"]\n\n[[build.extension]]\nname = \"demo_cuda\"\nsources = [\"csrc/other.cu\"]\n",
+                "manifests/demo/1.0.0.toml:26:8: extension 'demo_cuda' is declared twice"},
+        BadCase{"name does not match directory", "name = \"demo\"", "name = \"other\"",
+                "manifests/demo/1.0.0.toml:2:8: package 'other' is declared in directory 'demo': the directory must be the package name"},
+        BadCase{"version does not match file", "version = \"1.0.0\"", "version = \"1.0.1\"",
+                "manifests/demo/1.0.0.toml:3:11: version '1.0.1' is declared in '1.0.0.toml': the file must be named 1.0.1.toml"},
+        BadCase{"bad url scheme", "pypi = \"demo\"", "url = \"ftp://example.org/demo.tar.gz\"",
+                "manifests/demo/1.0.0.toml:10:7: bad url 'ftp://example.org/demo.tar.gz': expected http://, https:// or file://"},
+        BadCase{"key of another source kind", "pypi = \"demo\"", "url = \"https://example.org/d.tar.gz\"\nfile = \"d.tar.gz\"",
+                "manifests/demo/1.0.0.toml:11:8: 'source.file' does not apply to this kind of source"}));
+
+TEST_F(ManifestTest, MissingPatchMessageNamesTheDirectory) {
+  // The message above abbreviates the temp dir as <patches>; check the real one here.
+  auto m = parse(edit("\"0001-fix.patch\"]", "\"0001-fix.patch\", \"0002-gone.patch\"]"));
+  ASSERT_FALSE(m);
+  EXPECT_NE(m.error().message.find((root() / "patches" / "demo" / "1.0.0").string()), std::string::npos);
+}
+
+TEST_F(ManifestTest, CaretPointsAtTheColumn) {
+  auto m = parse(edit("backend = \"native\"", "backend = \"natve\""));
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.error().detail, "  backend = \"natve\"\n            ^");
+}
+
+}  // namespace kiln::manifest

@@ -1,0 +1,77 @@
+#include "manifest/repository.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "core/fs.h"
+
+namespace kiln::manifest {
+
+namespace {
+
+std::string manifest_text(const std::string& name, const std::string& version) {
+  return "[package]\nname = \"" + name + "\"\nversion = \"" + version +
+         "\"\nsummary = \"s\"\nlicense = \"MIT\"\nrequires-python = \">=3.9\"\n\n"
+         "[source]\npypi = \"" + name + "\"\nsha256 = \"" + std::string(64, 'a') +
+         "\"\n\n[build]\nbackend = \"pure\"\npackages = [\"pkg\"]\n";
+}
+
+class RepositoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::make_unique<TempDir>(TempDir::create(fs::temp_directory_path(), "kiln-repo-").value());
+  }
+  void add(const std::string& dir, const std::string& name, const std::string& version) {
+    fs::create_directories(manifests() / dir);
+    std::ofstream(manifests() / dir / (version + ".toml")) << manifest_text(name, version);
+  }
+  fs::path manifests() const { return dir_->path() / "manifests"; }
+  Expected<Repository> load() { return Repository::load(manifests(), dir_->path() / "patches", "manifests"); }
+  std::unique_ptr<TempDir> dir_;
+};
+
+}  // namespace
+
+TEST_F(RepositoryTest, SelectsNewestOrExact) {
+  add("pkg-a", "pkg-a", "1.6.1");
+  add("pkg-a", "pkg-a", "1.10.0");
+  add("pkg-a", "pkg-a", "1.7.0");
+  add("pkg-b", "pkg-b", "0.1.0");
+  Repository repo = load().value();
+  EXPECT_EQ(repo.select("pkg-a").value()->version, "1.10.0");  // PEP 440 order, not text order
+  EXPECT_EQ(repo.select("pkg-a==1.6.1").value()->version, "1.6.1");
+  EXPECT_EQ(repo.select("PKG_A==1.7.0").value()->version, "1.7.0");  // normalised names
+  auto newest = repo.newest_of_each();
+  ASSERT_EQ(newest.size(), 2u);
+  EXPECT_EQ(newest[0]->version, "1.10.0");
+  EXPECT_EQ(newest[1]->name, "pkg-b");
+}
+
+TEST_F(RepositoryTest, SelectionErrors) {
+  add("pkg-a", "pkg-a", "1.6.1");
+  Repository repo = load().value();
+  EXPECT_EQ(repo.select("pkg-x").error().message, "no manifest for package 'pkg-x' in manifests (did you mean 'pkg-a'?)");
+  EXPECT_EQ(repo.select("pkg-a==9.9").error().message, "no manifest for pkg-a==9.9 (have: 1.6.1)");
+  EXPECT_EQ(repo.select("pkg-a==x").error().message, "bad package spec 'pkg-a==x': 'x' is not a PEP 440 version");
+}
+
+TEST_F(RepositoryTest, DuplicatePackageNames) {
+  add("pkg-a", "pkg-a", "1.0.0");
+  add("pkg_a", "pkg_a", "1.0.0");  // the same package once normalised
+  auto repo = load();
+  ASSERT_FALSE(repo);
+  EXPECT_EQ(repo.error().kind, ErrorKind::BadInput);
+  EXPECT_EQ(repo.error().message,
+            "manifests/pkg_a/1.0.0.toml:2:8: duplicate package 'pkg_a' 1.0.0: already declared in manifests/pkg-a/1.0.0.toml");
+}
+
+TEST_F(RepositoryTest, Targets) {
+  add("pkg-a", "pkg-a", "1.0.0");
+  Repository repo = load().value();
+  EXPECT_EQ(repo.target("default").value().name, "default");  // built in when no file
+  EXPECT_EQ(repo.target("defualt").error().message, "no target 'defualt' in manifests/targets (did you mean 'default'?)");
+  EXPECT_EQ(repo.target("Bad Name").error().message, "bad target name 'Bad Name'");
+}
+
+}  // namespace kiln::manifest

@@ -1,0 +1,89 @@
+#include "manifest/target.h"
+
+#include <gtest/gtest.h>
+
+#include "core/fs.h"
+#include "manifest/repository.h"
+
+namespace kiln::manifest {
+
+namespace {
+
+const char* kTarget = R"([target]
+description = "test"
+archs = "9.0"
+
+[python]
+interpreter = "python3"
+
+[torch]
+version = "2.11.0"
+
+[[torch.wheel]]
+python = "cp311"
+file = "torch-2.11.0-cp311-cp311-manylinux_2_28_x86_64.whl"
+sha256 = "7aa2f9bbc6d4595ba72138026b2074be1233186150e9292865e04b7a63b8c67a"
+
+[cuda]
+toolkit = "system"
+version = "13.0"
+)";
+
+std::string edit(std::string from, std::string to) {
+  std::string text = kTarget;
+  auto pos = text.find(from);
+  EXPECT_NE(pos, std::string::npos) << from;
+  if (pos != std::string::npos) text.replace(pos, from.size(), to);
+  return text;
+}
+
+std::string error_of(const std::string& text) {
+  auto t = parse_target(text, "t", "targets/t.toml");
+  return t ? std::string("<no error>") : t.error().message;
+}
+
+}  // namespace
+
+TEST(Target, ParsesAndDerives) {
+  Target t = parse_target(kTarget, "t", "targets/t.toml").value();
+  EXPECT_EQ(t.archs.canonical(), "sm_90");
+  EXPECT_EQ(t.torch_minor(), "2.11");
+  EXPECT_EQ(t.cxx, "g++");
+  Target d = with_archs(t, ArchList::parse("9.0;12.0+PTX").value());
+  EXPECT_EQ(d.name, "t-sm90-sm120-ptx120");
+  EXPECT_NE(d.canonical().dump(), t.canonical().dump());
+  // The description does not change the bytes kiln builds.
+  EXPECT_EQ(parse_target(edit("\"test\"", "\"other words\""), "t", "x").value().canonical(), t.canonical());
+}
+
+TEST(Target, BadInput) {
+  EXPECT_EQ(error_of(edit("archs = \"9.0\"", "archs = \"9.0;sm_9\"")),
+            "targets/t.toml:3:14: bad architecture 'sm_9': expected a two- or three-digit architecture number such as 90 or 120");
+  EXPECT_EQ(error_of(edit("archs = \"9.0\"", "archs = \"12.0+PTX+PTX\"")),
+            "targets/t.toml:3:10: bad architecture '12.0+PTX+PTX': only one '+PTX' may follow an architecture");
+  EXPECT_EQ(error_of(edit("archs = \"9.0\"", "archs = \"sm_999\"")),
+            "targets/t.toml:3:10: bad architecture 'sm_999': unknown CUDA architecture 999");
+  EXPECT_EQ(error_of(edit("version = \"13.0\"", "version = \"13\"")),
+            "targets/t.toml:18:11: bad CUDA version '13': expected MAJOR.MINOR such as 13.0");
+  EXPECT_EQ(error_of(edit("sha256 = \"7aa2", "sha256 = \"zaa2")),
+            "targets/t.toml:14:10: bad sha256 'zaa2f9bbc6d4595ba72138026b2074be1233186150e9292865e04b7a63b8c67a': expected 64 lowercase hexadecimal digits");
+  EXPECT_EQ(error_of(edit("[cuda]", "[cuda]\nhoem = \"/usr/local/cuda\"")),
+            "targets/t.toml:17:1: unknown key 'cuda.hoem' (did you mean 'cuda.home'?)");
+  EXPECT_EQ(error_of(edit("file = \"torch-2.11.0-cp311", "file = \"torch-2.10.0-cp311")),
+            "targets/t.toml:13:8: 'torch-2.10.0-cp311-cp311-manylinux_2_28_x86_64.whl' is not a torch 2.11.0 wheel for cp311");
+  EXPECT_EQ(error_of(edit("toolkit = \"system\"", "toolkit = \"conda\"")),
+            "targets/t.toml:17:11: bad CUDA toolkit 'conda': expected 'system' or 'wheels'");
+  EXPECT_EQ(error_of(edit("interpreter = \"python3\"", "interpreter = \"python3\"\nversion = \"3.11\"")),
+            "targets/t.toml:5:1: [python] needs exactly one of 'interpreter' or 'version'");
+  EXPECT_EQ(error_of(edit("[torch]\nversion = \"2.11.0\"", "[torch]\nversion = \"2.11.0\"\n[torch.x]")),
+            "targets/t.toml:10:8: unknown key 'torch.x' (expected one of: source, version, wheel)");
+}
+
+TEST(Target, EmbeddedDefaultIsValid) {
+  Target t = parse_target(kEmbeddedDefaultTarget, "default", "<built-in>").value();
+  EXPECT_EQ(t.archs.canonical(), "sm_90");
+  EXPECT_EQ(t.torch_version, "2.11.0");
+  EXPECT_EQ(t.cuda_version, "13.0");
+}
+
+}  // namespace kiln::manifest
