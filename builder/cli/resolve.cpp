@@ -16,7 +16,8 @@ std::function<int()> configure_resolve(CLI::App& sub, Context& ctx) {
   };
   auto opts = std::make_shared<Options>();
   sub.add_option("packages", opts->packages, "NAME or NAME==VERSION (default: every package)");
-  sub.add_option("-t,--target", opts->targets, "Target name or file (repeatable; default: default)");
+  sub.add_option("-t,--target", opts->targets, "Target name or file (repeatable; default: default)")
+      ->allow_extra_args(false);
   sub.add_option("--archs", opts->archs, "Override the targets' archs, e.g. \"9.0;12.0+PTX\"");
   return [&ctx, opts] {
     auto targets = ctx.targets(opts->targets, opts->archs);
