@@ -3,9 +3,11 @@
 
 #include "cli/context.h"
 #include "core/error.h"
+#include "core/interrupt.h"
 #include "core/log.h"
 
 int main(int argc, char** argv) {
+  kiln::install_interrupt_handlers();
   try {
     return kiln::cli::run(argc, argv);
   } catch (const kiln::KilnError& e) {

@@ -8,6 +8,10 @@ import unittest
 from pathlib import Path
 
 KILN = os.environ.get("KILN") or shutil.which("kiln")
+# Downloads and unpacked torch sysroots are shared by every test (and kept between runs) through
+# this cache; wheels and objects are not, so each test builds from scratch.
+SHARED_CACHE = Path(os.environ.get("KILN_CACHE") or Path.home() / ".cache/kiln/cache")
+TOOLS = Path(os.environ.get("KILN_TOOLS") or Path.home() / ".cache/kiln/tools")
 SOURCE_DIR = Path(os.environ.get("KILN_SOURCE_DIR", Path(__file__).resolve().parents[2]))
 
 
@@ -37,6 +41,27 @@ class KilnTestCase(unittest.TestCase):
             self.assertEqual(proc.returncode, check,
                              f"kiln {' '.join(args)}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
         return proc
+
+    def fresh_cache(self, name):
+        """A cache with no wheels or objects that shares downloads and sysroots with every test."""
+        cache = self.tmp / name
+        cache.mkdir()
+        for part in ("downloads", "sysroots"):
+            (SHARED_CACHE / part).mkdir(parents=True, exist_ok=True)
+            (cache / part).symlink_to(SHARED_CACHE / part)
+        return cache
+
+    def copy_project(self, name):
+        """A second copy of the project at another path."""
+        other = self.tmp / name
+        shutil.copytree(self.project, other, symlinks=True)
+        return other
+
+    def tool(self, name):
+        path = TOOLS / "bin" / name
+        if not path.exists():
+            self.skipTest(f"{name} is not installed in {TOOLS} (scripts/test installs it)")
+        return str(path)
 
     def edit(self, relpath, old, new):
         path = self.project / relpath

@@ -114,8 +114,9 @@ TEST_P(BadManifest, GivesPreciseMessage) {
   if (auto at = message.find(patches); at != std::string::npos) message.replace(at, patches.size(), "<patches>");
   EXPECT_EQ(message, c.message) << c.what;
   // Every located error shows the offending line and a caret.
-  if (std::string(c.message).find(".toml:") != std::string::npos)
+  if (std::string(c.message).find(".toml:") != std::string::npos) {
     EXPECT_NE(m.error().detail.find('^'), std::string::npos) << c.what;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

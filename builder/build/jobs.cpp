@@ -1,0 +1,149 @@
+#include "build/jobs.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <fstream>
+#include <list>
+#include <optional>
+#include <thread>
+
+#include "core/fs.h"
+#include "core/interrupt.h"
+#include "core/log.h"
+#include "core/process.h"
+#include "core/strings.h"
+
+namespace kiln::build {
+
+namespace {
+
+double now() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+struct Running {
+  std::size_t index;
+  Child child;
+  double started;
+};
+
+void stop_all(std::list<Running>& running) {
+  for (auto& r : running) r.child.kill_group(SIGTERM);
+  double deadline = now() + 0.5;
+  for (auto& r : running) {
+    ProcessResult result;
+    while (!r.child.poll(result) && now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  running.clear();  // ~Child sends SIGKILL to any survivor and reaps it
+}
+
+}  // namespace
+
+int default_slots() {
+  long n = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+
+double available_memory_gib() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  long kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit)
+    if (key == "MemAvailable:") return static_cast<double>(kib) / (1024.0 * 1024.0);
+  return 8;
+}
+
+Expected<JobStats> run_jobs(const std::vector<Job>& jobs, const RunnerOptions& options) {
+  const int slots = options.slots > 0 ? options.slots : default_slots();
+  const double memory = options.memory_gib > 0 ? options.memory_gib : available_memory_gib() * 0.9;
+  JobStats stats;
+  double start = now();
+  std::vector<int> state(jobs.size(), 0);  // 0 waiting, 1 running, 2 done
+  std::list<Running> running;
+  std::size_t done = 0;
+  int used_slots = 0;
+  double used_memory = 0;
+  const std::size_t total = jobs.size();
+
+  while (done < total) {
+    if (interrupted()) {
+      stop_all(running);
+      return Error::interrupted("interrupted: stopped every build job");
+    }
+    // Start what fits, in the given order (callers put the critical path first).
+    for (std::size_t i = 0; i < total; ++i) {
+      if (state[i] != 0) continue;
+      bool ready = true;
+      for (std::size_t d : jobs[i].deps) ready = ready && state[d] == 2;
+      if (!ready) continue;
+      int weight = std::min(jobs[i].weight, slots);
+      bool fits = used_slots + weight <= slots && (running.empty() || used_memory + jobs[i].memory_gib <= memory);
+      if (!fits) break;  // keep the order: a big job is not overtaken forever by small ones
+      ProcessSpec spec;
+      spec.argv = jobs[i].argv;
+      spec.env_set = jobs[i].env;
+      spec.cwd = jobs[i].cwd;
+      spec.output = ProcessSpec::Output::Log;
+      spec.log_file = jobs[i].log;
+      KILN_CHECK(ensure_directory(jobs[i].log.parent_path()));
+      write_file_atomic(jobs[i].log.string() + ".cmd", format_argv(jobs[i].argv) + "\n").value();
+      auto child = spawn(spec);
+      if (!child) {
+        stop_all(running);
+        return child.error();
+      }
+      state[i] = 1;
+      used_slots += weight;
+      used_memory += jobs[i].memory_gib;
+      running.emplace_back(Running{i, std::move(*child), now()});
+      log::info(cat("start ", jobs[i].label));
+      log::verbose(cat("$ ", format_argv(jobs[i].argv)));
+    }
+    // Reap finished jobs.
+    bool progressed = false;
+    for (auto r = running.begin(); r != running.end();) {
+      ProcessResult result;
+      if (!r->child.poll(result)) {
+        ++r;
+        continue;
+      }
+      progressed = true;
+      std::size_t i = r->index;
+      const Job& job = jobs[i];
+      double seconds = now() - r->started;
+      used_slots -= std::min(job.weight, slots);
+      used_memory -= job.memory_gib;
+      r = running.erase(r);
+      if (!result.ok()) {
+        stop_all(running);
+        auto text = read_file(job.log);
+        return Error::failed(
+            cat(job.label, " failed (", result.term_signal ? cat("signal ", result.term_signal) : cat("exit ", result.exit_code),
+                "); log: ", job.log.string()),
+            cat("command: ", format_argv(job.argv), "\n", tail_lines(text ? *text : std::string(), 25)));
+      }
+      if (job.on_success) {
+        auto ok = job.on_success();
+        if (!ok) {
+          stop_all(running);
+          return std::move(ok).error();
+        }
+      }
+      state[i] = 2;
+      ++done;
+      stats.run++;
+      stats.cpu_seconds += seconds;
+      stats.timings.push_back({job.label, seconds, result.max_rss_kib});
+      log::info(cat("[", done, "/", total, "] ", job.label, " (", static_cast<int>(seconds + 0.5), " s)"));
+    }
+    if (!progressed) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  stats.wall_seconds = now() - start;
+  return stats;
+}
+
+}  // namespace kiln::build

@@ -1,0 +1,50 @@
+// A parallel job runner: subprocess jobs with dependencies and weights, run in as many slots as
+// the machine allows, each with its own log; the first failure stops everything and reports the
+// failing command and the tail of its log; an interrupt stops every child within a second.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/expected.h"
+
+namespace kiln::build {
+
+struct Job {
+  std::string label;  // "nvcc causal_conv1d_bwd.cu sm_90"
+  std::vector<std::string> argv;
+  std::vector<std::pair<std::string, std::string>> env;
+  std::filesystem::path cwd;
+  std::filesystem::path log;
+  int weight = 1;          // slots it occupies (e.g. nvcc --threads)
+  double memory_gib = 1;   // estimated peak memory
+  std::vector<std::size_t> deps;  // indices of jobs that must finish first
+  // Runs after the process succeeded (e.g. to store the object in the cache).
+  std::function<Expected<void>()> on_success;
+};
+
+struct JobStats {
+  std::size_t run = 0;
+  double wall_seconds = 0;
+  double cpu_seconds = 0;  // sum of job wall times
+  struct Timing {
+    std::string label;
+    double seconds;
+    long max_rss_kib;
+  };
+  std::vector<Timing> timings;
+};
+
+struct RunnerOptions {
+  int slots = 0;          // 0: the number of cores
+  double memory_gib = 0;  // 0: MemAvailable
+};
+
+Expected<JobStats> run_jobs(const std::vector<Job>& jobs, const RunnerOptions& options);
+
+int default_slots();
+double available_memory_gib();
+
+}  // namespace kiln::build

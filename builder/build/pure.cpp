@@ -1,0 +1,46 @@
+#include "build/pure.h"
+
+#include <algorithm>
+
+#include "core/fs.h"
+#include "core/strings.h"
+
+namespace kiln::build {
+
+namespace fs = std::filesystem;
+
+Expected<std::vector<wheel::WheelEntry>> collect_packages(const fs::path& tree,
+                                                          const std::vector<std::string>& packages) {
+  std::vector<wheel::WheelEntry> out;
+  for (const auto& package : packages) {
+    std::string rel = package;
+    std::replace(rel.begin(), rel.end(), '.', '/');
+    fs::path base;
+    std::error_code ec;
+    for (const fs::path& root : {tree, tree / "src"})
+      if (fs::is_directory(root / rel, ec)) {
+        base = root;
+        break;
+      }
+    if (base.empty())
+      return Error::failed(cat("package '", package, "' is not in the source tree (looked for ", rel, "/ and src/", rel, "/)"));
+    for (auto it = fs::recursive_directory_iterator(base / rel, ec); it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (ec) return Error::failed(cat("cannot read ", (base / rel).string(), ": ", ec.message()));
+      std::string name = it->path().filename().string();
+      if (name == "__pycache__") {
+        it.disable_recursion_pending();
+        continue;
+      }
+      if (it->is_symlink()) return Error::failed(cat("package file ", it->path().string(), " is a symlink"));
+      if (!it->is_regular_file() || it->path().extension() == ".pyc") continue;
+      KILN_TRY(std::string data, read_file(it->path()));
+      bool exec = (fs::status(it->path()).permissions() & fs::perms::owner_exec) != fs::perms::none;
+      out.push_back({fs::relative(it->path(), base).generic_string(), std::move(data), exec});
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
+  out.erase(std::unique(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.path == b.path; }), out.end());
+  return out;
+}
+
+}  // namespace kiln::build

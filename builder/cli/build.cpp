@@ -1,0 +1,75 @@
+// kiln build [PACKAGES…] [--target T]… [--archs SPEC] [--jobs N] [--explain] [--offline]
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "cli/context.h"
+#include "core/strings.h"
+#include "pipeline/pipeline.h"
+#include "resolve/plan.h"
+
+namespace kiln::cli {
+
+std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
+  struct Options {
+    std::vector<std::string> packages, targets;
+    std::string archs, index_url;
+    int jobs = 0;
+    bool explain = false, offline = false;
+  };
+  auto opts = std::make_shared<Options>();
+  sub.add_option("packages", opts->packages, "NAME or NAME==VERSION (default: every package)");
+  sub.add_option("-t,--target", opts->targets, "Target name or file (repeatable; default: default)")
+      ->allow_extra_args(false);
+  sub.add_option("--archs", opts->archs, "Override the targets' archs, e.g. \"9.0;12.0+PTX\"");
+  sub.add_option("-j,--jobs", opts->jobs, "Parallel jobs (default: one per core)")->check(CLI::NonNegativeNumber);
+  sub.add_flag("--explain", opts->explain, "Say why each package is built (which input changed)");
+  sub.add_flag("--offline", opts->offline, "Never use the network; fail when something is not cached");
+  sub.add_option("--index-url", opts->index_url, "Package index for sources and torch (default: pip's)");
+  return [&ctx, opts] {
+    auto targets = ctx.targets(opts->targets, opts->archs);
+    resolve::Plan plan = resolve::make_plan(ctx.repository(), opts->packages, targets).value();
+    pipeline::Options po;
+    po.cache = ctx.cache_path();
+    po.jobs = opts->jobs;
+    po.explain = opts->explain;
+    po.offline = opts->offline;
+    po.index_url = opts->index_url;
+    pipeline::Result result = pipeline::run(plan, po).value();
+    if (ctx.json) {
+      nlohmann::json items = nlohmann::json::array();
+      std::size_t hits = 0;
+      for (const auto& i : result.items) {
+        hits += i.cache_hit;
+        nlohmann::json j = {{"package", i.package}, {"version", i.version}, {"target", i.target},
+                            {"backend", i.backend}, {"key", i.key}, {"wheel", i.wheel.string()},
+                            {"sha256", i.sha256}, {"cache_hit", i.cache_hit}, {"seconds", i.seconds}};
+        if (opts->explain) j["why"] = i.why;
+        items.push_back(std::move(j));
+      }
+      nlohmann::json timings = nlohmann::json::array();
+      for (const auto& t : result.timings)
+        timings.push_back({{"job", t.label}, {"seconds", t.seconds}, {"max_rss_kib", t.max_rss_kib}});
+      std::cout << nlohmann::json{{"items", items},
+                                  {"fetches", result.downloads},
+                                  {"compile_jobs", result.compile_jobs},
+                                  {"objects_reused", result.objects_reused},
+                                  {"cache_hits", hits},
+                                  {"jobs", timings}}
+                       .dump(2)
+                << "\n";
+      return 0;
+    }
+    for (const auto& i : result.items) {
+      if (opts->explain) {
+        std::cerr << "kiln: " << i.package << " " << i.version << " (" << i.target << "): "
+                  << (i.cache_hit ? "cache hit" : "built") << "\n";
+        for (const auto& w : i.why) std::cerr << "  " << w << "\n";
+      }
+      std::cout << i.wheel.string() << "\n";
+    }
+    return 0;
+  };
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,62 @@
+// kiln cache ls | verify | gc [--all]
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "cache/store.h"
+#include "cli/context.h"
+#include "cli/table.h"
+#include "core/log.h"
+#include "core/strings.h"
+
+namespace kiln::cli {
+
+std::function<int()> configure_cache(CLI::App& sub, Context& ctx) {
+  auto action = std::make_shared<std::string>();
+  auto all = std::make_shared<bool>(false);
+  sub.require_subcommand(1);
+  CLI::App* ls = sub.add_subcommand("ls", "List the cached wheels");
+  CLI::App* verify = sub.add_subcommand("verify", "Rehash every cached wheel; exit 1 on any damage");
+  CLI::App* gc = sub.add_subcommand("gc", "Remove staging leftovers (--all: every wheel too)");
+  gc->add_flag("--all", *all, "Remove every cached wheel as well");
+  for (CLI::App* s : {ls, verify, gc}) s->callback([action, s] { *action = s->get_name(); });
+  return [&ctx, action, all] {
+    cache::Store store(ctx.cache_path());
+    if (*action == "ls") {
+      auto entries = store.list();
+      if (ctx.json) {
+        nlohmann::json out = nlohmann::json::array();
+        for (const auto& e : entries) {
+          nlohmann::json j = e.info;
+          j["path"] = e.wheel.string();
+          out.push_back(j);
+        }
+        std::cout << out.dump(2) << "\n";
+        return 0;
+      }
+      Table table({"PACKAGE", "VERSION", "TARGET", "ARCHS", "SIZE", "KEY"});
+      for (const auto& e : entries)
+        table.add({e.info.value("package", "?"), e.info.value("version", "?"), e.info.value("target", "?"),
+                   e.info.value("archs", "-"), std::to_string(e.size), e.key.substr(0, 16)});
+      std::cout << table.render();
+      return 0;
+    }
+    if (*action == "verify") {
+      auto problems = store.verify();
+      std::size_t n = store.list().size();
+      if (ctx.json) {
+        nlohmann::json out = nlohmann::json::array();
+        for (const auto& p : problems) out.push_back({{"key", p.key}, {"problem", p.message}});
+        std::cout << nlohmann::json{{"entries", n}, {"problems", out}}.dump(2) << "\n";
+      }
+      for (const auto& p : problems) log::error(cat("cache entry ", p.key, ": ", p.message));
+      if (!ctx.json) log::info(cat("verified ", n, " cache entries: ", problems.size(), " damaged"));
+      return problems.empty() ? 0 : 1;
+    }
+    std::uint64_t removed = store.gc(*all).value();
+    log::info(cat("removed ", removed, " items"));
+    return 0;
+  };
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,50 @@
+// kiln fetch PKG… [--offline] [--index-url URL]: download and verify sources; print their paths.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "cache/store.h"
+#include "cli/context.h"
+#include "core/fs.h"
+#include "core/log.h"
+#include "core/strings.h"
+#include "pipeline/sources.h"
+
+namespace kiln::cli {
+
+std::function<int()> configure_fetch(CLI::App& sub, Context& ctx) {
+  struct Options {
+    std::vector<std::string> packages;
+    bool offline = false;
+    std::string index_url;
+  };
+  auto opts = std::make_shared<Options>();
+  sub.add_option("packages", opts->packages, "NAME or NAME==VERSION")->required();
+  sub.add_flag("--offline", opts->offline, "Use the download cache only");
+  sub.add_option("--index-url", opts->index_url, "Package index (default: pip's configuration)");
+  return [&ctx, opts] {
+    auto fetching = pipeline::Fetching::create(ctx.cache_path(), opts->offline, opts->index_url).value();
+    nlohmann::json out = nlohmann::json::array();
+    cache::Store store(ctx.cache_path());
+    for (const auto& spec : opts->packages) {
+      const manifest::Manifest* m = ctx.repository().select(spec).value();
+      // A git source is checked out into a scratch directory that is removed afterwards; the
+      // mirror in the cache is what stays.
+      TempDir scratch = TempDir::create(store.tmp_root(), "fetch-").value();
+      fetch::Fetched got = pipeline::fetch_package(*m, *fetching, scratch.path() / "checkout").value();
+      std::string where = got.is_directory && m->source.kind == manifest::Source::Kind::Git
+                              ? fetch::git_mirror_path(ctx.cache_path(), m->source.url).string()
+                              : got.path.string();
+      out.push_back({{"package", m->name}, {"version", m->version}, {"path", where}, {"sha256", got.sha256},
+                     {"downloaded", got.downloaded}});
+      if (!ctx.json) std::cout << where << "\n";
+    }
+    if (ctx.json)
+      std::cout << nlohmann::json{{"items", out}, {"fetches", fetching->downloads()}}.dump(2) << "\n";
+    else
+      log::info(cat(fetching->downloads(), " downloaded, ", opts->packages.size() - std::min(opts->packages.size(), fetching->downloads()), " from the cache"));
+    return 0;
+  };
+}
+
+}  // namespace kiln::cli

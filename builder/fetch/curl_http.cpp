@@ -1,0 +1,338 @@
+// The libcurl HttpClient: one easy handle per request (so one client serves many threads).
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "core/interrupt.h"
+#include "core/strings.h"
+#include "fetch/http.h"
+
+namespace kiln::fetch {
+
+namespace {
+
+void global_init() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+// One request's state, shared with the callbacks.
+struct Transfer {
+  CURL* curl = nullptr;
+  Headers headers;
+  std::uint64_t bytes = 0;
+
+  // download()
+  bool to_file = false;
+  std::filesystem::path file;
+  std::uint64_t offset = 0;
+  int fd = -1;
+  bool decided = false;  // whether this answer's body goes to the file (fd >= 0) or nowhere
+  bool bad_range = false;
+  std::string write_error;
+
+  // get()
+  std::string body;
+  std::size_t max_body = 0;
+  bool too_big = false;
+
+  ~Transfer() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+size_t on_header(char* data, size_t size, size_t count, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  std::string_view line(data, size * count);
+  if (line.rfind("HTTP/", 0) == 0) {
+    // A new answer (after a redirect or a 100 Continue): forget the previous one's headers.
+    t->headers.clear();
+    t->decided = false;
+    return size * count;
+  }
+  std::size_t colon = line.find(':');
+  if (colon != std::string_view::npos)
+    t->headers.emplace_back(lower(trim(line.substr(0, colon))),
+                            std::string(trim(line.substr(colon + 1))));
+  return size * count;
+}
+
+std::string header_of(const Transfer& t, std::string_view name) {
+  for (const auto& [key, value] : t.headers)
+    if (key == name) return value;
+  return {};
+}
+
+long status_of(CURL* curl) {
+  long status = 0;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  return status;
+}
+
+// The first byte of "Content-Range: bytes <first>-<last>/<total>", or -1.
+long long content_range_start(const std::string& value) {
+  std::string_view v = trim(value);
+  if (v.rfind("bytes", 0) != 0) return -1;
+  v = trim(v.substr(5));
+  std::size_t dash = v.find('-');
+  if (dash == 0 || dash == std::string_view::npos) return -1;
+  long long first = 0;
+  for (char c : v.substr(0, dash)) {
+    if (c < '0' || c > '9' || first > (1LL << 50)) return -1;
+    first = first * 10 + (c - '0');
+  }
+  return first;
+}
+
+// Opens the file for this answer: at `offset` for a matching 206, from the start otherwise.
+bool open_for_answer(Transfer& t, long status) {
+  t.decided = true;
+  if (status < 200 || status >= 300) return true;  // a body curl passes on but we ignore
+  bool append = false;
+  if (status == 206) {
+    long long start = content_range_start(header_of(t, "content-range"));
+    if (start < 0 || static_cast<std::uint64_t>(start) != t.offset) {
+      t.bad_range = true;
+      append = false;
+    } else {
+      append = t.offset > 0;
+    }
+  }
+  int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? 0 : O_TRUNC);
+  t.fd = ::open(t.file.c_str(), flags, 0644);
+  if (t.fd < 0) {
+    t.write_error = cat("cannot open ", t.file.string(), ": ", std::strerror(errno));
+    return false;
+  }
+  if (append) {
+    if (::ftruncate(t.fd, static_cast<off_t>(t.offset)) != 0 ||
+        ::lseek(t.fd, static_cast<off_t>(t.offset), SEEK_SET) < 0) {
+      t.write_error = cat("cannot seek in ", t.file.string(), ": ", std::strerror(errno));
+      return false;
+    }
+  }
+  return !t.bad_range;
+}
+
+size_t on_file_data(char* data, size_t size, size_t count, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  std::size_t len = size * count;
+  if (!t->decided && !open_for_answer(*t, status_of(t->curl))) return 0;
+  if (t->fd < 0) return len;
+  const char* p = data;
+  std::size_t left = len;
+  while (left > 0) {
+    ssize_t n = ::write(t->fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      t->write_error = cat("cannot write ", t->file.string(), ": ", std::strerror(errno));
+      return 0;
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  t->bytes += len;
+  return len;
+}
+
+size_t on_text_data(char* data, size_t size, size_t count, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  std::size_t len = size * count;
+  if (t->body.size() + len > t->max_body) {
+    t->too_big = true;
+    return 0;
+  }
+  t->body.append(data, len);
+  t->bytes += len;
+  return len;
+}
+
+int on_progress(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return interrupted() ? 1 : 0;
+}
+
+class CurlClient final : public HttpClient {
+ public:
+  explicit CurlClient(const CurlOptions& options) : options_(options) { global_init(); }
+
+  HttpResponse download(const std::string& url, const std::filesystem::path& file,
+                        std::uint64_t offset) override {
+    Transfer t;
+    t.to_file = true;
+    t.file = file;
+    t.offset = offset;
+    std::string range = cat(offset, "-");
+    HttpResponse r = perform(url, {}, t, offset > 0 ? range.c_str() : nullptr);
+    if (r.transport == Transport::Ok && r.ok() && !t.decided && t.fd < 0) {
+      // A 2xx answer with an empty body: the file still takes the answer's content.
+      if (!open_for_answer(t, r.status)) {
+        r.transport = t.bad_range ? Transport::Broken : Transport::Failed;
+        r.error = t.bad_range ? "the server answered another range than the one asked for"
+                              : t.write_error;
+      }
+    }
+    if (t.bad_range && t.fd >= 0) (void)::ftruncate(t.fd, 0);
+    return r;
+  }
+
+  HttpResponse get(const std::string& url, const Headers& request_headers) override {
+    Transfer t;
+    t.max_body = options_.max_text_bytes;
+    HttpResponse r = perform(url, request_headers, t, nullptr);
+    r.body = std::move(t.body);
+    return r;
+  }
+
+ private:
+  HttpResponse perform(const std::string& url, const Headers& request_headers, Transfer& t,
+                       const char* range) {
+    HttpResponse r;
+    CURL* curl = curl_easy_init();
+    if (!curl) {
+      r.transport = Transport::Failed;
+      r.error = "cannot initialise libcurl";
+      return r;
+    }
+    t.curl = curl;
+    char errbuf[CURL_ERROR_SIZE] = {0};
+    curl_slist* headers = nullptr;
+    for (const auto& [key, value] : request_headers)
+      headers = curl_slist_append(headers, cat(key, ": ", value).c_str());
+
+    std::string agent = user_agent();
+    curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_FAILONERROR, 1L);
+    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(curl, CURLOPT_MAXREDIRS, options_.max_redirects);
+#if LIBCURL_VERSION_NUM >= 0x075500
+    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+#else
+    curl_easy_setopt(curl, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+    curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS,
+                     static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, options_.connect_timeout_s);
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, options_.low_speed_limit);
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, options_.low_speed_time_s);
+    curl_easy_setopt(curl, CURLOPT_USERAGENT, agent.c_str());
+    if (headers) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    if (range) curl_easy_setopt(curl, CURLOPT_RANGE, range);
+    // Index pages may come compressed; downloads must be the bytes as stored, so ask for none.
+    if (!t.to_file) curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");
+
+    std::string ca_file, ca_var;
+    for (const char* var : {"PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE"}) {
+      if (!env(var).empty()) {
+        ca_file = env(var);
+        ca_var = var;
+        break;
+      }
+    }
+    if (!ca_file.empty()) {
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(ca_file, ec)) {
+        r.transport = Transport::Failed;
+        r.error = cat("$", ca_var, " names '", ca_file, "', which is not a file");
+        curl_slist_free_all(headers);
+        curl_easy_cleanup(curl);
+        return r;
+      }
+      curl_easy_setopt(curl, CURLOPT_CAINFO, ca_file.c_str());
+    }
+    std::string ca_dir = env("SSL_CERT_DIR");
+    if (!ca_dir.empty()) curl_easy_setopt(curl, CURLOPT_CAPATH, ca_dir.c_str());
+
+    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(curl, CURLOPT_HEADERDATA, &t);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, t.to_file ? on_file_data : on_text_data);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &t);
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+
+    CURLcode rc = curl_easy_perform(curl);
+
+    r.status = status_of(curl);
+    char* final_url = nullptr;
+    if (curl_easy_getinfo(curl, CURLINFO_EFFECTIVE_URL, &final_url) == CURLE_OK && final_url)
+      r.final_url = final_url;
+    else
+      r.final_url = url;
+    r.headers = t.headers;
+    r.bytes = t.bytes;
+    std::string why = errbuf[0] ? std::string(errbuf) : std::string(curl_easy_strerror(rc));
+    switch (rc) {
+      case CURLE_OK:
+      case CURLE_HTTP_RETURNED_ERROR:  // the status says it
+        r.transport = Transport::Ok;
+        break;
+      case CURLE_COULDNT_CONNECT:
+      case CURLE_COULDNT_RESOLVE_HOST:
+      case CURLE_COULDNT_RESOLVE_PROXY:
+      case CURLE_SSL_CONNECT_ERROR:
+        r.transport = Transport::ConnectFailed;
+        break;
+      case CURLE_OPERATION_TIMEDOUT:
+        r.transport = Transport::TimedOut;
+        break;
+      case CURLE_PARTIAL_FILE:
+      case CURLE_RECV_ERROR:
+      case CURLE_SEND_ERROR:
+      case CURLE_GOT_NOTHING:
+      case CURLE_HTTP2:
+      case CURLE_HTTP2_STREAM:
+        r.transport = Transport::Broken;
+        break;
+      case CURLE_ABORTED_BY_CALLBACK:
+        r.transport = Transport::Interrupted;
+        why = "interrupted";
+        break;
+      case CURLE_WRITE_ERROR:
+        if (t.bad_range) {
+          r.transport = Transport::Broken;
+          why = "the server answered another range than the one asked for";
+        } else if (t.too_big) {
+          r.transport = Transport::Failed;
+          why = cat("the answer is larger than ", options_.max_text_bytes, " bytes");
+        } else {
+          r.transport = Transport::Failed;
+          why = t.write_error.empty() ? why : t.write_error;
+        }
+        break;
+      default:
+        r.transport = Transport::Failed;
+        break;
+    }
+    if (r.transport != Transport::Ok) r.error = why;
+    curl_slist_free_all(headers);
+    curl_easy_cleanup(curl);
+    return r;
+  }
+
+  CurlOptions options_;
+};
+
+}  // namespace
+
+std::string user_agent() {
+  return "kiln/" KILN_VERSION;
+}
+
+std::unique_ptr<HttpClient> make_curl_client(const CurlOptions& options) {
+  return std::make_unique<CurlClient>(options);
+}
+
+}  // namespace kiln::fetch

@@ -1,0 +1,296 @@
+#include "fetch/downloader.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include "core/fs.h"
+#include "core/hash.h"
+#include "core/interrupt.h"
+#include "core/log.h"
+#include "core/strings.h"
+#include "fetch/lock.h"
+#include "fetch/url.h"
+
+namespace kiln::fetch {
+
+namespace {
+
+constexpr std::string_view kPartSuffix = ".part";
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+Expected<void> check_pin(const std::string& filename, const std::string& sha256) {
+  if (!is_safe_filename(filename))
+    return Error::bad_input(cat("bad file name '", filename, "': expected one plain file name"));
+  if (ends_with(filename, kPartSuffix))
+    return Error::bad_input(cat("bad file name '", filename, "': kiln keeps names ending in ",
+                                kPartSuffix, " for partial downloads"));
+  if (!is_sha256_hex(sha256))
+    return Error::bad_input(cat("bad sha256 '", sha256, "' for ", filename,
+                                ": expected 64 lowercase hexadecimal digits"));
+  return {};
+}
+
+std::uint64_t size_or_zero(const fs::path& file) {
+  std::error_code ec;
+  auto size = fs::file_size(file, ec);
+  return ec ? 0 : static_cast<std::uint64_t>(size);
+}
+
+void remove_if_empty_file(const fs::path& file) {
+  std::error_code ec;
+  if (fs::exists(file, ec) && size_or_zero(file) == 0) fs::remove(file, ec);
+}
+
+// Removes <sha> and <sha[0:2]> when a failure left them empty (remove() keeps non-empty ones).
+void remove_empty_dirs(const fs::path& sha_dir) {
+  std::error_code ec;
+  fs::remove(sha_dir, ec);
+  fs::remove(sha_dir.parent_path(), ec);
+}
+
+// fsync, rename over the final name, fsync the directory.
+Expected<void> publish(const fs::path& part, const fs::path& final_path) {
+  int fd = ::open(part.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Error::failed(cat("cannot open ", part.string(), ": ", std::strerror(errno)));
+  int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) return Error::failed(cat("cannot sync ", part.string(), ": ", std::strerror(errno)));
+  if (::rename(part.c_str(), final_path.c_str()) != 0)
+    return Error::failed(cat("cannot rename ", part.string(), " to ", final_path.string(), ": ",
+                             std::strerror(errno)));
+  return fsync_directory(final_path.parent_path());
+}
+
+Error mismatch(const std::string& what, const std::string& expected, const std::string& got,
+               std::string detail = {}) {
+  return Error::failed(cat("sha256 mismatch for ", what, ": expected ", expected, ", got ", got),
+                       std::move(detail));
+}
+
+// Copies `from` to `to` (replacing it), returning the sha256 of the bytes copied.
+Expected<std::string> copy_hashing(const fs::path& from, const fs::path& to) {
+  std::ifstream in(from, std::ios::binary);
+  if (!in) return Error::failed(cat("cannot read ", from.string(), ": ", std::strerror(errno)));
+  int fd = ::open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Error::failed(cat("cannot create ", to.string(), ": ", std::strerror(errno)));
+  Sha256 hash;
+  std::string buffer(1 << 20, '\0');
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    std::size_t n = static_cast<std::size_t>(in.gcount());
+    hash.update(buffer.data(), n);
+    const char* p = buffer.data();
+    while (n > 0) {
+      ssize_t w = ::write(fd, p, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) {
+        std::string why = std::strerror(errno);
+        ::close(fd);
+        return Error::failed(cat("cannot write ", to.string(), ": ", why));
+      }
+      p += w;
+      n -= static_cast<std::size_t>(w);
+    }
+  }
+  ::close(fd);
+  if (in.bad()) return Error::failed(cat("error reading ", from.string()));
+  return hash.hex_digest();
+}
+
+}  // namespace
+
+Downloader::Downloader(HttpClient& http, fs::path cache_dir, bool offline)
+    : http_(http),
+      cache_dir_(std::move(cache_dir)),
+      offline_(offline),
+      sleep_([](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); }) {}
+
+fs::path Downloader::path_for(const std::string& sha256, const std::string& filename) const {
+  return cache_dir_ / "downloads" / sha256.substr(0, 2) / sha256 / filename;
+}
+
+std::optional<fs::path> Downloader::find_cached(const std::string& sha256,
+                                                const std::string& filename) const {
+  if (!is_sha256_hex(sha256)) return std::nullopt;
+  std::error_code ec;
+  if (!filename.empty()) {
+    if (!is_safe_filename(filename)) return std::nullopt;
+    fs::path p = path_for(sha256, filename);
+    if (fs::is_regular_file(p, ec)) return p;
+    return std::nullopt;
+  }
+  fs::path dir = path_for(sha256, "x").parent_path();
+  std::vector<fs::path> found;
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (name.empty() || name[0] == '.' || ends_with(name, kPartSuffix)) continue;
+    if (it->is_regular_file(ec)) found.push_back(it->path());
+  }
+  if (found.empty()) return std::nullopt;
+  return *std::min_element(found.begin(), found.end());
+}
+
+Error Downloader::offline_error(const std::string& filename, const std::string& sha256) const {
+  return Error::failed(cat(filename.empty() ? std::string("the file") : filename, " (sha256 ",
+                           sha256,
+                           ") is not in the download cache and --offline forbids downloading it"));
+}
+
+void Downloader::wait_before(int attempt) {
+  if (policy_.backoff.empty()) return;
+  std::size_t i = std::min(static_cast<std::size_t>(attempt - 2), policy_.backoff.size() - 1);
+  sleep_(policy_.backoff[i]);
+}
+
+Expected<CachedFile> Downloader::fetch(const std::string& url, const std::string& filename,
+                                       const std::string& sha256) {
+  KILN_CHECK(check_pin(filename, sha256));
+  fs::path final_path = path_for(sha256, filename);
+  std::error_code ec;
+  if (fs::is_regular_file(final_path, ec)) return CachedFile{final_path, false};
+  if (is_file_url(url)) {
+    std::string local = file_url_path(url);
+    if (local.empty())
+      return Error::bad_input(cat("cannot fetch ", filename, " from '", redact_url(url),
+                                  "': only local file:// URLs are supported"));
+    return import_file(local, filename, sha256);
+  }
+  if (offline_) return offline_error(filename, sha256);
+  if (!is_http_url(url))
+    return Error::bad_input(cat("cannot download ", filename, " from '", redact_url(url),
+                                "': expected an http://, https:// or file:// URL"));
+  KILN_TRY(DirLock lock, DirLock::acquire(final_path.parent_path()));
+  if (fs::is_regular_file(final_path, ec)) return CachedFile{final_path, false};  // another process
+  auto result = download_locked(url, filename, sha256, final_path);
+  if (!result) remove_empty_dirs(final_path.parent_path());
+  return result;
+}
+
+Expected<CachedFile> Downloader::download_locked(const std::string& url,
+                                                 const std::string& filename,
+                                                 const std::string& sha256,
+                                                 const fs::path& final_path) {
+  fs::path part = final_path;
+  part += kPartSuffix;
+  const int attempts = std::max(1, policy_.attempts);
+  std::string shown = redact_url(url);
+  std::string last;
+  bool restarted = false;  // a resumed transfer that failed verification gets one fresh start
+  int attempt = 0;
+  bool wait = false;
+  log::info(cat("downloading ", filename, " from ", shown));
+  while (attempt < attempts) {
+    if (wait) {
+      log::warn(cat("downloading ", filename, " failed (", last, "); retrying (attempt ",
+                    attempt + 1, " of ", attempts, ")"));
+      wait_before(attempt + 1);
+    }
+    wait = true;
+    ++attempt;
+    std::uint64_t offset = size_or_zero(part);
+    if (offset > 0) log::verbose(cat("resuming ", filename, " at byte ", offset));
+    if (interrupted()) return Error::interrupted();
+    HttpResponse r = http_.download(url, part, offset);
+    bytes_ += r.bytes;
+    if (r.transport == Transport::Interrupted || interrupted()) return Error::interrupted();
+    bool resumed =
+        offset > 0 && r.transport == Transport::Ok && (r.status == 206 || r.status == 416);
+    if (r.ok() || (resumed && r.status == 416)) {
+      KILN_TRY(std::string got, sha256_file(part));
+      if (got == sha256) {
+        KILN_CHECK(publish(part, final_path));
+        ++downloads_;
+        return CachedFile{final_path, true};
+      }
+      std::error_code ec;
+      fs::remove(part, ec);
+      if (resumed && !restarted) {
+        // The partial file may belong to other bytes (the server's file changed): start over.
+        restarted = true;
+        log::warn(
+            cat("the resumed download of ", filename, " does not match its sha256; starting over"));
+        --attempt;
+        wait = false;
+        continue;
+      }
+      return mismatch(filename, sha256, got, cat("downloaded from ", shown));
+    }
+    last = r.describe();
+    remove_if_empty_file(part);
+    if (!r.retryable()) break;
+  }
+  std::string detail;
+  if (size_or_zero(part) > 0)
+    detail = cat("the partial download ", part.string(), " is kept; the next attempt resumes it");
+  return Error::failed(cat("cannot download ", filename, " from ", shown, ": ", last,
+                           attempt > 1 ? cat(" (", attempt, " attempts)") : std::string()),
+                       detail);
+}
+
+Expected<CachedFile> Downloader::import_file(const fs::path& file, const std::string& filename,
+                                             const std::string& sha256) {
+  KILN_CHECK(check_pin(filename, sha256));
+  fs::path final_path = path_for(sha256, filename);
+  std::error_code ec;
+  if (fs::is_regular_file(final_path, ec)) return CachedFile{final_path, false};
+  if (!fs::is_regular_file(file, ec))
+    return Error::failed(cat("cannot read ", file.string(), ": ",
+                             fs::exists(file, ec) ? "not a file" : "no such file"));
+  KILN_TRY(DirLock lock, DirLock::acquire(final_path.parent_path()));
+  if (fs::is_regular_file(final_path, ec)) return CachedFile{final_path, false};
+  fs::path part = final_path;
+  part += kPartSuffix;
+  auto got = copy_hashing(file, part);
+  if (!got || *got != sha256) {
+    fs::remove(part, ec);
+    remove_empty_dirs(final_path.parent_path());
+    if (!got) return std::move(got).error();
+    return mismatch(file.string(), sha256, *got);
+  }
+  auto published = publish(part, final_path);
+  if (!published) {
+    fs::remove(part, ec);
+    remove_empty_dirs(final_path.parent_path());
+    return std::move(published).error();
+  }
+  return CachedFile{final_path, false};
+}
+
+Expected<HttpResponse> Downloader::get_text(const std::string& url,
+                                            const Headers& request_headers) {
+  std::string shown = redact_url(url);
+  if (offline_) return Error::failed(cat("--offline forbids reading ", shown));
+  if (!is_http_url(url))
+    return Error::bad_input(cat("cannot read '", shown, "': expected an http:// or https:// URL"));
+  const int attempts = std::max(1, policy_.attempts);
+  std::string last;
+  int attempt = 0;
+  while (attempt < attempts) {
+    if (attempt > 0) {
+      log::warn(cat("reading ", shown, " failed (", last, "); retrying (attempt ", attempt + 1,
+                    " of ", attempts, ")"));
+      wait_before(attempt + 1);
+    }
+    ++attempt;
+    if (interrupted()) return Error::interrupted();
+    HttpResponse r = http_.get(url, request_headers);
+    if (r.transport == Transport::Interrupted) return Error::interrupted();
+    if (r.transport == Transport::Ok && !r.retryable()) return r;
+    last = r.describe();
+    if (!r.retryable()) break;
+  }
+  return Error::failed(cat("cannot read ", shown, ": ", last,
+                           attempt > 1 ? cat(" (", attempt, " attempts)") : std::string()));
+}
+
+}  // namespace kiln::fetch

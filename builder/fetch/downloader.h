@@ -1,0 +1,93 @@
+// The download cache: files pinned by sha256 at <cache>/downloads/<sha[0:2]>/<sha256>/<filename>,
+// fetched with bounded retries and Range resume, verified before they are published.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/expected.h"
+#include "fetch/http.h"
+
+namespace kiln::fetch {
+
+struct RetryPolicy {
+  int attempts = 3;
+  // The wait before the 2nd, 3rd, ... attempt (the last one repeats).
+  std::vector<std::chrono::milliseconds> backoff = {std::chrono::milliseconds(1000),
+                                                    std::chrono::milliseconds(2000)};
+};
+
+struct CachedFile {
+  std::filesystem::path path;  // in the download cache
+  bool downloaded = false;     // false: it was already there (or came from a local file)
+};
+
+class Downloader {
+ public:
+  // `offline`: never touch the network; only cached files (and local files) can be had.
+  Downloader(HttpClient& http, std::filesystem::path cache_dir, bool offline);
+
+  void set_retry_policy(RetryPolicy policy) { policy_ = std::move(policy); }
+  // How waits between attempts happen (tests record them instead of sleeping).
+  void set_sleep(std::function<void(std::chrono::milliseconds)> sleep) {
+    sleep_ = std::move(sleep);
+  }
+
+  // <cache>/downloads/<sha[0:2]>/<sha256>/<filename>
+  std::filesystem::path path_for(const std::string& sha256, const std::string& filename) const;
+  // The published file, if it is there; with an empty `filename`, any file cached under sha256.
+  std::optional<std::filesystem::path> find_cached(const std::string& sha256,
+                                                   const std::string& filename = {}) const;
+
+  // The file pinned by `sha256`: from the cache when it is there (no network I/O at all), else
+  // from `url` (http, https, or file:// which is copied like import_file). The bytes go to
+  // "<filename>.part" beside the final path; attempts that fail on a connection error, a timeout,
+  // a broken transfer, HTTP 5xx or 429 are retried (RetryPolicy), resuming from the .part file's
+  // size when the server answers a Range request with 206, else starting over. The file is
+  // published (renamed) only once its sha256 matches; a mismatch deletes the .part file. After a
+  // failure, nothing is left but a non-empty .part file of a transfer that broke off (for the
+  // next run to resume).
+  Expected<CachedFile> fetch(const std::string& url, const std::string& filename,
+                             const std::string& sha256);
+
+  // Copies a local file into the cache under `filename`, verified by sha256 (allowed offline).
+  Expected<CachedFile> import_file(const std::filesystem::path& file, const std::string& filename,
+                                   const std::string& sha256);
+
+  // GET a small text (an index page) with the same retries; an answer with any HTTP status is
+  // returned, transfers that never produced an answer are errors. Refused offline.
+  Expected<HttpResponse> get_text(const std::string& url, const Headers& request_headers);
+
+  // The error for a file the cache lacks in offline mode.
+  Error offline_error(const std::string& filename, const std::string& sha256) const;
+
+  bool offline() const { return offline_; }
+  const std::filesystem::path& cache_dir() const { return cache_dir_; }
+  HttpClient& http() { return http_; }
+
+  // Files fetched over the network (published), and their bytes, since construction.
+  int network_downloads() const { return downloads_.load(); }
+  std::uint64_t network_bytes() const { return bytes_.load(); }
+
+ private:
+  Expected<CachedFile> download_locked(const std::string& url, const std::string& filename,
+                                       const std::string& sha256,
+                                       const std::filesystem::path& final_path);
+  void wait_before(int attempt);
+
+  HttpClient& http_;
+  std::filesystem::path cache_dir_;
+  bool offline_;
+  RetryPolicy policy_;
+  std::function<void(std::chrono::milliseconds)> sleep_;
+  std::atomic<int> downloads_{0};
+  std::atomic<std::uint64_t> bytes_{0};
+};
+
+}  // namespace kiln::fetch

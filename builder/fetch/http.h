@@ -1,0 +1,75 @@
+// HTTP GETs behind a small interface: libcurl for real (curl_http.cpp), an in-memory fake in tests.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace kiln::fetch {
+
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
+// How a transfer ended, apart from its HTTP status.
+enum class Transport {
+  Ok,             // a complete HTTP answer arrived (whatever its status)
+  ConnectFailed,  // no connection: refused, unreachable, name not resolved
+  TimedOut,       // the connection timed out, or the transfer stayed too slow for too long
+  Broken,         // the answer broke off (fewer bytes than announced, connection reset)
+  Failed,         // anything else (TLS, unsupported URL, too many redirects, a local write error)
+  Interrupted,    // SIGINT/SIGTERM arrived (core/interrupt.h)
+};
+
+struct HttpResponse {
+  Transport transport = Transport::Ok;
+  std::string error;        // why, when transport != Ok (one line)
+  long status = 0;          // HTTP status of the last answer; 0 when none arrived
+  std::string final_url;    // after redirects
+  Headers headers;          // of the last answer; names in lowercase
+  std::string body;         // get() only
+  std::uint64_t bytes = 0;  // body bytes received (download(): written to the file)
+
+  std::string header(std::string_view name) const;  // "" when absent; `name` in any case
+  bool ok() const { return transport == Transport::Ok && status >= 200 && status < 300; }
+  // Worth another attempt: connection failures, timeouts, broken answers, HTTP 5xx and 429.
+  bool retryable() const;
+  // "HTTP 404", "connection failed: <why>", ...: for messages.
+  std::string describe() const;
+};
+
+class HttpClient {
+ public:
+  virtual ~HttpClient() = default;
+
+  // GET `url` into `file`. With `offset` > 0 it asks for "Range: bytes=<offset>-": a 206 answer
+  // whose Content-Range starts at `offset` is written at `offset` (the file is cut there first);
+  // any other 2xx answer replaces the file's content (a 206 with another range empties the file
+  // and reports Transport::Broken, so the next attempt starts over). A non-2xx body is never
+  // written, and the file is created only when a 2xx answer arrives. What arrived before a broken
+  // transfer stays in the file, for the next attempt to resume.
+  virtual HttpResponse download(const std::string& url, const std::filesystem::path& file,
+                                std::uint64_t offset) = 0;
+
+  // GET a small text (an index page) into `body`, with extra request headers such as Accept.
+  virtual HttpResponse get(const std::string& url, const Headers& request_headers) = 0;
+};
+
+struct CurlOptions {
+  long connect_timeout_s = 30;
+  long low_speed_limit = 1024;  // bytes per second; slower than this ...
+  long low_speed_time_s = 60;   // ... for this long aborts the transfer (Transport::TimedOut)
+  long max_redirects = 10;      // http and https only
+  std::size_t max_text_bytes = 64u << 20;  // get(): larger answers fail
+};
+
+// The libcurl client: the system CA bundle unless PIP_CERT, REQUESTS_CA_BUNDLE or SSL_CERT_FILE
+// (in that order) names one (SSL_CERT_DIR: a CA directory), proxies from the environment
+// (libcurl's http_proxy, https_proxy, no_proxy), User-Agent "kiln/<version>".
+std::unique_ptr<HttpClient> make_curl_client(const CurlOptions& options = {});
+
+std::string user_agent();  // "kiln/0.1.0"
+
+}  // namespace kiln::fetch

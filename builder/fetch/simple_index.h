@@ -1,0 +1,35 @@
+// Project pages of a simple package index: PEP 691 JSON and PEP 503 HTML, read into one list.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/expected.h"
+
+namespace kiln::fetch {
+
+inline constexpr const char* kSimpleJsonType = "application/vnd.pypi.simple.v1+json";
+// What kiln asks for: JSON first, then either HTML flavour.
+inline constexpr const char* kSimpleAccept =
+    "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, "
+    "text/html;q=0.1";
+
+struct IndexFile {
+  std::string filename;
+  std::string url;     // absolute, without fragment
+  std::string sha256;  // lowercase hex, "" when the index gives none
+};
+
+// `page_url`: where the page came from (after redirects); relative file URLs resolve against it.
+Expected<std::vector<IndexFile>> parse_json_page(std::string_view text,
+                                                 const std::string& page_url);
+Expected<std::vector<IndexFile>> parse_html_page(std::string_view text,
+                                                 const std::string& page_url);
+
+// Picks the parser from the Content-Type ("" or unknown: a page starting with '{' is JSON).
+Expected<std::vector<IndexFile>> parse_project_page(std::string_view text,
+                                                    std::string_view content_type,
+                                                    const std::string& page_url);
+
+}  // namespace kiln::fetch

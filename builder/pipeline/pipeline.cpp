@@ -1,0 +1,288 @@
+#include "pipeline/pipeline.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "build/native.h"
+#include "build/pure.h"
+#include "cache/store.h"
+#include "core/clock.h"
+#include "core/fs.h"
+#include "core/hash.h"
+#include "core/interrupt.h"
+#include "core/log.h"
+#include "core/strings.h"
+#include "elf/elf.h"
+#include "pipeline/sources.h"
+#include "manifest/version.h"
+#include "toolchain/compiler.h"
+#include "toolchain/cuda.h"
+#include "toolchain/python.h"
+#include "toolchain/torch.h"
+#include "wheel/metadata.h"
+#include "wheel/tags.h"
+#include "wheel/writer.h"
+
+#ifndef KILN_VERSION
+#define KILN_VERSION "0.0.0"
+#endif
+
+namespace kiln::pipeline {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+double now() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+// An flock on a path, released when destroyed.
+class PathLock {
+ public:
+  static Expected<PathLock> acquire(const fs::path& path) {
+    KILN_CHECK(ensure_directory(path.parent_path()));
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return Error::failed(cat("cannot open lock ", path.string(), ": ", std::strerror(errno)));
+    while (::flock(fd, LOCK_EX) != 0)
+      if (errno != EINTR) {
+        ::close(fd);
+        return Error::failed(cat("cannot lock ", path.string()));
+      }
+    return PathLock(fd);
+  }
+  PathLock(PathLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  ~PathLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+ private:
+  explicit PathLock(int fd) : fd_(fd) {}
+  int fd_;
+};
+
+// The identity of a package's sources: what its build root is named after.
+std::string source_key(const manifest::Manifest& m, const json& inputs) {
+  json s = {{"source", inputs["package"]["source"]}, {"patches", inputs["package"]["patches"]},
+            {"name", m.normalized_name()}, {"version", m.version}};
+  return sha256_hex(s.dump());
+}
+
+void flatten(const json& j, const std::string& path, std::map<std::string, std::string>& out) {
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) flatten(it.value(), path.empty() ? it.key() : path + "." + it.key(), out);
+  } else {
+    out[path] = j.dump();
+  }
+}
+
+struct Toolchain {
+  toolchain::PythonInfo python;
+  toolchain::CudaToolkit cuda;
+  toolchain::HostCompiler cxx;
+  toolchain::TorchSysroot torch;
+};
+
+Expected<Toolchain> prepare_toolchain(const resolve::ResolvedTarget& rt, Fetching& fetching,
+                                      const cache::Store& store) {
+  const auto& target = rt.target;
+  Toolchain tc;
+  KILN_TRY(tc.python, toolchain::probe_python(target.interpreter()));
+  KILN_TRY(tc.cuda, toolchain::detect_cuda(target.cuda_home));
+  KILN_TRY(tc.cxx, toolchain::probe_compiler(target.cxx));
+  if (target.torch_source == manifest::Target::TorchSource::Pypi) {
+    const manifest::TorchWheel* wheel = nullptr;
+    for (const auto& w : target.torch_wheels)
+      if (w.python_tag == tc.python.abi_tag) wheel = &w;
+    if (!wheel) return Error::failed(cat("target ", target.name, " pins no torch wheel for ", tc.python.abi_tag));
+    KILN_TRY(fetch::Fetched got, fetch::fetch_index_file(fetching.context(), "torch", wheel->file, wheel->sha256));
+    KILN_TRY(tc.torch, toolchain::torch_from_wheel(got.path, wheel->sha256, store.sysroots()));
+  } else {
+    KILN_TRY(tc.torch, toolchain::torch_from_environment(tc.python.executable));
+  }
+  if (!tc.torch.cuda.empty())
+    KILN_CHECK(toolchain::check_cuda_matches(tc.cuda, tc.torch.cuda, cat("torch ", tc.torch.version)));
+  return tc;
+}
+
+// Reads the sdist's PKG-INFO (when there is one) for the long description.
+void add_description(const fs::path& src, wheel::CoreMetadata& md) {
+  auto text = read_file(src / "PKG-INFO");
+  if (!text) return;
+  auto parsed = wheel::parse_metadata(*text);
+  md.description = parsed.body;
+  md.description_content_type = parsed.first("Description-Content-Type");
+}
+
+Expected<std::vector<wheel::WheelEntry>> license_entries(const manifest::Manifest& m, const fs::path& src) {
+  std::vector<wheel::WheelEntry> out;
+  for (const auto& f : m.license_files) {
+    auto data = read_file(src / f);
+    if (!data) return Error::failed(cat("license file ", f, " is not in the source tree of ", m.name));
+    out.push_back({f, std::move(*data), false});
+  }
+  return out;
+}
+
+}  // namespace
+
+fs::path build_root_for(const std::string& source_key) {
+  return fs::path("/tmp/kiln-build") / source_key.substr(0, 20);
+}
+
+std::vector<std::string> explain_changes(const json& before, const json& after) {
+  std::map<std::string, std::string> a, b;
+  flatten(before, "", a);
+  flatten(after, "", b);
+  std::vector<std::string> out;
+  for (const auto& [k, v] : b) {
+    auto it = a.find(k);
+    if (it == a.end()) out.push_back(cat(k, ": (new) -> ", v));
+    else if (it->second != v) out.push_back(cat(k, ": ", it->second, " -> ", v));
+  }
+  for (const auto& [k, v] : a)
+    if (!b.count(k)) out.push_back(cat(k, ": ", v, " -> (gone)"));
+  return out;
+}
+
+Expected<Result> run(const resolve::Plan& plan, const Options& options) {
+  Result result;
+  cache::Store store(options.cache);
+  KILN_TRY(std::unique_ptr<Fetching> fetching, Fetching::create(options.cache, options.offline, options.index_url));
+  std::map<std::string, Toolchain> toolchains;  // per target, prepared on first miss
+
+  for (const auto& item : plan.items) {
+    check_interrupted();
+    const manifest::Manifest& m = *item.manifest;
+    const resolve::ResolvedTarget* rt = nullptr;
+    for (const auto& t : plan.targets)
+      if (t.target.name == item.target_name) rt = &t;
+    double started = now();
+    ItemResult ir{m.name, m.version, item.target_name, item.key, manifest::backend_name(m.backend), {}, {}, false, {}, 0};
+    fs::path last = options.cache / "last" / item.target_name / (m.normalized_name() + ".json");
+
+    KILN_TRY(cache::Lock lock, store.lock(item.key));
+    if (auto hit = store.lookup(item.key)) {
+      ir.cache_hit = true;
+      ir.wheel = hit->wheel;
+      ir.sha256 = hit->sha256;
+      if (options.explain) ir.why.push_back("cache hit: nothing changed");
+      ir.seconds = now() - started;
+      result.items.push_back(std::move(ir));
+      continue;
+    }
+    if (options.explain) {
+      auto previous = read_file(last);
+      json before = previous ? json::parse(*previous, nullptr, false) : json();
+      if (before.is_discarded() || before.is_null()) ir.why.push_back("no earlier build of this package for this target");
+      else ir.why = explain_changes(before, item.inputs);
+      if (ir.why.empty()) ir.why.push_back("the cache has no entry for this key (removed or never committed)");
+    }
+    log::info(cat("building ", m.name, " ", m.version, " for ", item.target_name, " (", manifest::backend_name(m.backend), ")"));
+
+    // Sources: fetch, unpack or copy, patch — in a build root named after the sources.
+    fs::path root = build_root_for(source_key(m, item.inputs));
+    KILN_TRY(PathLock root_lock, PathLock::acquire(root.string() + ".lock"));
+    std::error_code ec;
+    fs::remove_all(root, ec);
+    fs::path src = root / "src";
+    KILN_CHECK(prepare_tree(m, *fetching, root / "scratch", src));
+    check_interrupted();
+
+    wheel::WheelSpec spec;
+    spec.distribution = manifest::wheel_name(m.name);
+    spec.metadata.name = m.name;
+    spec.metadata.summary = m.summary;
+    spec.metadata.home_page = m.homepage;
+    spec.metadata.license = m.license;
+    spec.metadata.requires_python = m.requires_python;
+    for (const auto& f : m.license_files) spec.metadata.license_files.push_back("licenses/" + f);
+    add_description(src, spec.metadata);
+    KILN_TRY(spec.license_files, license_entries(m, src));
+    KILN_TRY(spec.files, build::collect_packages(src, m.packages));
+    json provenance = {{"kiln", KILN_VERSION}, {"recipe", resolve::kRecipeVersion}, {"build_key", item.key},
+                       {"backend", manifest::backend_name(m.backend)}, {"inputs", item.inputs}};
+
+    if (m.backend == manifest::Backend::Pure) {
+      spec.version = m.version;
+      spec.tag = "py3-none-any";
+      spec.root_is_purelib = true;
+      spec.metadata.requires_dist = m.requires_dist;
+    } else if (m.backend == manifest::Backend::Native) {
+      if (!toolchains.count(rt->target.name)) {
+        KILN_TRY(Toolchain tc, prepare_toolchain(*rt, *fetching, store));
+        toolchains.emplace(rt->target.name, std::move(tc));
+      }
+      const Toolchain& tc = toolchains.at(rt->target.name);
+      build::NativeContext ctx;
+      ctx.manifest = &m;
+      ctx.root = root;
+      ctx.torch = tc.torch;
+      ctx.python = tc.python;
+      ctx.cuda = tc.cuda;
+      ctx.cxx = tc.cxx;
+      ctx.archs = rt->target.archs;
+      ctx.object_cache = store.objects();
+      ctx.object_salt = json{{"recipe", resolve::kRecipeVersion}, {"sources", source_key(m, item.inputs)},
+                             {"toolchain", rt->toolchain}, {"torch", tc.torch.identity()}}.dump();
+      ctx.jobs = options.jobs;
+      auto built = build::build_native(ctx);
+      if (!built) {
+        // Keep the logs where the user can read them; the build root goes.
+        fs::path logs = store.logs() / item.key;
+        fs::remove_all(logs, ec);
+        fs::create_directories(logs.parent_path(), ec);
+        fs::copy(root / "logs", logs, fs::copy_options::recursive, ec);
+        fs::remove_all(root, ec);
+        return std::move(built).error();
+      }
+      result.compile_jobs += built->stats.run;
+      result.objects_reused += built->objects_reused;
+      for (const auto& t : built->stats.timings) result.timings.push_back(t);
+      std::vector<elf::ElfInfo> elves;
+      for (const auto& mod : built->modules) {
+        KILN_TRY(std::string data, read_file(mod.file));
+        KILN_TRY(elf::ElfInfo info, elf::read_elf(data, mod.wheel_path));
+        elves.push_back(std::move(info));
+        spec.files.push_back({mod.wheel_path, std::move(data), true});
+      }
+      KILN_TRY(wheel::PlatformTag platform, wheel::manylinux_tag(elves));
+      spec.version = cat(m.version, "+", wheel::local_label(rt->target.cuda_version, tc.torch.version));
+      spec.tag = cat(tc.python.python_tag, "-", tc.python.abi_tag, "-", platform.tag);
+      spec.metadata.requires_dist = wheel::pin_torch(m.requires_dist, rt->target.torch_minor(), true);
+      provenance["archs"] = rt->target.archs.canonical();
+      provenance["tools"] = {{"nvcc", tc.cuda.version_text}, {"cxx", tc.cxx.version_text},
+                             {"python", tc.python.version}, {"torch", tc.torch.identity()}};
+      provenance["platform"] = {{"tag", platform.tag}, {"limited_by", platform.limiting}, {"highest", platform.highest}};
+    } else {
+      return Error::failed(cat(m.name, ": the setuptools backend is not available yet; use backend = \"native\" or \"pure\""));
+    }
+    spec.metadata.version = spec.version;
+    spec.provenance_json = provenance.dump(2) + "\n";
+
+    KILN_TRY(TempDir staging, TempDir::create(store.tmp_root(), "wheel-"));
+    KILN_TRY(fs::path wheel_path, wheel::write_wheel(spec, staging.path()));
+    check_interrupted();
+    json info = {{"package", m.name}, {"version", spec.version}, {"target", item.target_name},
+                 {"backend", manifest::backend_name(m.backend)}, {"manifest_version", m.version}};
+    if (m.backend != manifest::Backend::Pure) info["archs"] = rt->target.archs.canonical();
+    KILN_TRY(cache::Entry entry, store.commit(item.key, wheel_path, info));
+    KILN_CHECK(write_file_atomic(last, item.inputs.dump(2) + "\n"));
+    fs::remove_all(root, ec);
+    ir.wheel = entry.wheel;
+    ir.sha256 = entry.sha256;
+    ir.seconds = now() - started;
+    log::info(cat("built ", entry.wheel.filename().string(), " (", static_cast<int>(ir.seconds + 0.5), " s)"));
+    result.items.push_back(std::move(ir));
+  }
+  result.downloads = fetching->downloads();
+  return result;
+}
+
+}  // namespace kiln::pipeline

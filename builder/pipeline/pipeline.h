@@ -1,0 +1,49 @@
+// Runs a plan: for each (package, target), a cache hit, or fetch -> unpack -> patch -> backend ->
+// wheel -> check -> atomic commit, under the key's lock.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "build/jobs.h"
+#include "core/expected.h"
+#include "resolve/plan.h"
+
+namespace kiln::pipeline {
+
+struct Options {
+  std::filesystem::path cache;
+  int jobs = 0;            // 0: one per core
+  bool offline = false;    // never touch the network
+  std::string index_url;   // "" = pip's configuration
+  bool explain = false;    // say why each package is (re)built
+};
+
+struct ItemResult {
+  std::string package, version, target, key, backend;
+  std::filesystem::path wheel;
+  std::string sha256;
+  bool cache_hit = false;
+  std::vector<std::string> why;  // with --explain
+  double seconds = 0;
+};
+
+struct Result {
+  std::vector<ItemResult> items;
+  std::size_t downloads = 0;     // network downloads made
+  std::size_t compile_jobs = 0;  // compiler and linker processes run
+  std::size_t objects_reused = 0;
+  std::vector<build::JobStats::Timing> timings;
+};
+
+Expected<Result> run(const resolve::Plan& plan, const Options& options);
+
+// Where a package's sources are built: a path that depends only on its sources, so compilers
+// record the same paths on every build of the same inputs.
+std::filesystem::path build_root_for(const std::string& source_key);
+
+// The differences between two key-input documents, as "path: old -> new" lines.
+std::vector<std::string> explain_changes(const nlohmann::json& before, const nlohmann::json& after);
+
+}  // namespace kiln::pipeline

@@ -1,0 +1,95 @@
+#include "pipeline/sources.h"
+
+#include "archive/unpack.h"
+#include "core/fs.h"
+#include "core/strings.h"
+#include "fetch/index_config.h"
+#include "patch/patch.h"
+
+namespace kiln::pipeline {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Copies a directory tree (a local source) into dest, without VCS and bytecode litter.
+Expected<void> copy_tree(const fs::path& from, const fs::path& dest) {
+  std::error_code ec;
+  fs::create_directories(dest, ec);
+  for (auto it = fs::recursive_directory_iterator(from, ec); it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) return Error::failed(cat("cannot read ", from.string(), ": ", ec.message()));
+    std::string name = it->path().filename().string();
+    if (name == "__pycache__" || name == ".git") {
+      it.disable_recursion_pending();
+      continue;
+    }
+    fs::path target = dest / fs::relative(it->path(), from);
+    if (it->is_symlink()) fs::copy_symlink(it->path(), target, ec);
+    else if (it->is_directory()) fs::create_directories(target, ec);
+    else if (it->is_regular_file()) fs::copy_file(it->path(), target, ec);
+    if (ec) return Error::failed(cat("cannot copy ", it->path().string(), ": ", ec.message()));
+  }
+  return {};
+}
+
+}  // namespace
+
+Fetching::Fetching(std::unique_ptr<fetch::HttpClient> http, const fs::path& cache, bool offline, std::string index)
+    : http_(std::move(http)), downloader_(*http_, cache, offline), context_{downloader_, std::move(index)} {}
+
+Expected<std::unique_ptr<Fetching>> Fetching::create(const fs::path& cache, bool offline, const std::string& index_url) {
+  KILN_TRY(fetch::IndexSetting index, fetch::configured_index(index_url));
+  return std::unique_ptr<Fetching>(new Fetching(fetch::make_curl_client(), cache, offline, index.url));
+}
+
+std::size_t Fetching::downloads() const {
+  return git_fetches_ + static_cast<std::size_t>(downloader_.network_downloads());
+}
+
+Expected<fetch::Fetched> fetch_package(const manifest::Manifest& m, Fetching& fetching, const fs::path& checkout_dir) {
+  KILN_TRY(fetch::Fetched got, fetch::make_source(m.source, fetching.context())->fetch(checkout_dir));
+  if (got.downloaded && m.source.kind == manifest::Source::Kind::Git) fetching.count_git_fetch();
+  return got;
+}
+
+Expected<void> prepare_tree(const manifest::Manifest& m, Fetching& fetching, const fs::path& scratch, const fs::path& dest) {
+  std::error_code ec;
+  if (fs::exists(dest, ec)) return Error::bad_input(cat(dest.string(), " already exists"));
+  fs::remove_all(scratch, ec);
+  KILN_CHECK(ensure_directory(scratch));
+  KILN_TRY(fetch::Fetched source, fetch_package(m, fetching, scratch / "checkout"));
+  fs::path tree = scratch / "tree";
+  if (source.is_directory) {
+    KILN_CHECK(copy_tree(source.path, tree));
+  } else {
+    KILN_TRY(archive::UnpackResult unpacked, archive::unpack(source.path, scratch / "unpacked"));
+    fs::path top = scratch / "unpacked";
+    // An sdist holds one top-level directory, name-version/: the tree is what is inside.
+    if (unpacked.top_level.size() == 1 && fs::is_directory(top / unpacked.top_level[0]) &&
+        !fs::is_symlink(top / unpacked.top_level[0]))
+      top /= unpacked.top_level[0];
+    fs::rename(top, tree, ec);
+    if (ec) return Error::failed(cat("cannot move the unpacked sources into place: ", ec.message()));
+  }
+  if (!m.patches.empty()) {
+    std::vector<patch::PatchText> texts;
+    for (const auto& p : m.patches) {
+      KILN_TRY(std::string text, read_file(p.path));
+      texts.push_back({p.name, std::move(text)});
+    }
+    KILN_CHECK(patch::apply_series(tree, texts, 1));
+  }
+  KILN_CHECK(ensure_directory(dest.parent_path().empty() ? fs::path(".") : dest.parent_path()));
+  fs::rename(tree, dest, ec);
+  if (ec) {  // another filesystem: copy beside dest, then rename, so dest appears whole
+    KILN_TRY(TempDir staging, TempDir::create(dest.parent_path().empty() ? fs::path(".") : dest.parent_path(),
+                                              cat(".", dest.filename().string(), ".tmp-")));
+    KILN_CHECK(copy_tree(tree, staging.path() / "t"));
+    fs::rename(staging.path() / "t", dest, ec);
+    if (ec) return Error::failed(cat("cannot create ", dest.string(), ": ", ec.message()));
+  }
+  fs::remove_all(scratch, ec);
+  return {};
+}
+
+}  // namespace kiln::pipeline

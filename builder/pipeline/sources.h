@@ -1,0 +1,44 @@
+// A package's sources as a patched tree: fetch (pinned), unpack safely or copy, apply the
+// manifest's patches in order. Shared by `kiln build` and `kiln prepare`.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "core/expected.h"
+#include "fetch/downloader.h"
+#include "fetch/http.h"
+#include "fetch/source.h"
+#include "manifest/manifest.h"
+
+namespace kiln::pipeline {
+
+// The fetch stage wired up: libcurl, the download cache under `cache`, pip's index settings.
+class Fetching {
+ public:
+  static Expected<std::unique_ptr<Fetching>> create(const std::filesystem::path& cache, bool offline,
+                                                    const std::string& index_url);
+  fetch::Context& context() { return context_; }
+  // Network downloads (files and git fetches) made so far.
+  std::size_t downloads() const;
+  void count_git_fetch() { ++git_fetches_; }
+
+ private:
+  Fetching(std::unique_ptr<fetch::HttpClient> http, const std::filesystem::path& cache, bool offline, std::string index);
+  std::unique_ptr<fetch::HttpClient> http_;
+  fetch::Downloader downloader_;
+  fetch::Context context_;
+  std::size_t git_fetches_ = 0;
+};
+
+// Fetches the manifest's source (verified against its pin).
+Expected<fetch::Fetched> fetch_package(const manifest::Manifest& m, Fetching& fetching,
+                                       const std::filesystem::path& checkout_dir);
+
+// Writes the patched source tree of `m` to `dest`, which must not exist. `scratch` is a directory
+// kiln may use for this (it is emptied). On failure `dest` does not exist.
+Expected<void> prepare_tree(const manifest::Manifest& m, Fetching& fetching, const std::filesystem::path& scratch,
+                            const std::filesystem::path& dest);
+
+}  // namespace kiln::pipeline

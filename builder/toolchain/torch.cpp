@@ -1,0 +1,128 @@
+#include "toolchain/torch.h"
+
+#include <regex>
+
+#include "archive/unpack.h"
+#include "core/fs.h"
+#include "core/hash.h"
+#include "core/process.h"
+#include "core/strings.h"
+#include "elf/elf.h"
+
+namespace kiln::toolchain {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::vector<std::string> kLibFiles = {"libc10.so", "libc10_cuda.so", "libtorch.so",
+                                            "libtorch_cpu.so", "libtorch_cuda.so", "libtorch_python.so"};
+
+std::string py_string_var(const std::string& text, const std::string& name) {
+  std::regex re(name + R"(\s*(?::\s*[A-Za-z_\[\]\. ]+)?=\s*['"]([^'"]*)['"])");
+  std::smatch m;
+  return std::regex_search(text, m, re) ? m[1].str() : std::string();
+}
+
+}  // namespace
+
+const std::vector<std::string>& torch_link_libraries() {
+  static const std::vector<std::string> libs = {"c10", "torch", "torch_cpu", "torch_python",
+                                                "cudart", "c10_cuda", "torch_cuda"};
+  return libs;
+}
+
+std::vector<std::string> TorchSysroot::include_dirs() const {
+  return {(root / "include").string(), (root / "include" / "torch" / "csrc" / "api" / "include").string()};
+}
+
+std::vector<std::string> TorchSysroot::abi_flags() const {
+  std::vector<std::string> flags = pybind_defines;
+  if (pass_abi_define) flags.push_back(cat("-D_GLIBCXX_USE_CXX11_ABI=", cxx11_abi ? 1 : 0));
+  return flags;
+}
+
+nlohmann::json TorchSysroot::identity() const {
+  return {{"version", version}, {"cuda", cuda}, {"cxx11_abi", cxx11_abi}, {"abi_flags", abi_flags()},
+          {"sha256", identity_sha256}};
+}
+
+Expected<TorchSysroot> read_torch_sysroot(const fs::path& torch_dir) {
+  TorchSysroot t;
+  t.root = torch_dir;
+  KILN_TRY(std::string version_py, read_file(torch_dir / "version.py"));
+  t.version = py_string_var(version_py, "__version__");
+  t.cuda = py_string_var(version_py, "cuda");
+  if (t.version.empty()) return Error::failed(cat("cannot read torch's version from ", (torch_dir / "version.py").string()));
+  std::error_code ec;
+  if (!fs::is_directory(torch_dir / "include" / "torch", ec))
+    return Error::failed(cat("torch at ", torch_dir.string(), " has no C++ headers (include/torch)"));
+  // C++11 ABI: libc10 exports std::__cxx11 names only when built with it.
+  auto c10 = elf::read_elf_file(torch_dir / "lib" / "libc10.so");
+  if (!c10) return Error::failed(cat("cannot read ", (torch_dir / "lib" / "libc10.so").string(), ": ", c10.error().message));
+  t.cxx11_abi = false;
+  for (const auto& s : c10->dynamic_symbols)
+    if (s.defined && s.name.find("__cxx11") != std::string::npos) {
+      t.cxx11_abi = true;
+      break;
+    }
+  // Which defines this torch's cpp_extension passes: read its own source.
+  auto ext = read_file(torch_dir / "utils" / "cpp_extension.py");
+  if (ext) {
+    t.pass_abi_define = ext->find("-D_GLIBCXX_USE_CXX11_ABI") != std::string::npos;
+    if (ext->find("_PYBIND11_COMPILER_TYPE") != std::string::npos) {
+      // Old torch: the pybind11 ABI strings are baked into libtorch_python's internals key.
+      auto py = read_file(torch_dir / "lib" / "libtorch_python.so");
+      static const std::regex key(R"(__pybind11_internals_v\d+_([a-z]+)_([a-z]+)_(cxxabi\d+)__)");
+      std::smatch m;
+      if (py && std::regex_search(*py, m, key)) {
+        t.pybind_defines = {cat("-DPYBIND11_COMPILER_TYPE=\"_", m[1].str(), "\""),
+                            cat("-DPYBIND11_STDLIB=\"_", m[2].str(), "\""),
+                            cat("-DPYBIND11_BUILD_ABI=\"_", m[3].str(), "\"")};
+      }
+    }
+  }
+  return t;
+}
+
+Expected<TorchSysroot> torch_from_wheel(const fs::path& wheel, const std::string& sha256, const fs::path& sysroots) {
+  fs::path dest = sysroots / cat("torch-", sha256.substr(0, 16));
+  std::error_code ec;
+  if (!fs::exists(dest / "torch" / "version.py", ec)) {
+    if (fs::exists(dest, ec)) fs::remove_all(dest, ec);  // a leftover without its marker file
+    archive::UnpackOptions options;
+    options.filter = [](std::string_view path) {
+      if (path.rfind("torch/include/", 0) == 0) return true;
+      if (path == "torch/version.py" || path == "torch/utils/cpp_extension.py") return true;
+      for (const auto& lib : kLibFiles)
+        if (path == "torch/lib/" + lib) return true;
+      return path == "torch/" || path == "torch/lib/" || path == "torch/utils/";
+    };
+    auto unpacked = archive::unpack(wheel, dest, options);
+    if (!unpacked && !fs::exists(dest / "torch" / "version.py", ec))  // a concurrent kiln may have won
+      return Error::failed(cat("cannot unpack torch from ", wheel.filename().string(), ": ", unpacked.error().message));
+  }
+  KILN_TRY(TorchSysroot t, read_torch_sysroot(dest / "torch"));
+  t.identity_sha256 = sha256;
+  return t;
+}
+
+Expected<TorchSysroot> torch_from_environment(const std::string& interpreter) {
+  // find_spec locates torch without importing it (importing needs a GPU driver on some hosts).
+  auto out = run_capture({interpreter, "-c",
+                          "import importlib.util, os; s = importlib.util.find_spec('torch'); "
+                          "print(os.path.dirname(s.origin) if s else '')"});
+  if (!out) return Error::failed(cat("cannot query ", interpreter, " for torch: ", out.error().message));
+  std::string dir(trim(*out));
+  if (dir.empty()) return Error::failed(cat("torch is not installed in the environment of ", interpreter));
+  KILN_TRY(TorchSysroot t, read_torch_sysroot(dir));
+  Sha256 h;
+  for (const auto& lib : kLibFiles) {
+    auto digest = sha256_file(fs::path(dir) / "lib" / lib);
+    h.update(lib).update(digest ? *digest : std::string("missing"));
+  }
+  t.identity_sha256 = h.hex_digest();
+  return t;
+}
+
+}  // namespace kiln::toolchain

@@ -1,0 +1,44 @@
+// torch as a build sysroot: headers, libraries and the facts cpp_extension derives from them
+// (version, CUDA version, C++11 ABI, which ABI defines this torch's cpp_extension passes), read
+// from the pinned wheel's files without importing torch — or from a live Python environment.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/expected.h"
+
+namespace kiln::toolchain {
+
+struct TorchSysroot {
+  std::filesystem::path root;  // the torch package directory (holds include/, lib/)
+  std::string version;         // "2.11.0+cu130"
+  std::string cuda;            // "13.0" ("" for CPU builds)
+  bool cxx11_abi = true;
+  bool pass_abi_define = false;             // cpp_extension passes -D_GLIBCXX_USE_CXX11_ABI=
+  std::vector<std::string> pybind_defines;  // e.g. -DPYBIND11_COMPILER_TYPE="_gcc" (old torch)
+  std::string identity_sha256;              // the wheel's sha256, or a hash of the libraries
+
+  std::vector<std::string> include_dirs() const;
+  std::filesystem::path lib_dir() const { return root / "lib"; }
+  // The -D flags this torch's cpp_extension adds besides TORCH_EXTENSION_NAME.
+  std::vector<std::string> abi_flags() const;
+  nlohmann::json identity() const;
+};
+
+// Unpacks include/, lib/ (the libraries extensions link), version.py and cpp_extension.py of the
+// wheel into <sysroots>/torch-<sha>/ once, then reads the facts from those files.
+Expected<TorchSysroot> torch_from_wheel(const std::filesystem::path& wheel, const std::string& sha256,
+                                        const std::filesystem::path& sysroots);
+// Reads the facts from an unpacked torch package directory (used by both sources and by tests).
+Expected<TorchSysroot> read_torch_sysroot(const std::filesystem::path& torch_dir);
+// torch of a Python environment: asks the interpreter where torch is, then reads its files.
+Expected<TorchSysroot> torch_from_environment(const std::string& interpreter);
+
+// The libraries kiln links extensions against, in cpp_extension's order.
+const std::vector<std::string>& torch_link_libraries();
+
+}  // namespace kiln::toolchain

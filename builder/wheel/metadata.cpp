@@ -1,0 +1,131 @@
+#include "wheel/metadata.h"
+
+#include <regex>
+#include <set>
+
+#include "core/hash.h"
+#include "core/strings.h"
+#include "manifest/version.h"
+
+namespace kiln::wheel {
+
+namespace {
+
+// Header values are one line; continuation would change parsing.
+std::string one_line(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (c == '\n' || c == '\r') c = ' ';
+  return out;
+}
+
+}  // namespace
+
+std::string CoreMetadata::render() const {
+  std::string out = "Metadata-Version: 2.1\n";
+  out += cat("Name: ", one_line(name), "\n");
+  out += cat("Version: ", one_line(version), "\n");
+  if (!summary.empty()) out += cat("Summary: ", one_line(summary), "\n");
+  if (!home_page.empty()) out += cat("Home-page: ", one_line(home_page), "\n");
+  if (!license.empty()) out += cat("License: ", one_line(license), "\n");
+  for (const auto& f : license_files) out += cat("License-File: ", one_line(f), "\n");
+  if (!requires_python.empty()) out += cat("Requires-Python: ", one_line(requires_python), "\n");
+  std::set<std::string> extras;
+  static const std::regex extra_re(R"(extra\s*==\s*["']([^"']+)["'])");
+  for (const auto& r : requires_dist) {
+    out += cat("Requires-Dist: ", one_line(r), "\n");
+    for (auto it = std::sregex_iterator(r.begin(), r.end(), extra_re); it != std::sregex_iterator(); ++it)
+      extras.insert((*it)[1].str());
+  }
+  for (const auto& e : extras) out += cat("Provides-Extra: ", e, "\n");
+  if (!description_content_type.empty())
+    out += cat("Description-Content-Type: ", one_line(description_content_type), "\n");
+  if (!description.empty()) {
+    out += "\n";
+    out += description;
+    if (out.back() != '\n') out += "\n";
+  }
+  return out;
+}
+
+std::string render_wheel_file(const std::string& generator, bool root_is_purelib,
+                              const std::string& tag) {
+  return cat("Wheel-Version: 1.0\nGenerator: ", generator, "\nRoot-Is-Purelib: ",
+             root_is_purelib ? "true" : "false", "\nTag: ", tag, "\n");
+}
+
+std::string record_hash(std::string_view data) {
+  auto d = Sha256().update(data).digest();
+  return "sha256=" + base64_urlsafe_nopad(d.data(), d.size());
+}
+
+std::string render_record(const std::vector<RecordRow>& rows) {
+  std::string out;
+  for (const auto& r : rows) {
+    // RECORD is CSV: quote paths holding a comma or a quote.
+    std::string path = r.path;
+    if (path.find_first_of(",\"") != std::string::npos) {
+      std::string q = "\"";
+      for (char c : path) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+      path = q + "\"";
+    }
+    out += cat(path, ",", r.hash, ",", r.size, "\n");
+  }
+  return out;
+}
+
+std::vector<std::string> pin_torch(const std::vector<std::string>& requires_dist,
+                                   const std::string& torch_minor, bool add_if_missing) {
+  std::vector<std::string> out;
+  bool pinned = false;
+  std::string pin = cat("torch==", torch_minor, ".*");
+  for (const auto& r : requires_dist) {
+    bool has_marker = r.find(';') != std::string::npos;
+    if (manifest::requirement_name(r) == "torch" && !has_marker) {
+      if (!pinned) out.push_back(pin);
+      pinned = true;
+    } else {
+      out.push_back(r);
+    }
+  }
+  if (!pinned && add_if_missing) out.insert(out.begin(), pin);
+  return out;
+}
+
+std::vector<std::string> ParsedMetadata::all(std::string_view name) const {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : headers)
+    if (lower(k) == lower(name)) out.push_back(v);
+  return out;
+}
+
+std::string ParsedMetadata::first(std::string_view name) const {
+  auto v = all(name);
+  return v.empty() ? std::string() : v.front();
+}
+
+ParsedMetadata parse_metadata(std::string_view text) {
+  ParsedMetadata m;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    pos = end + 1;
+    if (line.empty()) {
+      m.body = std::string(text.substr(std::min(pos, text.size())));
+      break;
+    }
+    if ((line[0] == ' ' || line[0] == '\t') && !m.headers.empty()) {  // continuation
+      m.headers.back().second += cat("\n", line);
+      continue;
+    }
+    auto colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    m.headers.emplace_back(std::string(trim(line.substr(0, colon))), std::string(trim(line.substr(colon + 1))));
+  }
+  return m;
+}
+
+}  // namespace kiln::wheel

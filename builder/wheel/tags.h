@@ -1,0 +1,28 @@
+// Platform tags: the manylinux level of a set of ELF files, by auditwheel's rule: the oldest
+// policy whose GLIBC_/GLIBCXX_/CXXABI_/GCC_ symbol versions cover every version they need.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/expected.h"
+#include "elf/elf.h"
+
+namespace kiln::wheel {
+
+struct PlatformTag {
+  std::string tag;           // "manylinux_2_28_x86_64"
+  std::string limiting;      // the version that decided it, e.g. "GLIBC_2.32" ("" when none)
+  std::vector<std::string> highest;  // highest needed version per family, e.g. "GLIBCXX_3.4.21"
+};
+
+// Fails when a needed version is newer than every known policy.
+Expected<PlatformTag> manylinux_tag(const std::vector<elf::ElfInfo>& files);
+
+// "GLIBC_2.32" -> the oldest policy glibc minor covering it (e.g. 32), or -1 if none.
+int policy_glibc_minor_for(const std::string& version_name);
+
+// 2.11.0+cu130 and CUDA 13.0 -> "cu130torch2.11" (PEP 440 local label).
+std::string local_label(const std::string& cuda_version, const std::string& torch_version);
+
+}  // namespace kiln::wheel

@@ -1,0 +1,57 @@
+#include "wheel/writer.h"
+
+#include <algorithm>
+#include <set>
+
+#include "archive/zip_writer.h"
+#include "core/strings.h"
+
+#ifndef KILN_VERSION
+#define KILN_VERSION "0.0.0"
+#endif
+
+namespace kiln::wheel {
+
+std::string wheel_filename(const WheelSpec& spec) {
+  std::string version = spec.version;
+  std::replace(version.begin(), version.end(), '-', '_');
+  return cat(spec.distribution, "-", version, "-", spec.tag, ".whl");
+}
+
+std::string dist_info_dir(const WheelSpec& spec) {
+  return cat(spec.distribution, "-", spec.version, ".dist-info");
+}
+
+Expected<std::filesystem::path> write_wheel(const WheelSpec& spec, const std::filesystem::path& out_dir) {
+  const std::string info = dist_info_dir(spec);
+  std::vector<WheelEntry> files = spec.files;
+  std::sort(files.begin(), files.end(), [](const WheelEntry& a, const WheelEntry& b) { return a.path < b.path; });
+  std::set<std::string> seen;
+  for (const auto& f : files) {
+    if (f.path.rfind(info + "/", 0) == 0)
+      return Error::failed(cat("package file ", f.path, " collides with the .dist-info directory"));
+    if (!seen.insert(f.path).second) return Error::failed(cat("file ", f.path, " is in the wheel twice"));
+  }
+  std::vector<WheelEntry> meta;
+  meta.push_back({info + "/METADATA", spec.metadata.render(), false});
+  meta.push_back({info + "/WHEEL", render_wheel_file(cat("kiln ", KILN_VERSION), spec.root_is_purelib, spec.tag), false});
+  for (const auto& l : spec.license_files) meta.push_back({info + "/licenses/" + l.path, l.data, false});
+  if (!spec.provenance_json.empty()) meta.push_back({info + "/kiln.json", spec.provenance_json, false});
+  std::sort(meta.begin(), meta.end(), [](const WheelEntry& a, const WheelEntry& b) { return a.path < b.path; });
+
+  std::filesystem::path path = out_dir / wheel_filename(spec);
+  KILN_TRY(archive::ZipWriter zip, archive::ZipWriter::create(path));
+  std::vector<RecordRow> rows;
+  for (const auto* list : {&files, &meta}) {
+    for (const auto& f : *list) {
+      KILN_CHECK(zip.add(f.path, f.data, f.executable));
+      rows.push_back({f.path, record_hash(f.data), std::to_string(f.data.size())});
+    }
+  }
+  rows.push_back({info + "/RECORD", "", ""});
+  KILN_CHECK(zip.add(info + "/RECORD", render_record(rows), false));
+  KILN_CHECK(zip.finish());
+  return path;
+}
+
+}  // namespace kiln::wheel

@@ -1,0 +1,37 @@
+// Assembles a wheel: package files, .dist-info (METADATA, WHEEL, licenses, provenance, RECORD
+// last), written deterministically through archive::ZipWriter.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/expected.h"
+#include "wheel/metadata.h"
+
+namespace kiln::wheel {
+
+struct WheelEntry {
+  std::string path;     // inside the wheel, '/'-separated
+  std::string data;     // contents
+  bool executable = false;
+};
+
+struct WheelSpec {
+  std::string distribution;  // escaped name for file names: causal_conv1d
+  std::string version;       // with local label
+  std::string tag;           // "cp311-cp311-manylinux_2_28_x86_64" or "py3-none-any"
+  bool root_is_purelib = false;
+  CoreMetadata metadata;
+  std::vector<WheelEntry> files;          // package files (any order; sorted on write)
+  std::vector<WheelEntry> license_files;  // path = name under .dist-info/licenses/
+  std::string provenance_json;            // written as .dist-info/kiln.json
+};
+
+std::string wheel_filename(const WheelSpec& spec);
+std::string dist_info_dir(const WheelSpec& spec);
+
+// Writes <out_dir>/<wheel filename> atomically and returns its path.
+Expected<std::filesystem::path> write_wheel(const WheelSpec& spec, const std::filesystem::path& out_dir);
+
+}  // namespace kiln::wheel

@@ -1,0 +1,236 @@
+// The libcurl client and the download cache against a real HTTP server on 127.0.0.1
+// (tests/support/http_server.py).
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "../support/fetch_util.h"
+#include "../support/http_server.h"
+#include "core/hash.h"
+#include "fetch/downloader.h"
+#include "fetch/http.h"
+
+namespace kiln::fetch {
+
+using kiln::testing::HttpServer;
+using kiln::testing::ScopedEnv;
+using kiln::testing::test_bytes;
+using kiln::testing::tree_listing;
+using kiln::testing::write_text;
+using std::chrono::milliseconds;
+
+class CurlTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_.emplace(TempDir::create(fs::temp_directory_path(), "kiln-fetch-").value());
+    cache_ = dir_->path() / "cache";
+    write_text(dir_->path() / "www" / "pkg-1.0.tar.gz", body_);
+    server_.emplace(dir_->path() / "www");
+  }
+  std::vector<std::string> downloads() const { return tree_listing(cache_ / "downloads"); }
+  fs::path part_path() const {
+    return cache_ / "downloads" / sha_.substr(0, 2) / sha_ / "pkg-1.0.tar.gz.part";
+  }
+  std::vector<std::string> ranges() const {
+    std::vector<std::string> out;
+    for (const auto& r : server_->requests()) out.push_back(r["range"].get<std::string>());
+    return out;
+  }
+
+  ScopedEnv no_proxy_{"no_proxy", "127.0.0.1,localhost"};
+  std::optional<TempDir> dir_;
+  fs::path cache_;
+  std::optional<HttpServer> server_;
+  std::unique_ptr<HttpClient> http_ = make_curl_client();
+  std::vector<long> sleeps_;
+  const std::string body_ = test_bytes(20000);
+  const std::string sha_ = sha256_hex(body_);
+};
+
+#define MAKE_DOWNLOADER(name, offline)      \
+  Downloader name(*http_, cache_, offline); \
+  name.set_sleep([this](milliseconds ms) { sleeps_.push_back(ms.count()); })
+
+TEST_F(CurlTest, DownloadsAndSendsKilnUserAgent) {
+  MAKE_DOWNLOADER(d, false);
+  auto got = d.fetch(server_->url("/pkg-1.0.tar.gz"), "pkg-1.0.tar.gz", sha_).value();
+  EXPECT_TRUE(got.downloaded);
+  EXPECT_EQ(read_file(got.path).value(), body_);
+  auto requests = server_->requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0]["user_agent"], user_agent());
+  EXPECT_EQ(user_agent().rfind("kiln/", 0), 0u);
+  EXPECT_EQ(requests[0]["range"], "");
+  EXPECT_EQ(d.network_downloads(), 1);
+}
+
+TEST_F(CurlTest, NotFoundFailsAtOnceLeavingNothing) {
+  MAKE_DOWNLOADER(d, false);
+  std::string url = server_->url("/status/404/pkg-1.0.tar.gz");
+  auto got = d.fetch(url, "pkg-1.0.tar.gz", sha_);
+  ASSERT_FALSE(got);
+  EXPECT_EQ(got.error().message, "cannot download pkg-1.0.tar.gz from " + url + ": HTTP 404");
+  EXPECT_EQ(server_->requests().size(), 1u);
+  EXPECT_TRUE(downloads().empty());
+}
+
+TEST_F(CurlTest, ServerErrorIsRetriedThenFailsLeavingNothing) {
+  MAKE_DOWNLOADER(d, false);
+  std::string url = server_->url("/status/500/pkg-1.0.tar.gz");
+  auto got = d.fetch(url, "pkg-1.0.tar.gz", sha_);
+  ASSERT_FALSE(got);
+  EXPECT_EQ(got.error().message,
+            "cannot download pkg-1.0.tar.gz from " + url + ": HTTP 500 (3 attempts)");
+  EXPECT_EQ(server_->requests().size(), 3u);
+  EXPECT_EQ(sleeps_, (std::vector<long>{1000, 2000}));
+  EXPECT_TRUE(downloads().empty());
+}
+
+TEST_F(CurlTest, ServerErrorThenSuccess) {
+  MAKE_DOWNLOADER(d, false);
+  auto got = d.fetch(server_->url("/flaky/2/pkg-1.0.tar.gz"), "pkg-1.0.tar.gz", sha_).value();
+  EXPECT_EQ(read_file(got.path).value(), body_);
+  EXPECT_EQ(server_->requests().size(), 3u);
+}
+
+TEST_F(CurlTest, ConnectionRefusedIsRetriedThenFailsLeavingNothing) {
+  MAKE_DOWNLOADER(d, false);
+  std::string url = cat("http://127.0.0.1:", kiln::testing::closed_port(), "/pkg-1.0.tar.gz");
+  auto got = d.fetch(url, "pkg-1.0.tar.gz", sha_);
+  ASSERT_FALSE(got);
+  EXPECT_EQ(got.error().message.rfind(
+                "cannot download pkg-1.0.tar.gz from " + url + ": connection failed: ", 0),
+            0u)
+      << got.error().message;
+  EXPECT_NE(got.error().message.find("(3 attempts)"), std::string::npos);
+  EXPECT_EQ(sleeps_.size(), 2u);
+  EXPECT_TRUE(downloads().empty());
+}
+
+TEST_F(CurlTest, TruncatedDownloadIsNotPublishedAndTheRetryResumes) {
+  MAKE_DOWNLOADER(d, false);
+  auto got = d.fetch(server_->url("/truncate/3000/pkg-1.0.tar.gz"), "pkg-1.0.tar.gz", sha_).value();
+  EXPECT_EQ(read_file(got.path).value(), body_);
+  EXPECT_EQ(ranges(), (std::vector<std::string>{"", "bytes=3000-"}));
+  EXPECT_EQ(d.network_bytes(), body_.size());
+  EXPECT_FALSE(fs::exists(part_path()));
+}
+
+TEST_F(CurlTest, AlwaysTruncatedKeepsOnlyTheResumablePartFile) {
+  MAKE_DOWNLOADER(d, false);
+  std::string url = server_->url("/always-truncate/1000/pkg-1.0.tar.gz");
+  auto got = d.fetch(url, "pkg-1.0.tar.gz", sha_);
+  ASSERT_FALSE(got);
+  EXPECT_EQ(got.error().message.rfind(
+                "cannot download pkg-1.0.tar.gz from " + url + ": transfer broke off: ", 0),
+            0u)
+      << got.error().message;
+  EXPECT_EQ(ranges(), (std::vector<std::string>{"", "bytes=1000-", "bytes=2000-"}));
+  EXPECT_EQ(read_file(part_path()).value(), body_.substr(0, 3000));
+  std::string sha_dir = sha_.substr(0, 2) + "/" + sha_ + "/";
+  EXPECT_EQ(downloads(), (std::vector<std::string>{sha_.substr(0, 2) + "/", sha_dir,
+                                                   sha_dir + "pkg-1.0.tar.gz.part"}));
+
+  // A later run resumes from the .part file.
+  auto again = d.fetch(server_->url("/pkg-1.0.tar.gz"), "pkg-1.0.tar.gz", sha_).value();
+  EXPECT_EQ(read_file(again.path).value(), body_);
+  EXPECT_EQ(ranges().back(), "bytes=3000-");
+  EXPECT_FALSE(fs::exists(part_path()));
+}
+
+TEST_F(CurlTest, ServerIgnoringRangeRestartsTheFile) {
+  MAKE_DOWNLOADER(d, false);
+  write_text(part_path(), "junk that is not the start of the file");
+  auto got = d.fetch(server_->url("/norange/pkg-1.0.tar.gz"), "pkg-1.0.tar.gz", sha_).value();
+  EXPECT_EQ(read_file(got.path).value(), body_);
+  EXPECT_EQ(server_->requests().size(), 1u);
+}
+
+TEST_F(CurlTest, HashMismatchDeletesTheTempFileAndCachesNothing) {
+  MAKE_DOWNLOADER(d, false);
+  std::string pin = sha256_hex("other bytes");
+  auto got = d.fetch(server_->url("/pkg-1.0.tar.gz"), "pkg-1.0.tar.gz", pin);
+  ASSERT_FALSE(got);
+  EXPECT_EQ(got.error().message,
+            "sha256 mismatch for pkg-1.0.tar.gz: expected " + pin + ", got " + sha_);
+  EXPECT_TRUE(downloads().empty());
+  EXPECT_EQ(d.network_downloads(), 0);
+}
+
+TEST_F(CurlTest, SecondFetchDoesNoNetworkIo) {
+  MAKE_DOWNLOADER(d, false);
+  std::string url = server_->url("/pkg-1.0.tar.gz");
+  auto first = d.fetch(url, "pkg-1.0.tar.gz", sha_).value();
+  server_->stop();
+  auto second = d.fetch(url, "pkg-1.0.tar.gz", sha_);
+  ASSERT_TRUE(second) << second.error().message;
+  EXPECT_FALSE(second->downloaded);
+  EXPECT_EQ(second->path, first.path);
+  EXPECT_EQ(d.network_downloads(), 1);
+}
+
+TEST_F(CurlTest, OfflineNeverConnects) {
+  MAKE_DOWNLOADER(d, true);
+  auto got = d.fetch(server_->url("/pkg-1.0.tar.gz"), "pkg-1.0.tar.gz", sha_);
+  ASSERT_FALSE(got);
+  EXPECT_EQ(got.error().message,
+            "pkg-1.0.tar.gz (sha256 " + sha_ +
+                ") is not in the download cache and --offline forbids downloading it");
+  EXPECT_TRUE(server_->requests().empty());
+  EXPECT_TRUE(downloads().empty());
+}
+
+TEST_F(CurlTest, FollowsRedirects) {
+  MAKE_DOWNLOADER(d, false);
+  auto got = d.fetch(server_->url("/redirect/pkg-1.0.tar.gz"), "pkg-1.0.tar.gz", sha_).value();
+  EXPECT_EQ(read_file(got.path).value(), body_);
+  EXPECT_EQ(server_->requests().size(), 2u);
+}
+
+TEST_F(CurlTest, ClientReportsStatusHeadersFinalUrlAndRanges) {
+  auto r = http_->get(server_->url("/redirect/pkg-1.0.tar.gz"), {{"Accept", "text/html"}});
+  EXPECT_TRUE(r.ok());
+  EXPECT_EQ(r.body, body_);
+  EXPECT_EQ(r.final_url, server_->url("/pkg-1.0.tar.gz"));
+  EXPECT_EQ(r.header("Content-Length"), std::to_string(body_.size()));
+  EXPECT_EQ(server_->requests().back()["accept"], "text/html");
+
+  auto missing = http_->get(server_->url("/status/404/x"), {});
+  EXPECT_EQ(missing.transport, Transport::Ok);
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_FALSE(missing.retryable());
+
+  // A 206 lands at the offset; the bytes before it stay.
+  fs::path file = dir_->path() / "partial";
+  write_text(file, body_.substr(0, 5000) + "bytes past the offset are cut");
+  auto ranged = http_->download(server_->url("/pkg-1.0.tar.gz"), file, 5000);
+  EXPECT_EQ(ranged.status, 206);
+  EXPECT_EQ(read_file(file).value(), body_);
+  // A 404 body never reaches the file, nor creates it.
+  auto not_found = http_->download(server_->url("/status/404/x"), dir_->path() / "absent", 0);
+  EXPECT_EQ(not_found.status, 404);
+  EXPECT_FALSE(fs::exists(dir_->path() / "absent"));
+}
+
+TEST_F(CurlTest, StalledTransferTimesOut) {
+  CurlOptions options;
+  options.low_speed_limit = 1000;
+  options.low_speed_time_s = 1;
+  auto client = make_curl_client(options);
+  auto start = std::chrono::steady_clock::now();
+  auto r = client->download(server_->url("/stall/pkg-1.0.tar.gz"), dir_->path() / "stalled", 0);
+  EXPECT_EQ(r.transport, Transport::TimedOut) << r.error;
+  EXPECT_TRUE(r.retryable());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_EQ(read_file(dir_->path() / "stalled").value(), body_.substr(0, 10));  // kept for a resume
+}
+
+TEST_F(CurlTest, MissingCaBundleIsNamed) {
+  ScopedEnv cert("PIP_CERT", "/nonexistent/ca.pem");
+  auto r = http_->get("https://127.0.0.1:1/", {});
+  EXPECT_EQ(r.transport, Transport::Failed);
+  EXPECT_EQ(r.error, "$PIP_CERT names '/nonexistent/ca.pem', which is not a file");
+  EXPECT_TRUE(server_->requests().empty());
+}
+
+}  // namespace kiln::fetch

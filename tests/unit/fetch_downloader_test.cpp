@@ -1,0 +1,273 @@
+// The download cache's logic (retries, resume, verification, offline) over the fake HttpClient.
+#include "fetch/downloader.h"
+
+#include <gtest/gtest.h>
+
+#include "../support/fake_http.h"
+#include "../support/fetch_util.h"
+#include "core/hash.h"
+
+namespace kiln::fetch {
+
+using kiln::testing::FakeAnswer;
+using kiln::testing::FakeHttp;
+using kiln::testing::test_bytes;
+using kiln::testing::tree_listing;
+using std::chrono::milliseconds;
+
+class DownloaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_.emplace(TempDir::create(fs::temp_directory_path(), "kiln-fetch-").value());
+    cache_ = dir_->path() / "cache";
+  }
+  std::vector<std::string> downloads() const { return tree_listing(cache_ / "downloads"); }
+
+  std::optional<TempDir> dir_;
+  fs::path cache_;
+  FakeHttp http_;
+  std::vector<long> sleeps_;
+  const std::string body_ = test_bytes(1000);
+  const std::string sha_ = sha256_hex(body_);
+  const std::string url_ = "https://files.example/pkg-1.0.tar.gz";
+};
+
+// Downloader holds atomics (not movable), so the tests build it in place.
+#define MAKE_DOWNLOADER(name, ...)             \
+  Downloader name(http_, cache_, __VA_ARGS__); \
+  name.set_sleep([this](milliseconds ms) { sleeps_.push_back(ms.count()); })
+
+TEST_F(DownloaderTest, DownloadsVerifiesAndPublishesUnderItsSha256) {
+  MAKE_DOWNLOADER(d, false);
+  http_.add(url_, {200, body_});
+  auto got = d.fetch(url_, "pkg-1.0.tar.gz", sha_).value();
+  EXPECT_TRUE(got.downloaded);
+  EXPECT_EQ(got.path, cache_ / "downloads" / sha_.substr(0, 2) / sha_ / "pkg-1.0.tar.gz");
+  EXPECT_EQ(read_file(got.path).value(), body_);
+  EXPECT_EQ(d.network_downloads(), 1);
+  EXPECT_EQ(d.network_bytes(), body_.size());
+  EXPECT_EQ(downloads(),
+            (std::vector<std::string>{sha_.substr(0, 2) + "/", sha_.substr(0, 2) + "/" + sha_ + "/",
+                                      sha_.substr(0, 2) + "/" + sha_ + "/pkg-1.0.tar.gz"}));
+}
+
+TEST_F(DownloaderTest, CachedFileMeansNoRequestAtAll) {
+  MAKE_DOWNLOADER(d, false);
+  http_.add(url_, {200, body_});
+  d.fetch(url_, "pkg-1.0.tar.gz", sha_).value();
+  ASSERT_EQ(http_.requests.size(), 1u);
+  auto again = d.fetch(url_, "pkg-1.0.tar.gz", sha_).value();
+  EXPECT_FALSE(again.downloaded);
+  EXPECT_EQ(http_.requests.size(), 1u);
+  EXPECT_EQ(d.network_downloads(), 1);
+  // Offline too, and whatever the URL.
+  MAKE_DOWNLOADER(offline, true);
+  EXPECT_EQ(offline.fetch("https://elsewhere/x", "pkg-1.0.tar.gz", sha_).value().path, again.path);
+  EXPECT_EQ(http_.requests.size(), 1u);
+  EXPECT_EQ(offline.find_cached(sha_).value(), again.path);
+  EXPECT_FALSE(offline.find_cached(sha256_hex("other")).has_value());
+}
+
+TEST_F(DownloaderTest, OfflineMissingFileSaysSoWithoutNetwork) {
+  MAKE_DOWNLOADER(d, true);
+  auto got = d.fetch(url_, "pkg-1.0.tar.gz", sha_);
+  ASSERT_FALSE(got);
+  EXPECT_EQ(got.error().message,
+            "pkg-1.0.tar.gz (sha256 " + sha_ +
+                ") is not in the download cache and --offline forbids downloading it");
+  EXPECT_TRUE(http_.requests.empty());
+  EXPECT_TRUE(downloads().empty());
+  EXPECT_FALSE(d.get_text("https://pypi.org/simple/x/", {}));
+  EXPECT_TRUE(http_.requests.empty());
+}
+
+TEST_F(DownloaderTest, MismatchDeletesTheTempFileAndPublishesNothing) {
+  MAKE_DOWNLOADER(d, false);
+  http_.add(url_, {200, "not the pinned bytes"});
+  auto got = d.fetch(url_, "pkg-1.0.tar.gz", sha_);
+  ASSERT_FALSE(got);
+  EXPECT_EQ(got.error().message, "sha256 mismatch for pkg-1.0.tar.gz: expected " + sha_ + ", got " +
+                                     sha256_hex("not the pinned bytes"));
+  EXPECT_EQ(http_.requests.size(), 1u);  // a mismatch is not retried
+  EXPECT_TRUE(downloads().empty());
+  EXPECT_EQ(d.network_downloads(), 0);
+}
+
+TEST_F(DownloaderTest, ServerErrorsAreRetriedWithBackoffThenFail) {
+  MAKE_DOWNLOADER(d, false);
+  http_.add(url_, {503, ""});
+  auto got = d.fetch(url_, "pkg-1.0.tar.gz", sha_);
+  ASSERT_FALSE(got);
+  EXPECT_EQ(got.error().message,
+            "cannot download pkg-1.0.tar.gz from " + url_ + ": HTTP 503 (3 attempts)");
+  EXPECT_EQ(http_.requests.size(), 3u);
+  EXPECT_EQ(sleeps_, (std::vector<long>{1000, 2000}));
+  EXPECT_TRUE(downloads().empty());
+}
+
+TEST_F(DownloaderTest, TooManyRequestsAndConnectionErrorsAreRetried) {
+  MAKE_DOWNLOADER(d, false);
+  http_.add(url_, {429, ""});
+  http_.add(url_, {0, "", Transport::ConnectFailed});
+  http_.add(url_, {200, body_});
+  EXPECT_TRUE(d.fetch(url_, "pkg-1.0.tar.gz", sha_).value().downloaded);
+  EXPECT_EQ(http_.requests.size(), 3u);
+  EXPECT_EQ(sleeps_, (std::vector<long>{1000, 2000}));
+}
+
+TEST_F(DownloaderTest, ClientErrorsAndTlsFailuresAreNotRetried) {
+  MAKE_DOWNLOADER(d, false);
+  http_.add(url_, {404, ""});
+  auto got = d.fetch(url_, "pkg-1.0.tar.gz", sha_);
+  ASSERT_FALSE(got);
+  EXPECT_EQ(got.error().message, "cannot download pkg-1.0.tar.gz from " + url_ + ": HTTP 404");
+  EXPECT_EQ(http_.requests.size(), 1u);
+
+  std::string other = "https://files.example/other.tar.gz";
+  http_.add(other, {0, "", Transport::Failed});
+  EXPECT_FALSE(d.fetch(other, "other.tar.gz", sha_));
+  EXPECT_EQ(http_.requests.size(), 2u);
+  EXPECT_TRUE(sleeps_.empty());
+  EXPECT_TRUE(downloads().empty());
+}
+
+TEST_F(DownloaderTest, BrokenTransferResumesWithRange) {
+  MAKE_DOWNLOADER(d, false);
+  FakeAnswer cut{200, body_};
+  cut.cut = 300;
+  http_.add(url_, cut);
+  http_.add(url_, {200, body_});
+  auto got = d.fetch(url_, "pkg-1.0.tar.gz", sha_).value();
+  EXPECT_EQ(read_file(got.path).value(), body_);
+  ASSERT_EQ(http_.requests.size(), 2u);
+  EXPECT_EQ(http_.requests[0].offset, 0u);
+  EXPECT_EQ(http_.requests[1].offset, 300u);
+  EXPECT_EQ(d.network_bytes(), 1000u);  // 300 + the 700 left
+  EXPECT_EQ(downloads().size(), 3u);    // two directories and the file: no .part left
+}
+
+TEST_F(DownloaderTest, ServerWithoutRangesRestartsFromZero) {
+  MAKE_DOWNLOADER(d, false);
+  FakeAnswer cut{200, body_};
+  cut.cut = 300;
+  cut.ranges = false;
+  FakeAnswer whole{200, body_};
+  whole.ranges = false;
+  http_.add(url_, cut);
+  http_.add(url_, whole);
+  auto got = d.fetch(url_, "pkg-1.0.tar.gz", sha_).value();
+  EXPECT_EQ(read_file(got.path).value(), body_);  // not the first 300 bytes twice
+  EXPECT_EQ(http_.requests[1].offset, 300u);      // asked, and got a 200
+}
+
+TEST_F(DownloaderTest, BrokenEveryTimeKeepsTheResumablePartFile) {
+  MAKE_DOWNLOADER(d, false);
+  FakeAnswer cut{200, body_};
+  cut.cut = 100;
+  http_.add(url_, cut);
+  auto got = d.fetch(url_, "pkg-1.0.tar.gz", sha_);
+  ASSERT_FALSE(got);
+  EXPECT_EQ(got.error().message, "cannot download pkg-1.0.tar.gz from " + url_ +
+                                     ": transfer broke off: fake: cut short (3 attempts)");
+  fs::path part = cache_ / "downloads" / sha_.substr(0, 2) / sha_ / "pkg-1.0.tar.gz.part";
+  EXPECT_NE(got.error().detail.find(part.string()), std::string::npos);
+  EXPECT_EQ(read_file(part).value(), body_.substr(0, 300));  // 100 bytes per attempt, resumed
+  auto left = downloads();
+  EXPECT_EQ(left.back(), sha_.substr(0, 2) + "/" + sha_ + "/pkg-1.0.tar.gz.part");
+  EXPECT_EQ(left.size(), 3u);
+
+  // The next run resumes where it stopped.
+  http_.reset(url_);
+  http_.add(url_, {200, body_});
+  http_.requests.clear();
+  EXPECT_EQ(read_file(d.fetch(url_, "pkg-1.0.tar.gz", sha_).value().path).value(), body_);
+  ASSERT_EQ(http_.requests.size(), 1u);
+  EXPECT_EQ(http_.requests[0].offset, 300u);
+}
+
+TEST_F(DownloaderTest, CompletePartFileIsPublishedOn416) {
+  MAKE_DOWNLOADER(d, false);
+  fs::path part = d.path_for(sha_, "pkg-1.0.tar.gz");
+  part += ".part";
+  kiln::testing::write_text(part, body_);  // a run that died between download and rename
+  http_.add(url_, {200, body_});
+  auto got = d.fetch(url_, "pkg-1.0.tar.gz", sha_).value();
+  EXPECT_EQ(read_file(got.path).value(), body_);
+  ASSERT_EQ(http_.requests.size(), 1u);
+  EXPECT_EQ(http_.requests[0].offset, body_.size());
+  EXPECT_FALSE(fs::exists(part));
+}
+
+TEST_F(DownloaderTest, ResumedMismatchStartsOverOnce) {
+  MAKE_DOWNLOADER(d, false);
+  fs::path part = d.path_for(sha_, "pkg-1.0.tar.gz");
+  part += ".part";
+  kiln::testing::write_text(part, "stale bytes of another file");
+  http_.add(url_, {200, body_});
+  auto got = d.fetch(url_, "pkg-1.0.tar.gz", sha_).value();
+  EXPECT_EQ(read_file(got.path).value(), body_);
+  ASSERT_EQ(http_.requests.size(), 2u);
+  EXPECT_GT(http_.requests[0].offset, 0u);
+  EXPECT_EQ(http_.requests[1].offset, 0u);
+  EXPECT_TRUE(sleeps_.empty());
+}
+
+TEST_F(DownloaderTest, RejectsBadPinsAndNames) {
+  MAKE_DOWNLOADER(d, false);
+  EXPECT_EQ(d.fetch(url_, "x.tar.gz", "ABC").error().kind, ErrorKind::BadInput);
+  EXPECT_EQ(d.fetch(url_, "x.tar.gz", std::string(64, 'A')).error().kind, ErrorKind::BadInput);
+  for (std::string bad :
+       std::vector<std::string>{"", ".", "..", "a/b", "../x", "x.part", std::string("a\nb")})
+    EXPECT_EQ(d.fetch(url_, bad, sha_).error().kind, ErrorKind::BadInput) << bad;
+  EXPECT_EQ(d.fetch("ftp://x/y.tar.gz", "y.tar.gz", sha_).error().kind, ErrorKind::BadInput);
+  EXPECT_TRUE(http_.requests.empty());
+  EXPECT_TRUE(downloads().empty());
+}
+
+TEST_F(DownloaderTest, ImportsLocalFilesVerified) {
+  MAKE_DOWNLOADER(d, true);  // a local file is no download: fine offline
+  fs::path src = dir_->path() / "src.tar.gz";
+  kiln::testing::write_text(src, body_);
+  auto got = d.import_file(src, "src.tar.gz", sha_).value();
+  EXPECT_FALSE(got.downloaded);
+  EXPECT_EQ(read_file(got.path).value(), body_);
+  // A file:// URL takes the same road.
+  fs::path other = dir_->path() / "a b.zip";
+  kiln::testing::write_text(other, "zip bytes");
+  auto via_url =
+      d.fetch("file://" + dir_->path().string() + "/a%20b.zip", "a b.zip", sha256_hex("zip bytes"))
+          .value();
+  EXPECT_EQ(read_file(via_url.path).value(), "zip bytes");
+
+  auto bad = d.import_file(src, "src2.tar.gz", sha256_hex("something else"));
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "sha256 mismatch for " + src.string() + ": expected " +
+                                     sha256_hex("something else") + ", got " + sha_);
+  EXPECT_FALSE(d.find_cached(sha256_hex("something else")).has_value());
+  EXPECT_FALSE(fs::exists(cache_ / "downloads" / sha256_hex("something else").substr(0, 2)));
+  EXPECT_TRUE(http_.requests.empty());
+}
+
+TEST_F(DownloaderTest, GetTextRetriesServerErrorsButReturnsClientErrors) {
+  MAKE_DOWNLOADER(d, false);
+  std::string page = "https://index.example/simple/x/";
+  http_.add(page, {502, ""});
+  http_.add(page, {200, "hello"});
+  auto r = d.get_text(page, {{"Accept", "text/html"}}).value();
+  EXPECT_EQ(r.body, "hello");
+  EXPECT_EQ(http_.requests.size(), 2u);
+  EXPECT_EQ(http_.requests[0].headers, (Headers{{"Accept", "text/html"}}));
+
+  std::string missing = "https://index.example/simple/y/";
+  http_.add(missing, {404, ""});
+  EXPECT_EQ(d.get_text(missing, {}).value().status, 404);
+  EXPECT_EQ(http_.requests.size(), 3u);
+
+  std::string down = "https://index.example/simple/z/";
+  http_.add(down, {0, "", Transport::TimedOut});
+  auto err = d.get_text(down, {});
+  ASSERT_FALSE(err);
+  EXPECT_EQ(err.error().message, "cannot read " + down + ": timed out: fake failure (3 attempts)");
+}
+
+}  // namespace kiln::fetch

@@ -1,0 +1,61 @@
+#include "cache/store.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <thread>
+
+#include "core/fs.h"
+#include "core/hash.h"
+
+namespace kiln::cache {
+
+namespace {
+fs::path make_wheel(const fs::path& dir, const std::string& name, const std::string& content) {
+  fs::create_directories(dir);
+  std::ofstream(dir / name) << content;
+  return dir / name;
+}
+const std::string kKey = std::string(64, 'a');
+}  // namespace
+
+TEST(Store, CommitLookupVerifyRemove) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-store-").value();
+  Store store(dir.path() / "cache");
+  EXPECT_FALSE(store.lookup(kKey));
+  fs::path wheel = make_wheel(dir.path() / "out", "x-1.0-py3-none-any.whl", "wheel bytes");
+  Entry e = store.commit(kKey, wheel, {{"package", "x"}, {"version", "1.0"}}).value();
+  EXPECT_FALSE(fs::exists(wheel));  // moved in
+  EXPECT_EQ(e.sha256, sha256_hex("wheel bytes"));
+  EXPECT_EQ(store.lookup(kKey)->wheel, e.wheel);
+  EXPECT_EQ(store.list().size(), 1u);
+  EXPECT_TRUE(store.verify().empty());
+  // Flip a byte: verify names the entry.
+  std::ofstream(e.wheel, std::ios::binary | std::ios::in) << "W";
+  auto problems = store.verify();
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].key, kKey);
+  EXPECT_NE(problems[0].message.find("does not match"), std::string::npos);
+  store.remove(kKey).value();
+  EXPECT_FALSE(store.lookup(kKey));
+  // Staging leaves nothing behind.
+  EXPECT_TRUE(fs::is_empty(store.tmp_root()));
+}
+
+TEST(Store, LockSerialisesOneKey) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-store-").value();
+  Store store(dir.path());
+  auto first = std::make_unique<Lock>(store.lock(kKey).value());
+  std::atomic<bool> got{false};
+  std::thread t([&] {
+    auto second = store.lock(kKey).value();  // flock: a second open file description blocks
+    got = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(got);
+  first.reset();
+  t.join();
+  EXPECT_TRUE(got);
+}
+
+}  // namespace kiln::cache
