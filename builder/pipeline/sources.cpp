@@ -62,12 +62,18 @@ Expected<void> prepare_tree(const manifest::Manifest& m, Fetching& fetching, con
   if (source.is_directory) {
     KILN_CHECK(copy_tree(source.path, tree));
   } else {
-    KILN_TRY(archive::UnpackResult unpacked, archive::unpack(source.path, scratch / "unpacked"));
+    auto unpacked = archive::unpack(source.path, scratch / "unpacked");
+    if (!unpacked) {
+      // A hostile or broken archive is not kept, though its bytes matched the pin.
+      if (unpacked.error().kind == ErrorKind::BadInput && source.path.parent_path().parent_path().parent_path().filename() == "downloads")
+        fs::remove_all(source.path.parent_path(), ec);
+      return std::move(unpacked).error();
+    }
     fs::path top = scratch / "unpacked";
     // An sdist holds one top-level directory, name-version/: the tree is what is inside.
-    if (unpacked.top_level.size() == 1 && fs::is_directory(top / unpacked.top_level[0]) &&
-        !fs::is_symlink(top / unpacked.top_level[0]))
-      top /= unpacked.top_level[0];
+    if (unpacked->top_level.size() == 1 && fs::is_directory(top / unpacked->top_level[0]) &&
+        !fs::is_symlink(top / unpacked->top_level[0]))
+      top /= unpacked->top_level[0];
     fs::rename(top, tree, ec);
     if (ec) return Error::failed(cat("cannot move the unpacked sources into place: ", ec.message()));
   }

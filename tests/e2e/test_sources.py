@@ -1,0 +1,313 @@
+"""Sources end to end: kiln fetch / kiln prepare against a local HTTP server, local git repos and
+hostile archives. Every failure: non-zero exit, a one-line reason, nothing written outside the
+work dir, nothing left in the cache."""
+
+import ast
+import hashlib
+import io
+import os
+import subprocess
+import sys
+import tarfile
+import time
+import unittest
+import zipfile
+from pathlib import Path
+
+from kilntest import KilnTestCase, SOURCE_DIR
+
+SERVER = SOURCE_DIR / "tests" / "support" / "http_server.py"
+
+
+def sha256(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+MANIFEST = """[package]
+name = "demo"
+version = "1.0.0"
+summary = "demo"
+license = "MIT"
+requires-python = ">=3.9"
+
+[source]
+{source}
+
+{patches}
+[build]
+backend = "pure"
+packages = ["demo"]
+"""
+
+
+class SourcesTest(KilnTestCase):
+    def setUp(self):
+        super().setUp()
+        self.outside = self.tmp / "outside"
+        self.outside.mkdir()
+        self.served = self.tmp / "served"
+        self.served.mkdir()
+
+    # -- helpers -----------------------------------------------------------------------------
+    def server(self):
+        port_file = self.tmp / "port"
+        proc = subprocess.Popen([sys.executable, str(SERVER), "--root", str(self.served),
+                                 "--port-file", str(port_file)])
+        self.addCleanup(proc.wait)
+        self.addCleanup(proc.terminate)
+        for _ in range(100):
+            if port_file.exists() and port_file.read_text().strip():
+                return f"http://127.0.0.1:{port_file.read_text().strip()}"
+            time.sleep(0.05)
+        self.fail("test server did not start")
+
+    def demo_manifest(self, source, patches=""):
+        d = self.project / "manifests" / "demo"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "1.0.0.toml").write_text(MANIFEST.format(source=source, patches=patches))
+
+    def sdist(self, members):
+        """A tar.gz built from (TarInfo, bytes) pairs."""
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as t:
+            for info, data in members:
+                t.addfile(info, io.BytesIO(data) if data is not None else None)
+        return buf.getvalue()
+
+    def member(self, name, data=b"x", **kw):
+        info = tarfile.TarInfo(name)
+        info.size = len(data) if data is not None else 0
+        for k, v in kw.items():
+            setattr(info, k, v)
+        return info, data
+
+    def good_sdist(self):
+        return self.sdist([self.member("demo-1.0.0/demo/__init__.py", b"VALUE = 1\n"),
+                           self.member("demo-1.0.0/setup.py", b"print('hi')\n")])
+
+    def local_archive(self, name, data):
+        path = self.tmp / name
+        path.write_bytes(data)
+        self.demo_manifest(f'path = "{path}"\nsha256 = "{sha256(data)}"')
+
+    def snapshot(self):
+        return sorted(str(p.relative_to(self.tmp)) for p in self.tmp.rglob("*")
+                      if "cache" not in p.parts and "served" not in p.parts)
+
+    def cache_files(self, keep_verified=False):
+        """Files left in the cache. A resumable .part of a broken transfer is allowed; with
+        keep_verified, so are pinned downloads whose sha256 matched and a git mirror (what the
+        remote really holds): what failed there was not the download."""
+        if not self.cache.exists():
+            return []
+        out = []
+        for p in self.cache.rglob("*"):
+            rel = p.relative_to(self.cache)
+            if not p.is_file() or p.name.endswith(".part") or p.name.endswith(".lock") or rel.parts[0] == "locks":
+                continue
+            if keep_verified and rel.parts[0] in ("downloads", "git"):
+                continue
+            out.append(str(rel))
+        return sorted(out)
+
+    def assert_fails_cleanly(self, *args, code=None, message, keep_verified=False):
+        before = self.snapshot()
+        proc = self.kiln(*args)
+        self.assertNotEqual(proc.returncode, 0, proc.stderr)
+        if code is not None:
+            self.assertEqual(proc.returncode, code, proc.stderr)
+        first = proc.stderr.strip().splitlines()[-1] if "kiln: error:" not in proc.stderr else \
+            next(l for l in proc.stderr.splitlines() if l.startswith("kiln: error: "))
+        self.assertRegex(first, message)
+        self.assertEqual(self.snapshot(), before, "files were written outside the cache")
+        self.assertEqual(list(self.outside.iterdir()), [])
+        self.assertEqual(self.cache_files(keep_verified), [])
+        return proc
+
+    # -- downloads ---------------------------------------------------------------------------
+    def test_hash_mismatch(self):
+        url = self.server()
+        (self.served / "demo-1.0.0.tar.gz").write_bytes(self.good_sdist())
+        self.demo_manifest(f'url = "{url}/demo-1.0.0.tar.gz"\nsha256 = "{"0" * 64}"')
+        self.assert_fails_cleanly("fetch", "demo", code=1,
+                                  message=r"kiln: error: sha256 mismatch for demo-1\.0\.0\.tar\.gz: expected 0{64}, got [0-9a-f]{64}")
+
+    def test_truncated_download(self):
+        url = self.server()
+        data = self.good_sdist()
+        (self.served / "demo-1.0.0.tar.gz").write_bytes(data)
+        self.demo_manifest(f'url = "{url}/always-truncate/40/demo-1.0.0.tar.gz"\nsha256 = "{sha256(data)}"')
+        self.assert_fails_cleanly("fetch", "demo", code=1, message=r"kiln: error: .*demo-1\.0\.0\.tar\.gz")
+
+    def test_http_404_and_500(self):
+        url = self.server()
+        self.demo_manifest(f'url = "{url}/status/404/demo-1.0.0.tar.gz"\nsha256 = "{"1" * 64}"')
+        self.assert_fails_cleanly("fetch", "demo", code=1, message=r"kiln: error: .*404")
+        self.demo_manifest(f'url = "{url}/status/500/demo-1.0.0.tar.gz"\nsha256 = "{"1" * 64}"')
+        self.assert_fails_cleanly("fetch", "demo", code=1, message=r"kiln: error: .*500")
+
+    def test_connection_refused(self):
+        import socket
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        self.demo_manifest(f'url = "http://127.0.0.1:{port}/demo.tar.gz"\nsha256 = "{"1" * 64}"')
+        self.assert_fails_cleanly("fetch", "demo", code=1, message=r"kiln: error: .*(refused|connect)")
+
+    def test_second_fetch_does_no_network_io(self):
+        url = self.server()
+        data = self.good_sdist()
+        (self.served / "demo-1.0.0.tar.gz").write_bytes(data)
+        self.demo_manifest(f'url = "{url}/demo-1.0.0.tar.gz"\nsha256 = "{sha256(data)}"')
+        import json
+        first = json.loads(self.kiln("--json", "fetch", "demo", check=0).stdout)
+        self.assertEqual(first["fetches"], 1)
+        second = json.loads(self.kiln("--json", "fetch", "demo", "--offline", check=0).stdout)
+        self.assertEqual(second["fetches"], 0)
+        self.assertEqual(second["items"][0]["path"], first["items"][0]["path"])
+
+    def test_offline_says_what_is_missing(self):
+        self.demo_manifest(f'url = "http://127.0.0.1:9/demo-1.0.0.tar.gz"\nsha256 = "{"2" * 64}"')
+        self.assert_fails_cleanly("fetch", "demo", "--offline", code=1,
+                                  message=r"kiln: error: demo-1\.0\.0\.tar\.gz \(sha256 2{64}\) is not in the download cache")
+
+    def test_git_commit_that_does_not_exist(self):
+        repo = self.tmp / "repo"
+        repo.mkdir()
+        env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@e", GIT_COMMITTER_NAME="t",
+                   GIT_COMMITTER_EMAIL="t@e")
+        for cmd in (["git", "init", "-q"], ["git", "commit", "-q", "--allow-empty", "-m", "x"]):
+            subprocess.run(cmd, cwd=repo, check=True, env=env)
+        missing = "0123456789abcdef0123456789abcdef01234567"
+        self.demo_manifest(f'git = "file://{repo}"\ncommit = "{missing}"')
+        self.assert_fails_cleanly("fetch", "demo", code=1, message=rf"kiln: error: .*commit {missing} not found",
+                                  keep_verified=True)
+
+    # -- hostile archives --------------------------------------------------------------------
+    def hostile(self, data, message, name="demo-1.0.0.tar.gz"):
+        self.local_archive(name, data)
+        self.assert_fails_cleanly("prepare", "demo", "-o", str(self.tmp / "out"), message=message)
+        self.assertFalse((self.tmp / "out").exists())
+
+    def test_tar_parent_traversal(self):
+        self.hostile(self.sdist([self.member("demo-1.0.0/../../outside/x")]), r"kiln: error: .*'.*\.\./.*outside/x'")
+
+    def test_tar_absolute_path(self):
+        self.hostile(self.sdist([self.member(str(self.outside / "x"))]), r"kiln: error: .*absolute")
+
+    def test_tar_symlink_to_root_then_through_it(self):
+        link = tarfile.TarInfo("demo-1.0.0/root")
+        link.type = tarfile.SYMTYPE
+        link.linkname = "/"
+        self.hostile(self.sdist([(link, None), self.member(f"demo-1.0.0/root{self.outside}/x")]),
+                     r"kiln: error: .*demo-1\.0\.0/root")
+
+    def test_tar_hardlink_out_of_tree(self):
+        link = tarfile.TarInfo("demo-1.0.0/h")
+        link.type = tarfile.LNKTYPE
+        link.linkname = str(self.outside / "victim")
+        self.hostile(self.sdist([(link, None)]), r"kiln: error: .*demo-1\.0\.0/h")
+
+    def test_tar_device_node(self):
+        dev = tarfile.TarInfo("demo-1.0.0/dev")
+        dev.type = tarfile.CHRTYPE
+        dev.devmajor, dev.devminor = 1, 3
+        self.hostile(self.sdist([(dev, None)]), r"kiln: error: .*demo-1\.0\.0/dev")
+
+    def test_tar_member_declared_over_the_cap(self):
+        # A header that declares 9 GiB (over the per-member cap) with no data behind it: the cap
+        # is enforced on the declared size, before anything is written.
+        info = tarfile.TarInfo("demo-1.0.0/huge")
+        info.size = 9 << 30
+        header = info.tobuf(format=tarfile.GNU_FORMAT)
+        raw = header + b"\0" * 1024
+        import gzip
+        self.hostile(gzip.compress(raw), r"kiln: error: .*demo-1\.0\.0/huge")
+
+    def test_zip_traversal(self):
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w") as z:
+            z.writestr("demo-1.0.0/ok.py", "x")
+            z.writestr("../outside/evil", "x")
+        self.hostile(buf.getvalue(), r"kiln: error: .*\.\./outside/evil", name="demo-1.0.0.zip")
+
+    # -- patches -----------------------------------------------------------------------------
+    def test_patch_whose_context_does_not_match(self):
+        data = self.good_sdist()
+        path = self.tmp / "demo-1.0.0.tar.gz"
+        path.write_bytes(data)
+        pdir = self.project / "patches" / "demo" / "1.0.0"
+        pdir.mkdir(parents=True)
+        (pdir / "0001-change.patch").write_text(
+            "Change the value.\n\n--- a/demo/__init__.py\n+++ b/demo/__init__.py\n@@ -1 +1 @@\n-VALUE = 2\n+VALUE = 3\n")
+        self.demo_manifest(f'path = "{path}"\nsha256 = "{sha256(data)}"', '[patches]\nseries = ["0001-change.patch"]\n')
+        self.assert_fails_cleanly("prepare", "demo", "-o", str(self.tmp / "out"),
+                                  message=r"kiln: error: patch 0001-change\.patch: demo/__init__\.py: hunk 1 .* does not apply",
+                                  keep_verified=True)
+        self.assertFalse((self.tmp / "out").exists())
+
+    def test_prepare_applies_patches(self):
+        data = self.good_sdist()
+        path = self.tmp / "demo-1.0.0.tar.gz"
+        path.write_bytes(data)
+        pdir = self.project / "patches" / "demo" / "1.0.0"
+        pdir.mkdir(parents=True)
+        (pdir / "0001-change.patch").write_text(
+            "Change the value.\n\n--- a/demo/__init__.py\n+++ b/demo/__init__.py\n@@ -1 +1 @@\n-VALUE = 1\n+VALUE = 3\n")
+        self.demo_manifest(f'path = "{path}"\nsha256 = "{sha256(data)}"', '[patches]\nseries = ["0001-change.patch"]\n')
+        self.kiln("prepare", "demo", "-o", str(self.tmp / "out"), check=0)
+        self.assertEqual((self.tmp / "out" / "demo" / "__init__.py").read_text(), "VALUE = 3\n")
+        self.assertTrue((self.tmp / "out" / "setup.py").exists())
+
+
+class PrepareCausalConv1dTest(KilnTestCase):
+    """The real sdist and our patch set (the sdist is 30 KB, fetched once into the shared cache)."""
+
+    def test_prepared_setup_py_is_fixed(self):
+        cache = self.fresh_cache("c")
+        out = self.tmp / "cc"
+        self.kiln("--cache", str(cache), "prepare", "causal-conv1d==1.6.1", "-o", str(out), check=0)
+        setup = (out / "setup.py").read_text()
+        ast.parse(setup)
+        self.assertNotIn('cc_flag.append("-gencode")', setup)
+        self.assertNotIn("arch=compute_", setup)
+        self.assertIn("bare_metal_version = None", setup)
+        # A second prepare fetches nothing.
+        import json
+        again = json.loads(self.kiln("--cache", str(cache), "--json", "prepare", "causal-conv1d==1.6.1",
+                                     "-o", str(self.tmp / "cc2"), check=0).stdout)
+        self.assertEqual(again["fetches"], 0)
+        self.check_builds_offline_without_cuda(out)
+
+    def check_builds_offline_without_cuda(self, tree):
+        """setup.py in a network namespace, without nvcc: no NameError, no download attempt."""
+        if subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode != 0:
+            self.skipTest("unshare -n is not permitted here")
+        torch_python = Path.home() / ".cache/kiln/torch-venv/bin/python"
+        if not torch_python.exists():
+            self.skipTest("no torch environment (scripts/test creates ~/.cache/kiln/torch-venv)")
+        env = {"PATH": f"{torch_python.parent}:/usr/bin:/bin", "HOME": str(self.tmp),
+               "CAUSAL_CONV1D_FORCE_BUILD": "", "TORCH_CUDA_ARCH_LIST": "9.0"}
+        # 1. No CUDA at all (the toolkit hidden under an empty mount): a clear error, not a NameError.
+        cuda = os.path.realpath("/usr/local/cuda")
+        hide = ["unshare", "-n", "-m", "sh", "-c", f'mount -t tmpfs tmpfs "{cuda}" && exec "$@"', "sh"]
+        proc = subprocess.run([*hide, str(torch_python), "setup.py", "bdist_wheel"], cwd=tree,
+                              env=env, capture_output=True, text=True, timeout=600)
+        if "mount" in proc.stderr and "permission" in proc.stderr.lower():
+            self.skipTest("cannot hide the CUDA toolkit in a mount namespace here")
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertNotIn("NameError", proc.stderr)
+        self.assertIn("no usable nvcc found", proc.stderr + proc.stdout)
+        # 2. The wheel path itself, offline (Python part only): no download attempt.
+        env["CAUSAL_CONV1D_SKIP_CUDA_BUILD"] = "TRUE"
+        proc = subprocess.run(["unshare", "-n", str(torch_python), "-m", "pip", "wheel", "--no-build-isolation",
+                               "--no-deps", "--no-index", "-w", str(self.tmp / "dist"), "."], cwd=tree, env=env,
+                              capture_output=True, text=True, timeout=600)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertNotIn("Guessing wheel URL", proc.stdout + proc.stderr)
+        self.assertEqual(len(list((self.tmp / "dist").glob("causal_conv1d-1.6.1-*.whl"))), 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
