@@ -30,14 +30,32 @@ struct Running {
   double started;
 };
 
+bool group_alive(pid_t pgid) { return pgid > 0 && ::kill(-pgid, 0) == 0; }
+
+// Stops every running job and everything it started: SIGTERM to each process group, then
+// SIGKILL to whatever is left after half a second; returns once the groups are empty.
 void stop_all(std::list<Running>& running) {
-  for (auto& r : running) r.child.kill_group(SIGTERM);
-  double deadline = now() + 0.5;
+  std::vector<pid_t> groups;
   for (auto& r : running) {
-    ProcessResult result;
-    while (!r.child.poll(result) && now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    groups.push_back(r.child.process_group());
+    r.child.kill_group(SIGTERM);
   }
-  running.clear();  // ~Child sends SIGKILL to any survivor and reaps it
+  auto wait_empty = [&](double seconds) {
+    double deadline = now() + seconds;
+    while (now() < deadline) {
+      ProcessResult result;
+      for (auto& r : running) r.child.poll(result);  // reap leaders as they exit
+      bool any = false;
+      for (pid_t g : groups) any = any || group_alive(g);
+      if (!any) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  };
+  wait_empty(0.5);
+  for (pid_t g : groups)
+    if (group_alive(g)) ::kill(-g, SIGKILL);
+  wait_empty(0.4);
+  running.clear();  // ~Child reaps any leader still unreaped
 }
 
 }  // namespace

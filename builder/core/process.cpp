@@ -83,10 +83,10 @@ std::filesystem::path find_program(const std::string& name) {
 }
 
 Child::Child(pid_t pid, int out_fd, bool group)
-    : pid_(pid), out_fd_(out_fd), group_(group), start_(now_seconds()) {}
+    : pid_(pid), pgid_(pid), out_fd_(out_fd), group_(group), start_(now_seconds()) {}
 
 Child::Child(Child&& other) noexcept
-    : pid_(other.pid_), out_fd_(other.out_fd_), group_(other.group_), start_(other.start_),
+    : pid_(other.pid_), pgid_(other.pgid_), out_fd_(other.out_fd_), group_(other.group_), start_(other.start_),
       output_(std::move(other.output_)) {
   other.pid_ = -1;
   other.out_fd_ = -1;

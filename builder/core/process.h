@@ -40,6 +40,9 @@ class Child {
   Child& operator=(Child&&) = delete;
   ~Child();
   pid_t pid() const { return pid_; }
+  // The child's process group (its pid when spawned with new_process_group), kept after it ends:
+  // its own children may outlive it.
+  pid_t process_group() const { return group_ ? pgid_ : -1; }
   Expected<ProcessResult> wait();
   // Non-blocking: a result when the child has ended, nothing yet otherwise.
   bool poll(ProcessResult& result);
@@ -50,6 +53,7 @@ class Child {
   Child(pid_t pid, int out_fd, bool group);
   ProcessResult finish(int status, const ::rusage& usage);
   pid_t pid_ = -1;
+  pid_t pgid_ = -1;
   int out_fd_ = -1;
   bool group_ = false;
   double start_ = 0;

@@ -147,7 +147,7 @@ Manifest parse(const std::string& text, const std::filesystem::path& file,
   const toml::table* package = top.table("package");
   if (!package) top.fail_missing("package");
   TableReader pkg(source, *package, "package",
-                  {"name", "version", "summary", "license", "license-files", "requires-python",
+                  {"name", "version", "summary", "license", "license-files", "readme", "requires-python",
                    "homepage", "dependencies"});
   m.name = pkg.required_string("name");
   m.name_at = pkg.position("name");
@@ -165,6 +165,9 @@ Manifest parse(const std::string& text, const std::filesystem::path& file,
   m.homepage = pkg.string("homepage").value_or("");
   m.license_files = pkg.strings("license-files").value_or(std::vector<std::string>{});
   check_tree_paths(pkg, "license-files", m.license_files);
+  m.readme = pkg.string("readme").value_or("");
+  if (!m.readme.empty() && !is_tree_path(m.readme))
+    pkg.fail("readme", cat("'", m.readme, "' must be a relative path inside the source tree"));
   m.requires_dist = pkg.strings("dependencies").value_or(std::vector<std::string>{});
   std::set<std::string> seen_deps;
   for (std::size_t i = 0; i < m.requires_dist.size(); ++i) {
@@ -285,6 +288,7 @@ nlohmann::json Manifest::canonical() const {
               {"summary", summary},
               {"license", license},
               {"license_files", license_files},
+              {"readme", readme},
               {"requires_python", requires_python},
               {"homepage", homepage},
               {"dependencies", requires_dist},

@@ -55,6 +55,7 @@ struct Manifest {
   std::string requires_python;
   std::string homepage;
   std::vector<std::string> license_files;  // paths in the source tree
+  std::string readme;  // path in the source tree: the long description (else the sdist's PKG-INFO)
 
   Source source;
   std::vector<Patch> patches;

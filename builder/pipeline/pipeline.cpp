@@ -111,8 +111,16 @@ Expected<Toolchain> prepare_toolchain(const resolve::ResolvedTarget& rt, Fetchin
   return tc;
 }
 
-// Reads the sdist's PKG-INFO (when there is one) for the long description.
-void add_description(const fs::path& src, wheel::CoreMetadata& md) {
+// The long description: the manifest's readme, else the sdist's PKG-INFO body.
+void add_description(const manifest::Manifest& m, const fs::path& src, wheel::CoreMetadata& md) {
+  if (!m.readme.empty()) {
+    auto text = read_file(src / m.readme);
+    if (!text) return;
+    md.description = *text;
+    std::string ext = fs::path(m.readme).extension().string();
+    md.description_content_type = ext == ".md" ? "text/markdown" : ext == ".rst" ? "text/x-rst" : "text/plain";
+    return;
+  }
   auto text = read_file(src / "PKG-INFO");
   if (!text) return;
   auto parsed = wheel::parse_metadata(*text);
@@ -203,7 +211,7 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
     spec.metadata.license = m.license;
     spec.metadata.requires_python = m.requires_python;
     for (const auto& f : m.license_files) spec.metadata.license_files.push_back("licenses/" + f);
-    add_description(src, spec.metadata);
+    add_description(m, src, spec.metadata);
     KILN_TRY(spec.license_files, license_entries(m, src));
     KILN_TRY(spec.files, build::collect_packages(src, m.packages));
     json provenance = {{"kiln", KILN_VERSION}, {"recipe", resolve::kRecipeVersion}, {"build_key", item.key},
