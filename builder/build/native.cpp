@@ -39,7 +39,7 @@ std::vector<std::string> include_flags(const NativeContext& ctx, const manifest:
   return flags;
 }
 
-std::vector<std::string> define_flags(const NativeContext& ctx, const manifest::Extension& ext) {
+std::vector<std::string> define_flags(const manifest::Extension& ext) {
   std::vector<std::string> flags;
   for (const auto& m : ext.define_macros) flags.push_back("-D" + m);
   return flags;
@@ -69,7 +69,7 @@ std::vector<std::string> cxx_compile_argv(const NativeContext& ctx, const manife
   std::vector<std::string> argv = {ctx.cxx.path};
   append(argv, kCommonCxxFlags);
   append(argv, include_flags(ctx, ext));
-  append(argv, define_flags(ctx, ext));
+  append(argv, define_flags(ext));
   argv.push_back("-c");
   argv.push_back(source);
   argv.push_back("-o");
@@ -85,7 +85,7 @@ std::vector<std::string> nvcc_compile_argv(const NativeContext& ctx, const manif
                                            int threads, const std::string& keep_dir) {
   std::vector<std::string> argv = {ctx.cuda.nvcc.string()};
   append(argv, include_flags(ctx, ext));
-  append(argv, define_flags(ctx, ext));
+  append(argv, define_flags(ext));
   argv.push_back("-c");
   argv.push_back(source);
   argv.push_back("-o");

@@ -8,17 +8,26 @@ namespace kiln::cli {
 std::function<int()> configure_build(CLI::App& sub, Context& ctx);
 std::function<int()> configure_cache(CLI::App& sub, Context& ctx);
 std::function<int()> configure_fetch(CLI::App& sub, Context& ctx);
+std::function<int()> configure_index(CLI::App& sub, Context& ctx);
 std::function<int()> configure_prepare(CLI::App& sub, Context& ctx);
 std::function<int()> configure_resolve(CLI::App& sub, Context& ctx);
+std::function<int()> configure_serve(CLI::App& sub, Context& ctx);
+std::function<int()> configure_target(CLI::App& sub, Context& ctx);
+std::function<int()> configure_validate(CLI::App& sub, Context& ctx);
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
       {"build", "Build wheels for the plan (cache hit or compile), print their paths", configure_build},
       {"cache", "Inspect and maintain the cache: ls, verify, gc", configure_cache},
       {"fetch", "Download and verify packages' pinned sources; print their paths", configure_fetch},
+      {"index", "The index as static files: export DIR", configure_index},
       {"prepare", "Fetch, unpack and patch a package's sources into a directory", configure_prepare},
       {"resolve", "Load manifests and targets; print the plan with each package's build key",
        configure_resolve},
+      {"serve", "Serve the cache as a PEP 503/691 index, one sub-index per target", configure_serve},
+      {"target", "Targets: `init` writes one for a live Python environment", configure_target},
+      {"validate", "Check wheels statically: archive, metadata, tags, ELF, torch ABI, GPU archs",
+       configure_validate},
   };
   return table;
 }

@@ -65,9 +65,19 @@ bool parse_token(std::string_view token, std::vector<Arch>& out, std::string& er
   if (t.rfind("sm_", 0) == 0 || t.rfind("compute_", 0) == 0) {
     bool compute = t[0] == 'c';
     t.remove_prefix(compute ? 8 : 3);
+    // "sm_120+ptx": kiln's canonical spelling of SASS + PTX.
+    bool plus_ptx = false;
+    if (std::size_t plus = t.find('+'); plus != std::string_view::npos && !compute) {
+      if (lower(t.substr(plus)) != "+ptx") {
+        error = "only one '+PTX' may follow an architecture";
+        return false;
+      }
+      plus_ptx = true;
+      t = t.substr(0, plus);
+    }
     if (!parse_number_suffix(t, number, suffix, error)) return false;
     arch.sass = !compute;
-    arch.ptx = compute;
+    arch.ptx = compute || plus_ptx;
   } else if (t.find('.') != std::string_view::npos) {
     // TORCH_CUDA_ARCH_LIST: MAJOR.MINOR[a|f][+PTX]
     bool ptx = false;

@@ -23,6 +23,7 @@
 #include "toolchain/cuda.h"
 #include "toolchain/python.h"
 #include "toolchain/torch.h"
+#include "validate/validate.h"
 #include "wheel/metadata.h"
 #include "wheel/tags.h"
 #include "wheel/writer.h"
@@ -241,12 +242,12 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
                              {"toolchain", rt->toolchain}, {"torch", tc.torch.identity()}}.dump();
       ctx.jobs = options.jobs;
       auto built = build::build_native(ctx);
+      // Keep the job logs (commands and output) where the user can read them; the root goes.
+      fs::path logs = store.logs() / item.key;
+      fs::remove_all(logs, ec);
+      fs::create_directories(logs.parent_path(), ec);
+      fs::copy(root / "logs", logs, fs::copy_options::recursive, ec);
       if (!built) {
-        // Keep the logs where the user can read them; the build root goes.
-        fs::path logs = store.logs() / item.key;
-        fs::remove_all(logs, ec);
-        fs::create_directories(logs.parent_path(), ec);
-        fs::copy(root / "logs", logs, fs::copy_options::recursive, ec);
         fs::remove_all(root, ec);
         return std::move(built).error();
       }
@@ -277,6 +278,29 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
     KILN_TRY(TempDir staging, TempDir::create(store.tmp_root(), "wheel-"));
     KILN_TRY(fs::path wheel_path, wheel::write_wheel(spec, staging.path()));
     check_interrupted();
+    // The static checks of `kiln validate` before anything is committed: a failure fails the build.
+    {
+      validate::Options checks;
+      if (m.backend == manifest::Backend::Native) {
+        checks.torch = toolchains.at(rt->target.name).torch;
+        checks.torch_note = cat("target ", rt->target.name);
+        checks.archs = rt->target.archs;
+        const auto& cuda_home = toolchains.at(rt->target.name).cuda.home;
+        checks.library_dirs = {cuda_home / "lib64", cuda_home / "lib"};
+        for (const auto& d : validate::default_library_dirs()) checks.library_dirs.push_back(d);
+      }
+      KILN_TRY(validate::Report report, validate::validate_wheel(wheel_path, checks));
+      std::vector<std::string> failures;
+      for (const auto& c : report.checks) {
+        if (c.verdict == validate::Verdict::Warn) log::warn(cat(m.name, ": ", c.id, ": ", c.message));
+        if (c.verdict == validate::Verdict::Fail) failures.push_back(cat("  ", c.id, ": ", c.message));
+      }
+      if (!failures.empty()) {
+        fs::remove_all(root, ec);
+        return Error::failed(cat(m.name, ": the built wheel fails validation: ", failures.front().substr(2)),
+                             join(failures, "\n"));
+      }
+    }
     json info = {{"package", m.name}, {"version", spec.version}, {"target", item.target_name},
                  {"backend", manifest::backend_name(m.backend)}, {"manifest_version", m.version}};
     if (m.backend != manifest::Backend::Pure) info["archs"] = rt->target.archs.canonical();

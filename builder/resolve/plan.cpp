@@ -6,6 +6,7 @@
 #include "toolchain/compiler.h"
 #include "toolchain/cuda.h"
 #include "toolchain/python.h"
+#include "toolchain/torch.h"
 
 namespace kiln::resolve {
 
@@ -34,7 +35,9 @@ Expected<ResolvedTarget> resolve_target(const Target& target) {
                                "); it has: ", join(tags, ", ")));
     rt.toolchain["torch"] = {{"version", target.torch_version}, {"file", wheel->file}, {"sha256", wheel->sha256}};
   } else {
-    rt.toolchain["torch"] = {{"environment", python->executable}, {"version", target.torch_version}};
+    auto torch = toolchain::torch_from_environment(python->executable);
+    if (!torch) return Error::failed(cat("target ", target.name, ": ", torch.error().message));
+    rt.toolchain["torch"] = {{"environment", python->executable}, {"identity", torch->identity()}};
   }
 
   if (target.cuda_toolkit == "system") {

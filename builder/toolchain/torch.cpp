@@ -116,12 +116,10 @@ Expected<TorchSysroot> torch_from_environment(const std::string& interpreter) {
   std::string dir(trim(*out));
   if (dir.empty()) return Error::failed(cat("torch is not installed in the environment of ", interpreter));
   KILN_TRY(TorchSysroot t, read_torch_sysroot(dir));
-  Sha256 h;
-  for (const auto& lib : kLibFiles) {
-    auto digest = sha256_file(fs::path(dir) / "lib" / lib);
-    h.update(lib).update(digest ? *digest : std::string("missing"));
-  }
-  t.identity_sha256 = h.hex_digest();
+  // version.py names the exact build (version, CUDA version, git commit): cheap and precise,
+  // where hashing the libraries would cost seconds on every resolve.
+  KILN_TRY(std::string version_py, read_file(fs::path(dir) / "version.py"));
+  t.identity_sha256 = sha256_hex(version_py);
   return t;
 }
 

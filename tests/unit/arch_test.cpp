@@ -34,6 +34,14 @@ TEST(Arch, NvccStyle) {
   EXPECT_EQ(canon("sm_90;compute_90"), "sm_90+ptx");  // merged
 }
 
+TEST(Arch, CanonicalFormParsesBack) {
+  for (auto spec : {"9.0;10.0;12.0+PTX", "compute_90;sm_100a", "Blackwell", "90-real;120"}) {
+    auto list = ArchList::parse(spec).value();
+    EXPECT_EQ(ArchList::parse(list.canonical()).value(), list) << spec;
+  }
+  EXPECT_NE(error_of("sm_120+PTX+PTX"), "<ok>");
+}
+
 TEST(Arch, EquivalentSpellingsNormaliseTheSame) {
   EXPECT_EQ(ArchList::parse("9.0").value(), ArchList::parse("sm_90").value());
   EXPECT_EQ(ArchList::parse("9.0").value(), ArchList::parse("90-real").value());

@@ -1,0 +1,267 @@
+#include "index/model.h"
+
+#include <algorithm>
+#include <cctype>
+#include <ctime>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+
+#include "core/hash.h"
+#include "core/strings.h"
+#include "manifest/version.h"
+#include "wheel/metadata.h"
+
+namespace kiln::index {
+
+namespace {
+
+constexpr const char* kApiVersion = "1.1";  // PEP 691 with PEP 700's fields
+
+bool all_of(std::string_view text, const char* extra) {
+  if (text.empty()) return false;
+  for (char c : text) {
+    if (std::isalnum(static_cast<unsigned char>(c))) continue;
+    if (std::string_view(extra).find(c) == std::string_view::npos) return false;
+  }
+  return true;
+}
+
+std::string etag_of(std::string_view body) { return cat('"', sha256_hex(body).substr(0, 32), '"'); }
+
+// PEP 440 order on the public part when both are canonical, then the local label as text.
+bool version_less(const std::string& a, const std::string& b) {
+  auto split_local = [](const std::string& v) {
+    auto plus = v.find('+');
+    return plus == std::string::npos ? std::make_pair(v, std::string())
+                                     : std::make_pair(v.substr(0, plus), v.substr(plus + 1));
+  };
+  auto [pa, la] = split_local(a);
+  auto [pb, lb] = split_local(b);
+  if (manifest::is_valid_version(pa) && manifest::is_valid_version(pb)) {
+    int c = manifest::compare_versions(pa, pb);
+    if (c != 0) return c < 0;
+  } else if (pa != pb) {
+    return pa < pb;
+  }
+  return std::tie(la, a) < std::tie(lb, b);
+}
+
+const char* kHtmlHead =
+    "<!DOCTYPE html>\n<html>\n  <head>\n"
+    "    <meta name=\"pypi:repository-version\" content=\"1.1\">\n";
+
+std::string render_root(const std::map<std::string, Target, std::less<>>& targets) {
+  std::string out = kHtmlHead;
+  out += "    <title>kiln index</title>\n  </head>\n  <body>\n    <h1>kiln index</h1>\n";
+  for (const auto& [name, t] : targets)
+    out += cat("    <a href=\"", percent_encode(name), "/simple/\">", html_escape(name), "</a><br>\n");
+  out += "  </body>\n</html>\n";
+  return out;
+}
+
+Page render_target(const Target& t) {
+  Page page;
+  std::string html = kHtmlHead;
+  html += cat("    <title>Simple index: ", html_escape(t.name), "</title>\n  </head>\n  <body>\n");
+  nlohmann::json projects = nlohmann::json::array();
+  for (const auto& [name, p] : t.projects) {
+    html += cat("    <a href=\"", percent_encode(name), "/\">", html_escape(name), "</a><br>\n");
+    projects.push_back({{"name", name}});
+  }
+  html += "  </body>\n</html>\n";
+  page.html = std::move(html);
+  page.json = nlohmann::json{{"meta", {{"api-version", kApiVersion}}}, {"projects", projects}}.dump();
+  page.html_etag = etag_of(page.html);
+  page.json_etag = etag_of(page.json);
+  return page;
+}
+
+Page render_project(const Project& p) {
+  Page page;
+  std::string html = kHtmlHead;
+  html += cat("    <title>Links for ", html_escape(p.name), "</title>\n  </head>\n  <body>\n",
+              "    <h1>Links for ", html_escape(p.name), "</h1>\n");
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& f : p.files) {
+    std::string href = percent_encode(f.filename);
+    html += cat("    <a href=\"", href, "#sha256=", f.sha256, "\"");
+    if (!f.requires_python.empty())
+      html += cat(" data-requires-python=\"", html_escape(f.requires_python), "\"");
+    html += cat(" data-dist-info-metadata=\"sha256=", f.metadata_sha256, "\" data-core-metadata=\"sha256=",
+                f.metadata_sha256, "\">", html_escape(f.filename), "</a><br>\n");
+    nlohmann::json j = {{"filename", f.filename},
+                        {"url", href},
+                        {"hashes", {{"sha256", f.sha256}}},
+                        {"core-metadata", {{"sha256", f.metadata_sha256}}},
+                        {"dist-info-metadata", {{"sha256", f.metadata_sha256}}},
+                        {"size", f.size},
+                        {"upload-time", iso8601_utc(f.committed_at)}};
+    if (!f.requires_python.empty()) j["requires-python"] = f.requires_python;
+    files.push_back(std::move(j));
+  }
+  html += "  </body>\n</html>\n";
+  page.html = std::move(html);
+  page.json = nlohmann::json{{"meta", {{"api-version", kApiVersion}}},
+                             {"name", p.name},
+                             {"files", files},
+                             {"versions", p.versions}}
+                  .dump();
+  page.html_etag = etag_of(page.html);
+  page.json_etag = etag_of(page.json);
+  return page;
+}
+
+}  // namespace
+
+Expected<WheelName> parse_wheel_filename(std::string_view filename) {
+  auto bad = [&](std::string_view why) {
+    return Error::bad_input(cat("wheel file name '", filename, "': ", why));
+  };
+  if (filename.size() > 255) return bad("longer than 255 bytes");
+  if (filename.size() <= 4 || filename.substr(filename.size() - 4) != ".whl") return bad("does not end with .whl");
+  auto parts = split(filename.substr(0, filename.size() - 4), "-", /*skip_empty=*/false);
+  if (parts.size() != 5 && parts.size() != 6) return bad("expected 5 or 6 '-'-separated parts");
+  WheelName w;
+  w.distribution = parts[0];
+  w.version = parts[1];
+  if (parts.size() == 6) w.build = parts[2];
+  if (!all_of(w.distribution, "_.") || !std::isalnum(static_cast<unsigned char>(w.distribution.front())))
+    return bad("invalid distribution name");
+  if (!all_of(w.version, ".+!_")) return bad("invalid version");
+  if (!w.build.empty() && (!all_of(w.build, "_.") || !std::isdigit(static_cast<unsigned char>(w.build.front()))))
+    return bad("invalid build tag");
+  for (std::size_t i = parts.size() - 3; i < parts.size(); ++i)
+    if (!all_of(parts[i], "_.")) return bad("invalid compatibility tag");
+  w.project = manifest::normalize_name(w.distribution);
+  w.tags = cat(parts[parts.size() - 3], "-", parts[parts.size() - 2], "-", parts[parts.size() - 1]);
+  return w;
+}
+
+bool is_valid_target_name(std::string_view name) {
+  return name.size() <= 128 && all_of(name, "._+-") && std::isalnum(static_cast<unsigned char>(name.front()));
+}
+
+const File* Project::find(std::string_view filename) const {
+  auto it = std::lower_bound(files.begin(), files.end(), filename,
+                             [](const File& f, std::string_view n) { return f.filename < n; });
+  return it != files.end() && it->filename == filename ? &*it : nullptr;
+}
+
+const Target* IndexModel::target(std::string_view name) const {
+  auto it = targets.find(name);
+  return it == targets.end() ? nullptr : &it->second;
+}
+
+IndexModel build_model(std::vector<WheelEntry> entries) {
+  IndexModel model;
+  struct Chosen {
+    WheelEntry entry;
+    WheelName name;
+  };
+  // (target, project, version, tags) -> the newest entry.
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, Chosen> chosen;
+  for (auto& e : entries) {
+    auto skip = [&](std::string_view why) { model.skipped.push_back(cat("cache entry ", e.key, ": ", why)); };
+    if (!is_valid_target_name(e.target)) {
+      skip(cat("invalid target name '", e.target, "'"));
+      continue;
+    }
+    auto name = parse_wheel_filename(e.filename);
+    if (!name) {
+      skip(name.error().message);
+      continue;
+    }
+    if (!is_sha256_hex(e.sha256)) {
+      skip("sha256 is not 64 lowercase hex digits");
+      continue;
+    }
+    if (e.metadata.empty()) {
+      skip(cat(e.filename, ": no core metadata"));
+      continue;
+    }
+    auto id = std::make_tuple(e.target, name->project, name->version, name->tags);
+    auto it = chosen.find(id);
+    if (it != chosen.end()) {
+      const WheelEntry& old = it->second.entry;
+      if (std::tie(old.committed_at, old.key) > std::tie(e.committed_at, e.key)) continue;
+    }
+    chosen.insert_or_assign(id, Chosen{std::move(e), std::move(*name)});
+  }
+
+  for (auto& [id, c] : chosen) {
+    Target& t = model.targets[c.entry.target];
+    t.name = c.entry.target;
+    Project& p = t.projects[c.name.project];
+    p.name = c.name.project;
+    File f;
+    f.filename = c.entry.filename;
+    f.version = c.name.version;
+    f.sha256 = c.entry.sha256;
+    f.size = c.entry.size;
+    f.committed_at = c.entry.committed_at;
+    f.key = c.entry.key;
+    f.dir = c.entry.dir;
+    f.requires_python = wheel::parse_metadata(c.entry.metadata).first("Requires-Python");
+    f.metadata_sha256 = sha256_hex(c.entry.metadata);
+    f.metadata = std::move(c.entry.metadata);
+    p.files.push_back(std::move(f));
+  }
+  for (auto& [tname, t] : model.targets) {
+    for (auto& [pname, p] : t.projects) {
+      std::sort(p.files.begin(), p.files.end(), [](const File& a, const File& b) { return a.filename < b.filename; });
+      for (const auto& f : p.files) p.versions.push_back(f.version);
+      std::sort(p.versions.begin(), p.versions.end(), version_less);
+      p.versions.erase(std::unique(p.versions.begin(), p.versions.end()), p.versions.end());
+      p.page = render_project(p);
+    }
+    t.page = render_target(t);
+  }
+  model.root_html = render_root(model.targets);
+  model.root_etag = etag_of(model.root_html);
+  return model;
+}
+
+std::string iso8601_utc(std::int64_t unix_seconds) {
+  std::time_t t = static_cast<std::time_t>(unix_seconds);
+  std::tm tm{};
+  if (!::gmtime_r(&t, &tm)) return "1970-01-01T00:00:00Z";
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string percent_encode(std::string_view text) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(text.size());
+  for (char ch : text) {
+    auto c = static_cast<unsigned char>(ch);
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += ch;
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+std::string html_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace kiln::index

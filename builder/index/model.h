@@ -1,0 +1,93 @@
+// The index model: per target, the projects and wheels of the cache, with their core metadata and
+// the pre-rendered PEP 503 HTML and PEP 691 JSON pages.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/expected.h"
+
+namespace kiln::index {
+
+// What one cache entry offers the index (read from entry.json and the wheel).
+struct WheelEntry {
+  std::string target;    // the sub-index it belongs to
+  std::string key;       // build key: the entry directory's name
+  std::string filename;  // the wheel's file name
+  std::string sha256;
+  std::uint64_t size = 0;
+  std::int64_t committed_at = 0;     // unix seconds
+  std::filesystem::path dir;         // the entry directory; the wheel is dir / filename
+  std::string metadata;              // the wheel's .dist-info/METADATA bytes
+};
+
+// `{dist}-{version}(-{build})?-{python}-{abi}-{platform}.whl`.
+struct WheelName {
+  std::string distribution;  // as written
+  std::string project;       // PEP 503 normalised
+  std::string version;
+  std::string build;         // "" when none
+  std::string tags;          // "{python}-{abi}-{platform}"
+};
+Expected<WheelName> parse_wheel_filename(std::string_view filename);
+
+// A page in both formats of the negotiation, each with its strong ETag.
+struct Page {
+  std::string html, html_etag;
+  std::string json, json_etag;
+};
+
+struct File {
+  std::string filename;
+  std::string version;
+  std::string sha256;
+  std::uint64_t size = 0;
+  std::int64_t committed_at = 0;
+  std::string key;
+  std::filesystem::path dir;  // entry directory in the cache
+  std::string requires_python;
+  std::string metadata;
+  std::string metadata_sha256;
+};
+
+struct Project {
+  std::string name;                    // normalised
+  std::vector<File> files;             // sorted by file name
+  std::vector<std::string> versions;   // ascending (PEP 440 order for the public part)
+  Page page;
+  const File* find(std::string_view filename) const;
+};
+
+struct Target {
+  std::string name;
+  std::map<std::string, Project, std::less<>> projects;  // by normalised name
+  Page page;  // the project list, /<target>/simple/
+};
+
+struct IndexModel {
+  std::map<std::string, Target, std::less<>> targets;
+  std::string root_html, root_etag;  // "/": the list of targets
+  std::vector<std::string> skipped;  // one line per entry left out, and why
+
+  const Target* target(std::string_view name) const;
+};
+
+// The model of these entries. Within one target, one wheel per (project, version, tags): the
+// newest committed_at wins (ties: the greater build key). Entries with an unusable target name,
+// file name, hash or metadata are left out and named in `skipped`.
+IndexModel build_model(std::vector<WheelEntry> entries);
+
+// Target names that can be one URL path segment and one directory name.
+bool is_valid_target_name(std::string_view name);
+
+// "2026-11-02T10:00:00Z" (PEP 700 upload-time).
+std::string iso8601_utc(std::int64_t unix_seconds);
+// Every byte outside RFC 3986's unreserved set as %XX: "a+b" -> "a%2Bb".
+std::string percent_encode(std::string_view text);
+std::string html_escape(std::string_view text);
+
+}  // namespace kiln::index

@@ -1,0 +1,244 @@
+#include "index/scan.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+#include <nlohmann/json.hpp>
+
+#include "core/fs.h"
+#include "core/strings.h"
+
+namespace kiln::index {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Fd {
+  int fd = -1;
+  explicit Fd(int f) : fd(f) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+  int release() { return std::exchange(fd, -1); }
+};
+
+struct ArchiveCloser {
+  void operator()(struct archive* a) const { archive_read_free(a); }
+};
+
+bool is_plain_name(std::string_view name) {
+  if (name.empty() || name == "." || name == ".." || name.size() > 255) return false;
+  for (char c : name)
+    if (c == '/' || c == '\\' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return false;
+  return true;
+}
+
+std::int64_t to_ns(const struct timespec& ts) {
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+}  // namespace
+
+Expected<int> open_wheel(const fs::path& entry_dir, const std::string& filename, std::uint64_t expected_size) {
+  if (!is_plain_name(filename)) return Error::bad_input(cat("wheel file name '", filename, "' is not a plain file name"));
+  Fd dir(::open(entry_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (dir.fd < 0) return Error::failed(cat("cannot open ", entry_dir.string(), ": ", std::strerror(errno)));
+  Fd file(::openat(dir.fd, filename.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (file.fd < 0)
+    return Error::failed(cat("cannot open ", (entry_dir / filename).string(), ": ", std::strerror(errno)));
+  struct stat st {};
+  if (::fstat(file.fd, &st) != 0 || !S_ISREG(st.st_mode))
+    return Error::failed(cat((entry_dir / filename).string(), ": not a regular file"));
+  if (static_cast<std::uint64_t>(st.st_size) != expected_size)
+    return Error::failed(cat((entry_dir / filename).string(), ": size ", st.st_size, " is not the recorded ", expected_size));
+  return file.release();
+}
+
+Expected<std::string> read_wheel_metadata(const fs::path& wheel, std::string_view filename, std::uint64_t max_bytes) {
+  auto name = parse_wheel_filename(filename);
+  if (!name) return std::move(name).error();
+  std::string wanted = cat(name->distribution, "-", name->version, ".dist-info/METADATA");
+  std::string where = wheel.string();
+
+  Fd fd(::open(wheel.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (fd.fd < 0) return Error::failed(cat("cannot open ", where, ": ", std::strerror(errno)));
+  std::unique_ptr<struct archive, ArchiveCloser> a(archive_read_new());
+  if (!a) return Error::failed("cannot allocate a libarchive reader");
+  // The seekable reader reads the central directory (what pip and uv trust), not local headers.
+  if (archive_read_support_format_zip_seekable(a.get()) != ARCHIVE_OK)
+    return Error::failed("libarchive lacks zip support");
+  if (archive_read_open_fd(a.get(), fd.fd, 65536) != ARCHIVE_OK)
+    return Error::bad_input(cat(where, ": not a zip file: ", archive_error_string(a.get())));
+
+  std::vector<std::pair<std::string, std::string>> found;  // top-level */METADATA members
+  struct archive_entry* entry = nullptr;
+  int rc;
+  while ((rc = archive_read_next_header(a.get(), &entry)) == ARCHIVE_OK) {
+    const char* raw = archive_entry_pathname(entry);
+    std::string path = raw ? raw : "";
+    bool exact = path == wanted;
+    auto slash = path.find('/');
+    bool candidate = slash != std::string::npos && path.find('/', slash + 1) == std::string::npos &&
+                     path.substr(slash) == "/METADATA" && path.substr(0, slash).ends_with(".dist-info");
+    if (!exact && !candidate) continue;
+    if (archive_entry_size_is_set(entry) && static_cast<std::uint64_t>(archive_entry_size(entry)) > max_bytes)
+      return Error::bad_input(cat(where, ": ", path, " is larger than ", max_bytes, " bytes"));
+    std::string data;
+    char buf[65536];
+    la_ssize_t n;
+    while ((n = archive_read_data(a.get(), buf, sizeof buf)) > 0) {
+      data.append(buf, static_cast<std::size_t>(n));
+      if (data.size() > max_bytes) return Error::bad_input(cat(where, ": ", path, " is larger than ", max_bytes, " bytes"));
+    }
+    if (n < 0) return Error::bad_input(cat(where, ": cannot read ", path, ": ", archive_error_string(a.get())));
+    if (exact) return data;
+    found.emplace_back(path, std::move(data));
+    if (found.size() > 8) break;
+  }
+  if (rc != ARCHIVE_EOF && rc != ARCHIVE_OK)
+    return Error::bad_input(cat(where, ": ", archive_error_string(a.get())));
+  if (found.size() == 1) return std::move(found[0].second);
+  if (found.empty()) return Error::bad_input(cat(where, ": no ", wanted));
+  return Error::bad_input(cat(where, ": no ", wanted, " and more than one other .dist-info/METADATA"));
+}
+
+ScanResult scan_cache(const fs::path& cache_root, std::map<std::string, std::string>& metadata) {
+  ScanResult out;
+  fs::path wheels = cache_root / "wheels";
+  std::error_code ec;
+  std::vector<std::string> keys;
+  for (const auto& d : fs::directory_iterator(wheels, ec)) {
+    std::string key = d.path().filename().string();
+    if (!key.empty() && key[0] != '.') keys.push_back(key);
+  }
+  std::sort(keys.begin(), keys.end());
+  for (const auto& key : keys) {
+    auto skip = [&](std::string_view why) { out.skipped.push_back(cat("cache entry ", key, ": ", why)); };
+    fs::path dir = wheels / key;
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0) continue;  // removed meanwhile
+    if (!S_ISDIR(st.st_mode)) {
+      skip("not a directory (symlinks are not followed)");
+      continue;
+    }
+    fs::path json_path = dir / "entry.json";
+    if (::lstat(json_path.c_str(), &st) != 0) continue;  // incomplete: not served
+    if (!S_ISREG(st.st_mode)) {
+      skip("entry.json is not a regular file");
+      continue;
+    }
+    auto text = read_file(json_path);
+    if (!text) continue;
+    nlohmann::json info = nlohmann::json::parse(*text, nullptr, false);
+    auto str = [&](const char* field) -> std::string {
+      return info.is_object() && info.contains(field) && info[field].is_string() ? info[field].get<std::string>() : "";
+    };
+    if (!info.is_object()) {
+      skip("entry.json is not a JSON object");
+      continue;
+    }
+    WheelEntry e;
+    e.key = key;
+    e.dir = dir;
+    e.target = str("target");
+    e.filename = str("wheel");
+    e.sha256 = str("sha256");
+    if (info.contains("size") && info["size"].is_number_unsigned()) e.size = info["size"].get<std::uint64_t>();
+    if (info.contains("committed_at") && info["committed_at"].is_number_integer())
+      e.committed_at = info["committed_at"].get<std::int64_t>();
+    if (!is_plain_name(e.filename) || !e.filename.ends_with(".whl")) {
+      skip(cat("entry.json names no plain .whl file ('", e.filename, "')"));
+      continue;
+    }
+    fs::path wheel = dir / e.filename;
+    if (::lstat(wheel.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      skip(cat(e.filename, " is missing or not a regular file"));
+      continue;
+    }
+    if (static_cast<std::uint64_t>(st.st_size) != e.size) {
+      skip(cat(e.filename, ": size ", st.st_size, " is not the recorded ", e.size));
+      continue;
+    }
+    auto cached = metadata.find(e.sha256);
+    if (cached == metadata.end()) {
+      auto md = read_wheel_metadata(wheel, e.filename);
+      if (!md) {
+        skip(md.error().message);
+        continue;
+      }
+      cached = metadata.emplace(e.sha256, std::move(*md)).first;
+    }
+    e.metadata = cached->second;
+    out.entries.push_back(std::move(e));
+  }
+  return out;
+}
+
+CacheIndex::CacheIndex(fs::path cache_root) : root_(std::move(cache_root)) {}
+
+CacheIndex::Signature CacheIndex::stat_wheels() const {
+  Signature s;
+  struct stat st {};
+  fs::path wheels = root_ / "wheels";
+  if (::stat(wheels.c_str(), &st) != 0) return s;
+  s.exists = true;
+  s.mtime_ns = to_ns(st.st_mtim);
+  s.ctime_ns = to_ns(st.st_ctim);
+  s.ino = st.st_ino;
+  s.nlink = st.st_nlink;
+  return s;
+}
+
+std::shared_ptr<const IndexModel> CacheIndex::current() {
+  using namespace std::chrono;
+  auto fresh = [&](const Signature& sig) {
+    // A directory changed within the last second may change again within the same timestamp
+    // tick: until it settles, rescan at most every 100 ms even when the signature is the same.
+    return model_ && sig == signature_ && (settled_ || steady_clock::now() - scanned_at_ < milliseconds(100));
+  };
+  Signature sig = stat_wheels();
+  {
+    std::lock_guard lock(model_mutex_);
+    if (fresh(sig)) return model_;
+  }
+  std::lock_guard scan_lock(scan_mutex_);
+  sig = stat_wheels();  // taken before the listing: a change during the scan shows next time
+  {
+    std::lock_guard lock(model_mutex_);
+    if (fresh(sig)) return model_;  // another thread rescanned meanwhile
+  }
+  auto started = steady_clock::now();
+  ScanResult scan = scan_cache(root_, metadata_);
+  std::set<std::string> live;
+  for (const auto& e : scan.entries) live.insert(e.sha256);
+  std::erase_if(metadata_, [&](const auto& kv) { return !live.count(kv.first); });
+  auto model = std::make_shared<IndexModel>(build_model(std::move(scan.entries)));
+  model->skipped.insert(model->skipped.begin(), scan.skipped.begin(), scan.skipped.end());
+
+  std::int64_t now_ns = static_cast<std::int64_t>(duration_cast<nanoseconds>(system_clock::now().time_since_epoch()).count());
+  std::lock_guard lock(model_mutex_);
+  for (const auto& s : model->skipped)
+    if (reported_.insert(s).second) new_skipped_.push_back(s);
+  model_ = std::move(model);
+  signature_ = sig;
+  settled_ = !sig.exists || now_ns - sig.mtime_ns > 1000000000;
+  scanned_at_ = started;
+  return model_;
+}
+
+std::vector<std::string> CacheIndex::take_new_skipped() {
+  std::lock_guard lock(model_mutex_);
+  return std::exchange(new_skipped_, {});
+}
+
+}  // namespace kiln::index

@@ -1,0 +1,74 @@
+// The index model of a cache directory, kept current: rescanned when <cache>/wheels changes.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "core/expected.h"
+#include "index/model.h"
+
+namespace kiln::index {
+
+// The bytes of `<dist>-<version>.dist-info/METADATA` in a wheel (dist and version from the file
+// name; a single top-level *.dist-info/METADATA is accepted when the names differ in spelling).
+// Reads the zip's central directory (libarchive), at most `max_bytes` of the member.
+Expected<std::string> read_wheel_metadata(const std::filesystem::path& wheel, std::string_view filename,
+                                          std::uint64_t max_bytes = 16u << 20);
+
+// Opens a wheel of the model for reading without following symlinks (neither the entry directory
+// nor the file) and checks it is a regular file of the expected size. Returns the descriptor.
+Expected<int> open_wheel(const std::filesystem::path& entry_dir, const std::string& filename,
+                         std::uint64_t expected_size);
+
+// The entries of a cache as the index sees them: only complete entries (entry.json present, the
+// wheel a regular file of the recorded size, neither a symlink); METADATA read through `metadata`
+// (sha256 of the wheel -> METADATA bytes), which keeps what it reads. Unusable entries are
+// returned in `skipped`.
+struct ScanResult {
+  std::vector<WheelEntry> entries;
+  std::vector<std::string> skipped;
+};
+ScanResult scan_cache(const std::filesystem::path& cache_root,
+                      std::map<std::string, std::string>& metadata);
+
+// A model that follows the cache: current() costs one stat() of <cache>/wheels and rescans when
+// that directory changed (cache entries appear and disappear by rename, which changes it). Safe
+// to call from many threads; a rescan blocks callers until it is done, so a request that arrives
+// after a commit sees it.
+class CacheIndex {
+ public:
+  explicit CacheIndex(std::filesystem::path cache_root);
+  std::shared_ptr<const IndexModel> current();
+  // Entries newly left out since the last call (each reported once), for the log.
+  std::vector<std::string> take_new_skipped();
+  const std::filesystem::path& root() const { return root_; }
+
+ private:
+  struct Signature {
+    bool exists = false;
+    std::int64_t mtime_ns = 0, ctime_ns = 0;
+    std::uint64_t ino = 0, nlink = 0;
+    bool operator==(const Signature&) const = default;
+  };
+  Signature stat_wheels() const;
+
+  std::filesystem::path root_;
+  std::mutex scan_mutex_;   // one rescan at a time
+  std::mutex model_mutex_;  // guards the fields below
+  std::shared_ptr<const IndexModel> model_;
+  Signature signature_;
+  bool settled_ = false;  // the directory had not changed for a while when last scanned
+  std::chrono::steady_clock::time_point scanned_at_;
+  std::map<std::string, std::string> metadata_;  // wheel sha256 -> METADATA (scan_mutex_)
+  std::set<std::string> reported_;
+  std::vector<std::string> new_skipped_;
+};
+
+}  // namespace kiln::index

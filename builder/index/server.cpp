@@ -1,0 +1,210 @@
+#include "index/server.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdarg>
+#include <cstring>
+#include <thread>
+
+#include "core/log.h"
+#include "core/strings.h"
+
+namespace kiln::index {
+
+struct Server::Impl {
+  CacheIndex* index = nullptr;
+  HandlerOptions handler;
+  std::function<void(std::string_view)> log;
+  struct sockaddr_storage addr {};
+  MHD_Daemon* daemon = nullptr;
+};
+
+namespace {
+
+// *req_cls: the request's headers were seen / it was answered.
+int g_headers_seen = 0;
+int g_answered = 0;
+
+// The path reaches index::handle() exactly as sent: it decodes (and refuses) escapes itself.
+size_t keep_escaped(void*, struct MHD_Connection*, char* s) { return std::strlen(s); }
+
+void mhd_log(void*, const char* fmt, va_list ap) {
+  char buf[512];
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  std::string line(trim(buf));
+  if (!line.empty()) log::verbose(cat("http: ", line));
+}
+
+MHD_Result collect_header(void* cls, enum MHD_ValueKind, const char* key, const char* value) {
+  auto* headers = static_cast<std::vector<std::pair<std::string, std::string>>*>(cls);
+  if (headers->size() < 256) headers->emplace_back(key ? key : "", value ? value : "");
+  return MHD_YES;
+}
+
+std::string client_address(struct MHD_Connection* c) {
+  const union MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  if (!info || !info->client_addr) return "-";
+  char buf[INET6_ADDRSTRLEN] = "-";
+  const struct sockaddr* sa = info->client_addr;
+  if (sa->sa_family == AF_INET)
+    ::inet_ntop(AF_INET, &reinterpret_cast<const struct sockaddr_in*>(sa)->sin_addr, buf, sizeof buf);
+  else if (sa->sa_family == AF_INET6)
+    ::inet_ntop(AF_INET6, &reinterpret_cast<const struct sockaddr_in6*>(sa)->sin6_addr, buf, sizeof buf);
+  return buf;
+}
+
+// A request path as it may appear in a log line: printable ASCII, at most 300 bytes.
+std::string loggable(std::string_view text) {
+  std::string out;
+  for (char ch : text.substr(0, 300)) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c < 0x21 || c >= 0x7f || c == '"') out += cat("\\x", "0123456789abcdef"[c >> 4], "0123456789abcdef"[c & 15]);
+    else out += ch;
+  }
+  if (text.size() > 300) out += "...";
+  return out;
+}
+
+MHD_Result on_request(void* cls, struct MHD_Connection* c, const char* url, const char* method, const char*,
+                      const char*, size_t* upload_size, void** req_cls) {
+  auto* impl = static_cast<Server::Impl*>(cls);
+  if (*req_cls == &g_answered) {  // a body after the answer: dropped unread
+    *upload_size = 0;
+    return MHD_YES;
+  }
+  if (*req_cls == nullptr) {
+    // The headers are in. A GET or HEAD without a body is answered on the next call, which
+    // keeps the connection alive; anything else now (libmicrohttpd then closes the connection
+    // rather than read a body kiln never wants).
+    bool bodyless = (std::strcmp(method, "GET") == 0 || std::strcmp(method, "HEAD") == 0) &&
+                    !MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
+    const char* length = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+    if (length && std::strcmp(length, "0") != 0) bodyless = false;
+    if (bodyless) {
+      *req_cls = &g_headers_seen;
+      return MHD_YES;
+    }
+  }
+  *req_cls = &g_answered;
+  auto started = std::chrono::steady_clock::now();
+  Request req;
+  req.method = method ? method : "";
+  req.path = url ? url : "";
+  MHD_get_connection_values(c, MHD_HEADER_KIND, collect_header, &req.headers);
+
+  Response resp;
+  try {
+    auto model = impl->index->current();
+    resp = handle(req, *model, impl->handler);
+  } catch (const std::exception& e) {
+    resp = Response{500, {{"Content-Type", "text/plain; charset=utf-8"}}, "500 internal error\n", std::nullopt};
+    log::error(cat("serve: ", req.method, " ", loggable(req.path), ": ", e.what()));
+  }
+
+  struct MHD_Response* r = nullptr;
+  if (resp.file) {
+    auto fd = open_wheel(resp.file->dir, resp.file->filename, resp.file->file_size);
+    if (fd) {
+      r = MHD_create_response_from_fd_at_offset64(resp.file->length, *fd, resp.file->offset);
+      if (!r) ::close(*fd);
+    } else {  // removed (cache gc) or damaged since the last scan
+      log::warn(cat("serve: ", fd.error().message));
+      resp = Response{404, {{"Content-Type", "text/plain; charset=utf-8"}}, "404 not found\n", std::nullopt};
+    }
+  }
+  if (!resp.file || !r)
+    r = MHD_create_response_from_buffer(resp.body.size(), resp.body.data(), MHD_RESPMEM_MUST_COPY);
+  if (!r) return MHD_NO;  // out of memory: MHD closes the connection
+  for (const auto& [k, v] : resp.headers) MHD_add_response_header(r, k.c_str(), v.c_str());
+  MHD_Result queued = MHD_queue_response(c, static_cast<unsigned>(resp.status), r);
+  MHD_destroy_response(r);
+
+  if (impl->log) {
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+    char timing[32];
+    std::snprintf(timing, sizeof timing, "%.2fms", ms);
+    impl->log(cat(client_address(c), " ", loggable(req.method), " ", loggable(req.path), " ", resp.status, " ",
+                  req.method == "HEAD" ? 0 : resp.content_length(), " ", timing));
+  }
+  return queued;
+}
+
+unsigned default_max_connections() {
+  struct rlimit rl {};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return 1000;
+  // Raise the soft limit as far as allowed: every connection is a descriptor.
+  rlim_t want = rl.rlim_max == RLIM_INFINITY ? 65536 : std::min<rlim_t>(rl.rlim_max, 65536);
+  if (rl.rlim_cur < want) {
+    rl.rlim_cur = want;
+    ::setrlimit(RLIMIT_NOFILE, &rl);
+    ::getrlimit(RLIMIT_NOFILE, &rl);
+  }
+  rlim_t usable = rl.rlim_cur > 128 ? rl.rlim_cur - 64 : 64;
+  return static_cast<unsigned>(std::min<rlim_t>(usable, 10000));
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Server>> Server::start(const ServerOptions& options, CacheIndex& index) {
+  std::unique_ptr<Server> server(new Server());
+  server->impl_ = std::make_unique<Impl>();
+  Impl& impl = *server->impl_;
+  impl.index = &index;
+  impl.handler.token = options.token;
+  impl.log = options.log;
+  server->host_ = options.host;
+
+  struct addrinfo hints {};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  struct addrinfo* found = nullptr;
+  int gai = ::getaddrinfo(options.host.c_str(), nullptr, &hints, &found);
+  if (gai != 0 || !found)
+    return Error::bad_input(cat("--host ", options.host, ": ", gai ? ::gai_strerror(gai) : "no address"));
+  std::memcpy(&impl.addr, found->ai_addr, found->ai_addrlen);
+  ::freeaddrinfo(found);
+  bool ipv6 = impl.addr.ss_family == AF_INET6;
+  if (ipv6) reinterpret_cast<struct sockaddr_in6*>(&impl.addr)->sin6_port = htons(options.port);
+  else reinterpret_cast<struct sockaddr_in*>(&impl.addr)->sin_port = htons(options.port);
+
+  unsigned threads = options.threads;
+  if (threads == 0) threads = std::clamp(std::thread::hardware_concurrency(), 2u, 8u);
+  unsigned max_conn = options.max_connections ? options.max_connections : default_max_connections();
+  unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | (ipv6 ? MHD_USE_IPv6 : 0);
+  impl.daemon = MHD_start_daemon(
+      flags, options.port, nullptr, nullptr, on_request, &impl,
+      MHD_OPTION_EXTERNAL_LOGGER, mhd_log, nullptr,
+      MHD_OPTION_SOCK_ADDR, reinterpret_cast<struct sockaddr*>(&impl.addr),
+      MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0u,
+      MHD_OPTION_CONNECTION_LIMIT, max_conn,
+      MHD_OPTION_CONNECTION_TIMEOUT, options.idle_timeout_s,
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, options.request_bytes,
+      MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
+      MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, nullptr,
+      MHD_OPTION_END);
+  if (!impl.daemon)
+    return Error::failed(cat("cannot listen on ", options.host, ":", options.port, ": ",
+                             errno ? std::strerror(errno) : "libmicrohttpd refused to start"));
+  const union MHD_DaemonInfo* info = MHD_get_daemon_info(impl.daemon, MHD_DAEMON_INFO_BIND_PORT);
+  server->port_ = info ? info->port : options.port;
+  return server;
+}
+
+Server::~Server() {
+  if (impl_ && impl_->daemon) MHD_stop_daemon(impl_->daemon);
+}
+
+std::string Server::url() const {
+  bool ipv6 = host_.find(':') != std::string::npos;
+  return cat("http://", ipv6 ? cat("[", host_, "]") : host_, ":", port_, "/");
+}
+
+}  // namespace kiln::index

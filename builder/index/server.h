@@ -1,0 +1,51 @@
+// The HTTP server of `kiln serve`: libmicrohttpd (epoll, a small pool of event-loop threads) in
+// front of index::handle(). Idle and slow clients cost a socket and a bounded buffer each, never
+// a thread, so they cannot starve other requests.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "core/expected.h"
+#include "index/http.h"
+#include "index/scan.h"
+
+namespace kiln::index {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";  // a numeric address or a name resolving to one
+  std::uint16_t port = 0;          // 0: a free port
+  std::string token;               // see HandlerOptions
+  unsigned threads = 0;            // event-loop threads; 0: one per core, 2 to 8
+  unsigned max_connections = 0;    // 0: 10000, or what the open-files limit allows
+  unsigned idle_timeout_s = 30;    // a connection with no traffic for this long is closed
+  std::size_t request_bytes = 16384;  // per-connection buffer: request line and headers must fit
+  // One line per request (client, method, path, status, bytes, time); none when empty.
+  std::function<void(std::string_view)> log;
+};
+
+class Server {
+ public:
+  // Binds and starts serving `index` (which must outlive the server).
+  static Expected<std::unique_ptr<Server>> start(const ServerOptions& options, CacheIndex& index);
+  ~Server();  // stops: closes the listening socket and every connection
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  std::uint16_t port() const { return port_; }
+  // "http://127.0.0.1:PORT/" ("[::1]" for IPv6 addresses).
+  std::string url() const;
+
+  struct Impl;
+
+ private:
+  Server() = default;
+  std::unique_ptr<Impl> impl_;
+  std::string host_;
+  std::uint16_t port_ = 0;
+};
+
+}  // namespace kiln::index

@@ -1,0 +1,80 @@
+// Inside validate/: the wheel as the checks see it (read once), and one function per check, each in
+// its own file.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "archive/zip_reader.h"
+#include "elf/elf.h"
+#include "validate/validate.h"
+
+namespace kiln::validate {
+
+struct Member {
+  std::string name;
+  std::uint64_t size = 0;   // bytes read back
+  std::string record_hash;  // "sha256=<urlsafe b64>" of the bytes read back
+  std::string error;        // why it could not be read ("" when it could)
+};
+
+struct Binary {
+  std::string path;  // inside the wheel
+  std::string data;
+  elf::ElfInfo info;
+  bool extension = false;  // a Python extension module (exports PyInit_*)
+};
+
+struct LoadedWheel {
+  std::filesystem::path path;
+  std::string filename;
+  WheelName name;
+  std::optional<archive::ZipReader> zip;  // absent when the archive is unreadable
+  std::string zip_error;
+  std::vector<Member> members;  // every file entry (not directories), in archive order
+  std::string dist_info;        // "<dir>.dist-info" as found in the archive ("" when none)
+  std::map<std::string, std::string> texts;  // dist-info METADATA, WHEEL, RECORD, kiln.json
+  nlohmann::json provenance;                 // kiln.json, or null
+  std::vector<Binary> binaries;              // every ELF file in the wheel
+  std::vector<std::string> elf_errors;       // ELF files libelf could not read
+};
+
+// Reads the archive once: hashes every entry, keeps the dist-info texts and the ELF files.
+Expected<LoadedWheel> load_wheel(const std::filesystem::path& path);
+
+CheckResult check_archive(const LoadedWheel& wheel);
+CheckResult check_metadata(const LoadedWheel& wheel);
+CheckResult check_tags(const LoadedWheel& wheel);
+CheckResult check_elf(const LoadedWheel& wheel);
+CheckResult check_torch_abi(const LoadedWheel& wheel, const Options& options);
+// "gpu-code", and "gpu-target" when options.gpu is set.
+std::vector<CheckResult> check_gpu_code(const LoadedWheel& wheel, const Options& options);
+// Only when options.import_with is set.
+CheckResult check_import(const LoadedWheel& wheel, const Options& options);
+
+// A result helper: the verdict is the worst of what was added.
+class Findings {
+ public:
+  explicit Findings(std::string id) { result_.id = std::move(id); }
+  void fail(std::string line) { add(Verdict::Fail, std::move(line)); }
+  void warn(std::string line) { add(Verdict::Warn, std::move(line)); }
+  void note(std::string line) { result_.details.push_back(std::move(line)); }
+  nlohmann::json& data() { return result_.data; }
+  bool failed() const { return verdict_ == Verdict::Fail; }
+  // The message is the first failure (or warning) with a count of the others, else `ok_message`.
+  CheckResult finish(const std::string& ok_message);
+
+ private:
+  void add(Verdict v, std::string line);
+  CheckResult result_;
+  Verdict verdict_ = Verdict::Pass;
+  std::vector<std::string> fails_, warns_;
+};
+
+CheckResult skipped(std::string id, std::string why);
+
+}  // namespace kiln::validate

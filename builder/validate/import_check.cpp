@@ -1,0 +1,151 @@
+// Check "import" (only with --import-with PYTHON): the wheel installed into a temporary directory
+// (its files laid out as an installer would: root, and .data/purelib and platlib) and every
+// top-level module and every extension module imported by that Python, after torch when it has it.
+#include <fstream>
+#include <set>
+
+#include "core/fs.h"
+#include "core/process.h"
+#include "core/strings.h"
+#include "validate/checks.h"
+
+namespace kiln::validate {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Where an entry lands in site-packages, or "" when an import does not need it.
+std::string installed_path(const LoadedWheel& w, const std::string& name) {
+  if (!w.dist_info.empty() && name.rfind(w.dist_info + "/", 0) == 0) return name;
+  std::string data = cat(w.name.distribution, "-", w.name.version, ".data/");
+  if (name.rfind(data, 0) == 0) {
+    std::string rest = name.substr(data.size());
+    for (const char* lib : {"purelib/", "platlib/"})
+      if (rest.rfind(lib, 0) == 0) return rest.substr(std::string(lib).size());
+    return "";
+  }
+  return name;
+}
+
+// "pkg/_C.cpython-311-x86_64-linux-gnu.so" -> "pkg._C".
+std::string extension_module(const std::string& path) {
+  auto slash = path.rfind('/');
+  std::string p = path.substr(0, path.find('.', slash == std::string::npos ? 0 : slash + 1));
+  for (char& c : p)
+    if (c == '/') c = '.';
+  return p;
+}
+
+const char* kScript = R"(
+import importlib, json, os, sys, warnings
+warnings.simplefilter("ignore")
+root = os.path.realpath(sys.argv[1])
+sys.path.insert(0, root)  # here, not PYTHONPATH: the wheel must not shadow what this script imports
+try:
+    import torch  # extension modules need torch's libraries loaded first
+except Exception:
+    pass
+results = []
+for name in sys.argv[2:]:
+    try:
+        m = importlib.import_module(name)
+        where = os.path.realpath(getattr(m, "__file__", None) or next(iter(getattr(m, "__path__", [])), ""))
+        if not where.startswith(root + os.sep):
+            results.append([name, "imported from " + where + ", not from the wheel"])
+        else:
+            results.append([name, ""])
+    except BaseException as e:
+        results.append([name, type(e).__name__ + ": " + str(e).splitlines()[0] if str(e) else type(e).__name__])
+print("KILN-IMPORT " + json.dumps(results))
+)";
+
+}  // namespace
+
+CheckResult check_import(const LoadedWheel& w, const Options& options) {
+  const std::string id = "import";
+  if (!w.zip) return skipped(id, "the archive is unreadable");
+  Findings f(id);
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-import-");
+  if (!dir) {
+    f.fail(dir.error().message);
+    return f.finish("");
+  }
+  const fs::path root = dir->path() / "site-packages";
+  std::set<std::string> modules, installed;
+  std::set<std::string> extension_paths;
+  for (const auto& b : w.binaries)
+    if (b.extension) extension_paths.insert(b.path);
+  for (const auto& e : w.zip->entries()) {
+    if (e.is_directory()) continue;
+    std::string dest = installed_path(w, e.name);
+    if (dest.empty()) continue;
+    auto data = w.zip->read(e);
+    if (!data) {
+      f.fail(data.error().message);
+      continue;
+    }
+    fs::path out = root / dest;
+    std::error_code ec;
+    fs::create_directories(out.parent_path(), ec);
+    std::ofstream(out, std::ios::binary) << *data;
+    fs::permissions(out, e.is_executable() ? fs::perms(0755) : fs::perms(0644), ec);
+    if (fs::file_size(out, ec) != data->size() || ec) {
+      f.fail(cat("cannot write ", out.string()));
+      continue;
+    }
+    if (!w.dist_info.empty() && dest.rfind(w.dist_info + "/", 0) == 0) continue;
+    installed.insert(dest);
+    if (extension_paths.count(e.name)) modules.insert(extension_module(dest));
+  }
+  // Top-level modules and packages; for a namespace portion (a directory without __init__.py, as
+  // flash-linear-attention's fla/), its packages one level down.
+  for (const auto& dest : installed) {
+    auto parts = split(dest, "/");
+    if (parts.size() == 1 && dest.size() > 3 && dest.substr(dest.size() - 3) == ".py") {
+      modules.insert(dest.substr(0, dest.size() - 3));
+    } else if (parts.size() == 2 && parts[1] == "__init__.py" && parts[0].find('.') == std::string::npos) {
+      modules.insert(parts[0]);
+    } else if (parts.size() == 3 && parts[2] == "__init__.py" && !installed.count(parts[0] + "/__init__.py") &&
+               parts[0].find('.') == std::string::npos) {
+      modules.insert(cat(parts[0], ".", parts[1]));
+    }
+  }
+  if (f.failed()) return f.finish("");
+  if (modules.empty()) return skipped(id, "no importable modules");
+
+  ProcessSpec spec;
+  spec.argv = {options.import_with, "-c", kScript, root.string()};
+  spec.argv.insert(spec.argv.end(), modules.begin(), modules.end());
+  spec.cwd = dir->path();
+  spec.env_set = {{"PYTHONNOUSERSITE", "1"}, {"PYTHONDONTWRITEBYTECODE", "1"}};
+  spec.env_unset = {"PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP"};
+  auto result = run_process(spec);
+  if (!result) {
+    f.fail(cat("cannot run ", options.import_with, ": ", result.error().message));
+    return f.finish("");
+  }
+  auto marker = result->output.rfind("KILN-IMPORT ");
+  if (marker == std::string::npos) {
+    f.fail(cat(options.import_with, " exited with ", result->exit_code, " before reporting: ", tail_lines(result->output, 3)));
+    return f.finish("");
+  }
+  std::string line = result->output.substr(marker + 12);
+  line = line.substr(0, line.find('\n'));
+  auto parsed = nlohmann::json::parse(line, nullptr, false);
+  if (parsed.is_discarded() || !parsed.is_array()) {
+    f.fail(cat("unreadable report from ", options.import_with));
+    return f.finish("");
+  }
+  std::vector<std::string> ok;
+  for (const auto& r : parsed) {
+    std::string name = r.at(0).get<std::string>(), error = r.at(1).get<std::string>();
+    if (error.empty()) ok.push_back(name);
+    else f.fail(cat("import ", name, ": ", error));
+  }
+  f.data()["python"] = options.import_with;
+  f.data()["imported"] = ok;
+  return f.finish(cat("imported ", join(ok, ", "), " with ", options.import_with));
+}
+
+}  // namespace kiln::validate

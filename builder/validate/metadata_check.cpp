@@ -1,0 +1,164 @@
+// Check "metadata": METADATA parses as core metadata; its name and version agree with the file
+// name and the dist-info directory; PEP 440 version and local label; Requires-Python present;
+// for kiln's compiled wheels, the torch pin and local label agree with the provenance.
+#include <algorithm>
+#include <regex>
+
+#include "core/strings.h"
+#include "manifest/version.h"
+#include "validate/checks.h"
+#include "wheel/metadata.h"
+#include "wheel/tags.h"
+
+namespace kiln::validate {
+
+namespace {
+
+bool is_utf8(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    auto c = static_cast<unsigned char>(s[i]);
+    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    if (len == 0 || i + len > s.size()) return false;
+    for (std::size_t k = 1; k < len; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return false;
+    i += len;
+  }
+  return true;
+}
+
+// The header lines up to the first empty line must each be "Name: value" or a continuation.
+std::string header_problem(std::string_view text) {
+  static const std::regex field(R"(^[A-Za-z0-9][A-Za-z0-9-]*:( .*|)$)");
+  std::size_t line_no = 0, pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string line(text.substr(pos, end - pos));
+    pos = end + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) break;
+    if ((line[0] == ' ' || line[0] == '\t') && line_no > 1) continue;
+    if (!std::regex_match(line, field)) return cat("line ", line_no, " is not a 'Name: value' header: ", line.substr(0, 60));
+  }
+  return "";
+}
+
+std::string torch_minor_of(const std::string& version) {
+  auto parts = split(version.substr(0, version.find('+')), ".");
+  return parts.size() >= 2 ? cat(parts[0], ".", parts[1]) : "";
+}
+
+}  // namespace
+
+CheckResult check_metadata(const LoadedWheel& w) {
+  if (!w.zip) return skipped("metadata", "the archive is unreadable");
+  auto it = w.texts.find("METADATA");
+  if (it == w.texts.end()) {
+    Findings f("metadata");
+    f.fail(w.dist_info.empty() ? "no .dist-info directory, so no METADATA" : cat(w.dist_info, "/METADATA is missing"));
+    return f.finish("");
+  }
+  Findings f("metadata");
+  const std::string& text = it->second;
+  if (!is_utf8(text)) {
+    f.fail("METADATA is not UTF-8");
+    return f.finish("");
+  }
+  if (auto problem = header_problem(text); !problem.empty()) f.fail(cat("METADATA ", problem));
+  wheel::ParsedMetadata md = wheel::parse_metadata(text);
+  std::string mv = md.first("Metadata-Version"), name = md.first("Name"), version = md.first("Version");
+  f.data()["name"] = name;
+  f.data()["version"] = version;
+  f.data()["metadata_version"] = mv;
+
+  static const std::regex mv_re(R"(^(1\.[012]|2\.[0-9]+)$)");
+  if (mv.empty()) f.fail("METADATA has no Metadata-Version");
+  else if (!std::regex_match(mv, mv_re)) f.fail(cat("METADATA's Metadata-Version ", mv, " is not a known core metadata version"));
+  for (const char* single : {"Metadata-Version", "Name", "Version", "Requires-Python"})
+    if (md.all(single).size() > 1) f.fail(cat("METADATA has ", md.all(single).size(), " ", single, " fields"));
+
+  if (name.empty()) {
+    f.fail("METADATA has no Name");
+  } else {
+    if (!manifest::is_valid_project_name(name)) f.fail(cat("METADATA Name '", name, "' is not a valid project name"));
+    if (manifest::wheel_name(name) != manifest::wheel_name(w.name.distribution))
+      f.fail(cat("METADATA Name '", name, "' does not match the file name's '", w.name.distribution, "'"));
+    if (!w.dist_info.empty()) {
+      std::string stem = w.dist_info.substr(0, w.dist_info.size() - std::string(".dist-info").size());
+      std::string dir_name = stem.substr(0, stem.rfind('-'));
+      if (manifest::wheel_name(name) != manifest::wheel_name(dir_name))
+        f.fail(cat("METADATA Name '", name, "' does not match the directory ", w.dist_info));
+    }
+  }
+
+  std::string local;
+  if (version.empty()) {
+    f.fail("METADATA has no Version");
+  } else {
+    std::string file_version = w.name.version;
+    std::string escaped = version;
+    for (char& c : escaped)
+      if (c == '-') c = '_';
+    if (escaped != file_version) f.fail(cat("METADATA Version ", version, " does not match the file name's ", file_version));
+    std::string stem = w.dist_info.substr(0, w.dist_info.size() - std::string(".dist-info").size());
+    if (!w.dist_info.empty() && stem.substr(stem.rfind('-') + 1) != version)
+      f.fail(cat("METADATA Version ", version, " does not match the directory ", w.dist_info));
+    auto plus = version.find('+');
+    std::string pub = version.substr(0, plus);
+    if (plus != std::string::npos) local = version.substr(plus + 1);
+    if (!manifest::is_valid_version(pub)) f.fail(cat("version ", version, " is not a canonical PEP 440 version"));
+    static const std::regex local_re(R"(^[a-z0-9]+(\.[a-z0-9]+)*$)");
+    if (plus != std::string::npos && !std::regex_match(local, local_re))
+      f.fail(cat("local version label '", local, "' is not normalised (lowercase letters, digits and dots)"));
+  }
+
+  std::string rp = md.first("Requires-Python");
+  if (rp.empty()) f.fail("METADATA has no Requires-Python");
+  else if (!manifest::is_valid_specifier_set(rp)) f.fail(cat("Requires-Python '", rp, "' is not a valid specifier set"));
+
+  std::string torch_pin;
+  for (const auto& req : md.all("Requires-Dist")) {
+    if (!manifest::is_valid_requirement(req)) {
+      f.fail(cat("Requires-Dist '", req, "' is not a valid PEP 508 requirement"));
+      continue;
+    }
+    if (manifest::requirement_name(req) == "torch" && req.find(';') == std::string::npos) torch_pin = req;
+  }
+  f.data()["requires_torch"] = torch_pin;
+
+  // kiln's compiled wheels: the pin and the local label say which torch and CUDA built them.
+  const auto& p = w.provenance;
+  std::string built_torch;
+  if (p.is_object() && p.contains("tools") && p["tools"].contains("torch") && p["tools"]["torch"].contains("version"))
+    built_torch = p["tools"]["torch"].value("version", "");
+  if (!built_torch.empty()) {
+    std::string minor = torch_minor_of(built_torch);
+    std::string want = cat("torch==", minor, ".*");
+    std::string compact = torch_pin;
+    compact.erase(std::remove(compact.begin(), compact.end(), ' '), compact.end());
+    if (torch_pin.empty()) f.fail(cat("no Requires-Dist on torch, but the wheel was built against torch ", built_torch, " (want ", want, ")"));
+    else if (compact != want)
+      f.fail(cat("Requires-Dist '", torch_pin, "' does not pin the torch it was built against (", built_torch, "; want ", want, ")"));
+    std::string cuda = p["tools"]["torch"].value("cuda", "");
+    if (p.contains("inputs") && p["inputs"].contains("target") && p["inputs"]["target"].contains("cuda"))
+      cuda = p["inputs"]["target"]["cuda"].value("version", cuda);
+    if (!cuda.empty() && !version.empty()) {
+      std::string label = wheel::local_label(cuda, built_torch);
+      if (local != label)
+        f.fail(cat("local version label '", local, "' does not name the build's CUDA and torch (want '", label, "')"));
+    }
+  } else if (torch_pin.empty()) {
+    std::string linker;
+    for (const auto& b : w.binaries)
+      for (const auto& n : b.info.needed)
+        if (linker.empty() && (n == "libc10.so" || n == "libtorch.so" || n == "libtorch_cpu.so"))
+          linker = cat(b.path, " links torch (", n, ")");
+    if (!linker.empty()) f.warn(cat(linker, " but METADATA does not pin torch"));
+  }
+  return f.finish(cat(name, " ", version, ": core metadata ", mv, ", Requires-Python ", rp,
+                      torch_pin.empty() ? std::string() : cat(", ", torch_pin)));
+}
+
+}  // namespace kiln::validate

@@ -1,0 +1,153 @@
+// Check "tags": WHEEL agrees with the file name's tags; each extension module's suffix matches the
+// Python/ABI tag; compiled code is not tagged "any"; the manylinux level is not lower than the
+// newest GLIBC_/GLIBCXX_/CXXABI_/GCC_ version the ELF files need (auditwheel's rule).
+#include <algorithm>
+#include <regex>
+#include <set>
+
+#include "core/strings.h"
+#include "validate/checks.h"
+#include "wheel/metadata.h"
+#include "wheel/tags.h"
+
+namespace kiln::validate {
+
+namespace {
+
+// The glibc minor a platform tag promises (manylinux_2_28_x86_64 -> 28), or -1 when it is not a
+// manylinux tag; `arch` gets the architecture part.
+int manylinux_minor(const std::string& tag, std::string& arch) {
+  static const std::regex pep600(R"(^manylinux_2_([0-9]+)_([a-z0-9_]+)$)");
+  static const std::regex legacy(R"(^manylinux(1|2010|2014)_([a-z0-9_]+)$)");
+  std::smatch m;
+  if (std::regex_match(tag, m, pep600)) {
+    arch = m[2];
+    return std::stoi(m[1].str());
+  }
+  if (std::regex_match(tag, m, legacy)) {
+    arch = m[2];
+    return m[1] == "1" ? 5 : m[1] == "2010" ? 12 : 17;
+  }
+  return -1;
+}
+
+std::string basename(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
+}  // namespace
+
+CheckResult check_tags(const LoadedWheel& w) {
+  if (!w.zip) return skipped("tags", "the archive is unreadable");
+  Findings f("tags");
+  std::vector<std::string> file_tags = w.name.tags();
+  f.data()["tags"] = file_tags;
+
+  // WHEEL.
+  auto it = w.texts.find("WHEEL");
+  bool purelib = false;
+  if (it == w.texts.end()) {
+    f.fail("no WHEEL file");
+  } else {
+    wheel::ParsedMetadata wf = wheel::parse_metadata(it->second);
+    std::string version = wf.first("Wheel-Version");
+    if (version.empty()) f.fail("WHEEL has no Wheel-Version");
+    else if (version.rfind("1.", 0) != 0) f.fail(cat("WHEEL says Wheel-Version ", version, "; installers support 1.x"));
+    std::string root = wf.first("Root-Is-Purelib");
+    if (root != "true" && root != "false") f.fail(cat("WHEEL Root-Is-Purelib is '", root, "' (want true or false)"));
+    purelib = root == "true";
+    std::vector<std::string> tags = wf.all("Tag");
+    std::sort(tags.begin(), tags.end());
+    tags.erase(std::unique(tags.begin(), tags.end()), tags.end());
+    if (tags != file_tags)
+      f.fail(cat("WHEEL's tags (", tags.empty() ? std::string("none") : join(tags, ", "), ") differ from the file name's (",
+                 join(file_tags, ", "), ")"));
+  }
+
+  // Compiled code.
+  std::set<std::string> abis(w.name.abi_tags.begin(), w.name.abi_tags.end());
+  std::set<std::string> pythons(w.name.python_tags.begin(), w.name.python_tags.end());
+  bool any_platform = std::find(w.name.platform_tags.begin(), w.name.platform_tags.end(), "any") != w.name.platform_tags.end();
+  if (!w.binaries.empty()) {
+    if (any_platform) f.fail(cat("tagged for platform 'any' but holds compiled code (", w.binaries.front().path, ")"));
+    if (purelib) f.fail(cat("Root-Is-Purelib is true but the wheel holds compiled code (", w.binaries.front().path, ")"));
+  }
+  std::string want_suffix;
+  const auto& p = w.provenance;
+  if (p.is_object() && p.contains("inputs") && p["inputs"].contains("toolchain") && p["inputs"]["toolchain"].is_object() &&
+      p["inputs"]["toolchain"].contains("python")) {
+    const auto& py = p["inputs"]["toolchain"]["python"];
+    want_suffix = py.value("ext_suffix", "");
+    std::string abi = py.value("abi_tag", "");
+    if (!abi.empty() && !abis.count(abi))
+      f.fail(cat("the wheel was built for ", abi, " (provenance) but is tagged ", join(w.name.abi_tags, ".")));
+  }
+  static const std::regex cpython(R"(^.+\.cpython-3([0-9]+)(t?)-([a-z0-9_]+)-linux-gnu\.so$)");
+  static const std::regex abi3(R"(^.+\.abi3\.so$)");
+  std::vector<std::string> modules;
+  for (const auto& b : w.binaries) {
+    if (!b.extension) continue;
+    std::string name = basename(b.path);
+    modules.push_back(b.path);
+    std::smatch m;
+    if (std::regex_match(name, m, cpython)) {
+      std::string tag = cat("cp3", m[1].str(), m[2].str());
+      if (!abis.count(tag))
+        f.fail(cat(b.path, " is built for ", tag, " but the wheel's ABI tag is ", join(w.name.abi_tags, ".")));
+      if (!pythons.count(cat("cp3", m[1].str())))
+        f.fail(cat(b.path, " is built for cp3", m[1].str(), " but the wheel's Python tag is ", join(w.name.python_tags, ".")));
+      std::string arch = m[3];
+      for (const auto& pl : w.name.platform_tags)
+        if (pl != "any" && (pl.size() < arch.size() || pl.compare(pl.size() - arch.size(), arch.size(), arch) != 0))
+          f.fail(cat(b.path, " is built for ", arch, " but the platform tag is ", pl));
+    } else if (std::regex_match(name, abi3)) {
+      if (!abis.count("abi3")) f.fail(cat(b.path, " is a stable-ABI module but the wheel's ABI tag is ", join(w.name.abi_tags, ".")));
+    } else {
+      f.warn(cat(b.path, " has no ABI suffix, so any CPython would load it; its tag cannot be checked"));
+    }
+    if (!want_suffix.empty() && name.size() >= want_suffix.size() &&
+        name.compare(name.size() - want_suffix.size(), want_suffix.size(), want_suffix) != 0)
+      f.fail(cat(b.path, " does not end in ", want_suffix, ", the suffix of the Python it was built for"));
+  }
+  f.data()["extension_modules"] = modules;
+
+  // manylinux level vs what the ELF files need.
+  if (!w.binaries.empty()) {
+    std::vector<elf::ElfInfo> infos;
+    for (const auto& b : w.binaries) infos.push_back(b.info);
+    auto needed = wheel::manylinux_tag(infos);
+    if (!needed) {
+      f.fail(needed.error().message);
+    } else {
+      f.data()["needs"] = needed->tag;
+      f.data()["highest_versions"] = needed->highest;
+      for (const auto& pl : w.name.platform_tags) {
+        std::string arch;
+        int minor = manylinux_minor(pl, arch);
+        if (minor < 0) {
+          if (pl.rfind("linux_", 0) == 0)
+            f.warn(cat("platform tag ", pl, " is not a manylinux tag (PyPI refuses it; the ELF files need ", needed->tag, ")"));
+          else if (pl.rfind("musllinux_", 0) != 0 && pl != "any")
+            f.warn(cat("platform tag ", pl, " is not a Linux tag kiln knows"));
+          continue;
+        }
+        for (const auto& version : needed->highest) {
+          int required;
+          if (version.rfind("GLIBC_2.", 0) == 0) {
+            auto parts = split(version.substr(6), ".");
+            required = parts.size() >= 2 ? std::atoi(parts[1].c_str()) : 0;
+          } else {
+            required = wheel::policy_glibc_minor_for(version);
+          }
+          if (required > minor)
+            f.fail(cat("platform tag ", pl, " promises glibc 2.", minor, " but the ELF files need ", version,
+                       " (manylinux_2_", required, " or newer)"));
+        }
+      }
+    }
+  }
+  std::string summary = cat("tags ", join(file_tags, ", "), " match WHEEL");
+  if (!modules.empty()) summary += cat("; ", modules.size(), " extension module(s) match the ABI tag");
+  if (f.data().contains("needs")) summary += cat("; the ELF files need ", f.data()["needs"].get<std::string>());
+  return f.finish(summary);
+}
+
+}  // namespace kiln::validate

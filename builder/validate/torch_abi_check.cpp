@@ -1,0 +1,224 @@
+// Check "torch-abi": every undefined, non-weak dynamic symbol of the wheel's ELF files is defined by
+// the torch libraries checked against, the CUDA libraries they need, the C/C++ runtime, a library
+// in the wheel, or is the Python C API. Missing ones are listed demangled: they are the
+// "undefined symbol: _ZN3c10…" an import would raise.
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <regex>
+#include <set>
+#include <unordered_set>
+
+#include "archive/zip_reader.h"
+#include "core/strings.h"
+#include "validate/checks.h"
+
+namespace kiln::validate {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The exported symbols of one library: "name" for each definition, "name@version" for versioned ones.
+struct SymbolTable {
+  std::string soname;
+  std::unordered_set<std::string> names;
+  std::unordered_set<std::string> versioned;
+};
+
+// Libraries are read once per process (a directory of wheels shares them), keyed by path, size and
+// modification time.
+Expected<std::shared_ptr<const SymbolTable>> load_symbols(const fs::path& path) {
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<const SymbolTable>> cache;
+  std::error_code ec;
+  fs::path real = fs::canonical(path, ec);
+  if (ec) real = path;
+  auto size = fs::file_size(real, ec);
+  auto mtime = fs::last_write_time(real, ec).time_since_epoch().count();
+  std::string key = cat(real.string(), "|", size, "|", mtime);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
+  }
+  KILN_TRY(archive::MappedFile mapped, archive::MappedFile::open(real));
+  auto info = elf::read_elf(mapped.bytes(), path.string());
+  if (!info) return Error::failed(cat("cannot read ", path.string(), ": ", info.error().message));
+  auto table = std::make_shared<SymbolTable>();
+  table->soname = info->soname;
+  for (const auto& s : info->dynamic_symbols) {
+    if (!s.defined) continue;
+    table->names.insert(s.name);
+    if (!s.version.empty()) table->versioned.insert(cat(s.name, "@", s.version));
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  cache[key] = table;
+  return std::shared_ptr<const SymbolTable>(table);
+}
+
+std::string demangle(const std::string& name) {
+  int status = 0;
+  char* out = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+  if (status != 0 || !out) return name;
+  std::string s = out;
+  std::free(out);
+  return s;
+}
+
+bool is_python_api(const std::string& name) { return name.rfind("Py", 0) == 0 || name.rfind("_Py", 0) == 0; }
+
+fs::path find_library(const std::string& name, const std::vector<fs::path>& dirs) {
+  std::error_code ec;
+  for (const auto& d : dirs)
+    if (fs::is_regular_file(d / name, ec)) return d / name;
+  return {};
+}
+
+int major_of(const std::string& version) { return std::atoi(version.c_str()); }
+
+}  // namespace
+
+std::vector<fs::path> default_library_dirs() {
+  std::vector<fs::path> dirs;
+  if (const char* home = std::getenv("CUDA_HOME"); home && *home) {
+    dirs.push_back(fs::path(home) / "lib64");
+    dirs.push_back(fs::path(home) / "lib");
+  }
+  for (const char* d : {"/usr/local/cuda/lib64", "/usr/local/cuda/lib", "/usr/local/cuda/targets/x86_64-linux/lib",
+                        "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/usr/local/lib"})
+    dirs.emplace_back(d);
+  return dirs;
+}
+
+CheckResult check_torch_abi(const LoadedWheel& w, const Options& options) {
+  const std::string id = "torch-abi";
+  if (!w.zip) return skipped(id, "the archive is unreadable");
+  if (w.binaries.empty()) return skipped(id, "no ELF files (a pure wheel)");
+  if (!options.torch)
+    return skipped(id, options.torch_problem.empty()
+                           ? "no torch to check against (the wheel has no kiln provenance: give --target or --torch-version)"
+                           : options.torch_problem);
+  const toolchain::TorchSysroot& torch = *options.torch;
+  std::string torch_name = cat("torch ", torch.version, options.torch_note.empty() ? "" : cat(" (", options.torch_note, ")"));
+  Findings f(id);
+  f.data()["torch"] = torch.version;
+  f.data()["torch_cuda"] = torch.cuda;
+
+  std::string built;
+  if (w.provenance.is_object() && w.provenance.contains("tools") && w.provenance["tools"].contains("torch"))
+    built = w.provenance["tools"]["torch"].value("version", "");
+  if (!built.empty() && built != torch.version)
+    f.note(cat("built against torch ", built, "; checking against ", torch_name));
+
+  std::vector<fs::path> dirs = options.library_dirs.empty() ? default_library_dirs() : options.library_dirs;
+  std::vector<std::pair<std::string, std::shared_ptr<const SymbolTable>>> providers;
+  std::vector<std::string> used;
+  auto add_provider = [&](const fs::path& file, const std::string& label) -> bool {
+    auto table = load_symbols(file);
+    if (!table) {
+      f.fail(table.error().message);
+      return false;
+    }
+    providers.emplace_back(label, *table);
+    used.push_back(file.string());
+    return true;
+  };
+  std::error_code ec;
+  for (const char* lib : {"libc10.so", "libc10_cuda.so", "libtorch.so", "libtorch_cpu.so", "libtorch_cuda.so", "libtorch_python.so"})
+    if (fs::exists(torch.lib_dir() / lib, ec)) add_provider(torch.lib_dir() / lib, lib);
+
+  // What the binaries need beyond torch: the CUDA libraries by name, the C/C++ runtime always.
+  std::set<std::string> wanted = {"libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1", "libdl.so.2",
+                                  "libpthread.so.0", "librt.so.1", "ld-linux-x86-64.so.2"};
+  std::set<std::string> bundled;
+  for (const auto& b : w.binaries) {
+    if (!b.info.soname.empty()) bundled.insert(b.info.soname);
+    bundled.insert(b.path.substr(b.path.rfind('/') + 1));
+  }
+  static const std::regex cudart(R"(^libcudart\.so\.([0-9]+)$)");
+  std::set<std::string> unchecked_libs;
+  for (const auto& b : w.binaries)
+    for (const auto& n : b.info.needed) {
+      if (bundled.count(n) || n.rfind("libc10", 0) == 0 || n.rfind("libtorch", 0) == 0) continue;
+      wanted.insert(n);
+      std::smatch m;
+      if (std::regex_match(n, m, cudart) && !torch.cuda.empty() && std::stoi(m[1].str()) != major_of(torch.cuda))
+        f.fail(cat(b.path, " needs ", n, " (CUDA ", m[1].str(), ") but ", torch_name, " is built with CUDA ", torch.cuda,
+                   ", whose environments provide libcudart.so.", major_of(torch.cuda)));
+    }
+  for (const auto& lib : wanted) {
+    fs::path file = find_library(lib, dirs);
+    if (file.empty()) {
+      unchecked_libs.insert(lib);
+      continue;
+    }
+    add_provider(file, lib);
+  }
+  // Libraries in the wheel itself.
+  for (const auto& b : w.binaries) {
+    auto table = std::make_shared<SymbolTable>();
+    for (const auto& s : b.info.dynamic_symbols) {
+      if (!s.defined) continue;
+      table->names.insert(s.name);
+      if (!s.version.empty()) table->versioned.insert(cat(s.name, "@", s.version));
+    }
+    providers.emplace_back(b.path, table);
+  }
+  f.data()["libraries"] = used;
+
+  std::size_t resolved = 0, python = 0, unchecked = 0;
+  nlohmann::json missing_json = nlohmann::json::object();
+  for (const auto& b : w.binaries) {
+    std::map<std::string, std::string> version_file;  // version name -> library it is needed from
+    for (const auto& v : b.info.version_needs) version_file[v.version] = v.file;
+    std::vector<std::string> missing;
+    for (const auto& s : b.info.dynamic_symbols) {
+      if (s.defined || s.weak) continue;
+      if (is_python_api(s.name)) {
+        ++python;
+        continue;
+      }
+      bool found = false;
+      std::string key = s.version.empty() ? std::string() : cat(s.name, "@", s.version);
+      for (const auto& [label, table] : providers) {
+        if (s.version.empty() ? table->names.count(s.name) > 0
+                              : (table->versioned.count(key) > 0 || (table->versioned.empty() && table->names.count(s.name) > 0))) {
+          found = true;
+          break;
+        }
+      }
+      if (found) {
+        ++resolved;
+        continue;
+      }
+      // A symbol versioned against a library we could not find cannot be judged.
+      if (!s.version.empty() && unchecked_libs.count(version_file[s.version])) {
+        ++unchecked;
+        continue;
+      }
+      missing.push_back(s.version.empty() ? demangle(s.name) : cat(demangle(s.name), " @", s.version));
+    }
+    std::sort(missing.begin(), missing.end());
+    if (!missing.empty()) {
+      std::vector<std::string> shown(missing.begin(), missing.begin() + std::min<std::size_t>(missing.size(), 3));
+      f.fail(cat(b.path, ": ", missing.size(), " undefined symbol(s) not defined by ", torch_name,
+                 ", CUDA or the C/C++ runtime: ", join(shown, "; ")));
+      for (const auto& m : missing) f.note(cat("  missing: ", m));
+    }
+    missing_json[b.path] = missing;
+  }
+  for (const auto& lib : unchecked_libs)
+    f.warn(cat(lib, " is not on this machine (looked in ", dirs.size(), " library directories); symbols versioned against it are unchecked"));
+  f.data()["missing"] = missing_json;
+  f.data()["resolved"] = resolved;
+  f.data()["python_api"] = python;
+  f.data()["unchecked"] = unchecked;
+  return f.finish(cat(resolved, " undefined symbol(s) resolved against ", torch_name, ", CUDA and the C/C++ runtime; ",
+                      python, " from the Python C API"));
+}
+
+}  // namespace kiln::validate

@@ -1,0 +1,85 @@
+// Static wheel validation: the checks `kiln validate` runs and `kiln build` runs before a wheel is
+// committed — archive, metadata, tags, ELF, torch ABI, GPU code — each with an id, a verdict and a
+// one-line message; and the reports (text, JSON, JUnit XML).
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/expected.h"
+#include "manifest/arch.h"
+#include "toolchain/torch.h"
+
+namespace kiln::validate {
+
+// Fail makes validation fail; Warn reports something worth knowing that does not; Skip says a
+// check had nothing to look at or no reference to compare with.
+enum class Verdict { Pass, Warn, Skip, Fail };
+std::string verdict_name(Verdict verdict);  // "pass", "warn", "skip", "fail"
+
+struct CheckResult {
+  std::string id;  // "archive", "metadata", "tags", "elf", "torch-abi", "gpu-code", "gpu-target", "import"
+  Verdict verdict = Verdict::Pass;
+  std::string message;  // one line
+  std::vector<std::string> details;                   // one problem or fact per line
+  nlohmann::json data = nlohmann::json::object();     // machine-readable facts (--json)
+};
+
+struct Report {
+  std::filesystem::path wheel;
+  std::vector<CheckResult> checks;
+  bool ok() const;  // no check failed
+  const CheckResult* find(const std::string& id) const;
+};
+
+struct Options {
+  // The archs the wheel must hold code for; when absent, those its provenance (kiln.json) records.
+  std::optional<manifest::ArchList> archs;
+  // A GPU to judge (`--gpu sm_120`): adds the "gpu-target" check.
+  std::optional<manifest::Arch> gpu;
+  // The torch whose libraries must define the extension's symbols; without one "torch-abi" skips.
+  std::optional<toolchain::TorchSysroot> torch;
+  std::string torch_note;  // why this torch (e.g. "target torch2.10-cu128"), shown in messages
+  std::string torch_problem;  // when no torch could be had: the reason, shown by the skip
+  // Where to find the CUDA runtime and the C/C++ runtime libraries; empty: default_library_dirs().
+  std::vector<std::filesystem::path> library_dirs;
+  // A Python (with torch) to import the wheel's modules with: adds the "import" check.
+  std::string import_with;
+};
+
+// $CUDA_HOME/lib64, /usr/local/cuda/lib64 and the system's library directories.
+std::vector<std::filesystem::path> default_library_dirs();
+
+// The parts of a wheel file name (PEP 427), tags split on '.'.
+struct WheelName {
+  std::string distribution, version, build;
+  std::vector<std::string> python_tags, abi_tags, platform_tags;
+  std::vector<std::string> tags() const;  // every python-abi-platform combination
+};
+Expected<WheelName> parse_wheel_filename(const std::string& filename);
+
+// What a caller needs before validating (e.g. to pick a torch): the name and kiln.json, if any.
+struct WheelSummary {
+  WheelName name;
+  nlohmann::json provenance;  // null when the wheel has no readable kiln.json
+};
+// Fails (bad input) only when the path is not a readable file with a wheel's name.
+Expected<WheelSummary> summarize(const std::filesystem::path& wheel);
+
+// Runs every check. Fails (bad input) when the path is not a file with a wheel's name; a corrupt
+// archive is a failed "archive" check (and the checks that need its contents skip).
+Expected<Report> validate_wheel(const std::filesystem::path& wheel, const Options& options);
+
+// The *.whl files under a directory (recursively, sorted), or the file itself.
+Expected<std::vector<std::filesystem::path>> find_wheels(const std::filesystem::path& path);
+
+// Renderings: a block of lines per wheel, a JSON document, JUnit XML.
+std::string render_text(const Report& report, bool verbose);
+nlohmann::json render_json(const std::vector<Report>& reports);
+std::string render_junit(const std::vector<Report>& reports);
+
+}  // namespace kiln::validate

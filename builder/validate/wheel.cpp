@@ -1,0 +1,229 @@
+// Loading a wheel for the checks, wheel file names, and the Findings helper.
+#include <algorithm>
+#include <set>
+
+#include "core/hash.h"
+#include "core/strings.h"
+#include "manifest/version.h"
+#include "validate/checks.h"
+
+namespace kiln::validate {
+
+namespace fs = std::filesystem;
+
+std::string verdict_name(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::Pass: return "pass";
+    case Verdict::Warn: return "warn";
+    case Verdict::Skip: return "skip";
+    default: return "fail";
+  }
+}
+
+bool Report::ok() const {
+  return std::none_of(checks.begin(), checks.end(), [](const CheckResult& c) { return c.verdict == Verdict::Fail; });
+}
+
+const CheckResult* Report::find(const std::string& id) const {
+  for (const auto& c : checks)
+    if (c.id == id) return &c;
+  return nullptr;
+}
+
+void Findings::add(Verdict v, std::string line) {
+  if (v == Verdict::Fail) {
+    verdict_ = Verdict::Fail;
+    fails_.push_back(line);
+  } else if (v == Verdict::Warn) {
+    if (verdict_ != Verdict::Fail) verdict_ = Verdict::Warn;
+    warns_.push_back(line);
+  }
+  result_.details.push_back(cat(verdict_name(v), ": ", line));
+}
+
+CheckResult Findings::finish(const std::string& ok_message) {
+  result_.verdict = verdict_;
+  const auto& lead = !fails_.empty() ? fails_ : warns_;
+  if (lead.empty()) {
+    result_.message = ok_message;
+  } else {
+    std::size_t others = fails_.size() + warns_.size() - 1;
+    result_.message = others ? cat(lead.front(), " (and ", others, " more)") : lead.front();
+  }
+  return std::move(result_);
+}
+
+CheckResult skipped(std::string id, std::string why) {
+  CheckResult r;
+  r.id = std::move(id);
+  r.verdict = Verdict::Skip;
+  r.message = std::move(why);
+  return r;
+}
+
+std::vector<std::string> WheelName::tags() const {
+  std::vector<std::string> out;
+  for (const auto& p : python_tags)
+    for (const auto& a : abi_tags)
+      for (const auto& pl : platform_tags) out.push_back(cat(p, "-", a, "-", pl));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Expected<WheelName> parse_wheel_filename(const std::string& filename) {
+  auto bad = [&](const std::string& why) {
+    return Error::bad_input(cat(filename, ": not a wheel file name (", why, "; PEP 427 wants NAME-VERSION[-BUILD]-PY-ABI-PLATFORM.whl)"));
+  };
+  if (filename.size() <= 4 || filename.substr(filename.size() - 4) != ".whl") return bad("it does not end in .whl");
+  auto parts = split(std::string_view(filename).substr(0, filename.size() - 4), "-", /*skip_empty=*/false);
+  if (parts.size() != 5 && parts.size() != 6) return bad(cat(parts.size(), " '-'-separated parts instead of 5 or 6"));
+  for (const auto& p : parts)
+    if (p.empty()) return bad("an empty part");
+  WheelName n;
+  n.distribution = parts[0];
+  n.version = parts[1];
+  if (parts.size() == 6) {
+    n.build = parts[2];
+    if (!std::isdigit(static_cast<unsigned char>(n.build[0]))) return bad("the build tag does not start with a digit");
+  }
+  std::size_t t = parts.size() - 3;
+  n.python_tags = split(parts[t], ".", false);
+  n.abi_tags = split(parts[t + 1], ".", false);
+  n.platform_tags = split(parts[t + 2], ".", false);
+  for (const auto* list : {&n.python_tags, &n.abi_tags, &n.platform_tags})
+    for (const auto& tag : *list)
+      if (tag.empty()) return bad("an empty tag");
+  return n;
+}
+
+namespace {
+
+Expected<void> check_wheel_path(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return Error::bad_input(cat(path.string(), ": no such file"));
+  if (!fs::is_regular_file(path, ec)) return Error::bad_input(cat(path.string(), ": not a regular file"));
+  return {};
+}
+
+// Top-level "*.dist-info" directories named by the entries.
+std::set<std::string> dist_info_dirs(const archive::ZipReader& zip) {
+  std::set<std::string> out;
+  for (const auto& e : zip.entries()) {
+    auto slash = e.name.find('/');
+    if (slash == std::string::npos) continue;
+    std::string top = e.name.substr(0, slash);
+    if (top.size() > 10 && top.substr(top.size() - 10) == ".dist-info") out.insert(top);
+  }
+  return out;
+}
+
+}  // namespace
+
+Expected<LoadedWheel> load_wheel(const fs::path& path) {
+  KILN_CHECK(check_wheel_path(path));
+  LoadedWheel w;
+  w.path = path;
+  w.filename = path.filename().string();
+  KILN_TRY(w.name, parse_wheel_filename(w.filename));
+  auto zip = archive::ZipReader::open(path);
+  if (!zip) {
+    if (zip.error().kind != ErrorKind::BadInput) return std::move(zip).error();
+    w.zip_error = zip.error().message;
+    return w;
+  }
+  w.zip.emplace(std::move(*zip));
+
+  auto dirs = dist_info_dirs(*w.zip);
+  std::string wanted = cat(w.name.distribution, "-", w.name.version, ".dist-info");
+  for (const auto& d : dirs)
+    if (d == wanted || w.dist_info.empty()) w.dist_info = d;
+  if (dirs.size() > 1 && !dirs.count(wanted)) w.dist_info.clear();  // ambiguous: the archive check says so
+  std::set<std::string> text_names;
+  for (const char* f : {"METADATA", "WHEEL", "RECORD", "kiln.json"}) text_names.insert(cat(w.dist_info, "/", f));
+
+  for (const auto& e : w.zip->entries()) {
+    if (e.is_directory()) continue;
+    Member m;
+    m.name = e.name;
+    bool keep_text = !w.dist_info.empty() && text_names.count(e.name);
+    bool maybe_elf = true;
+    std::string kept;
+    Sha256 h;
+    auto read = w.zip->read_chunks(e, [&](std::string_view chunk) {
+      h.update(chunk);
+      m.size += chunk.size();
+      if (keep_text || maybe_elf) {
+        kept += chunk;
+        if (maybe_elf && kept.size() >= 4 && kept.compare(0, 4, "\x7f" "ELF") != 0) {
+          maybe_elf = false;
+          if (!keep_text) std::string().swap(kept);
+        }
+      }
+    });
+    if (!read) {
+      m.error = read.error().message;
+      w.members.push_back(std::move(m));
+      continue;
+    }
+    auto digest = h.digest();
+    m.record_hash = cat("sha256=", base64_urlsafe_nopad(digest.data(), digest.size()));
+    w.members.push_back(std::move(m));
+    if (keep_text) w.texts[e.name.substr(w.dist_info.size() + 1)] = kept;
+    if (maybe_elf && kept.size() >= 4) {
+      auto info = elf::read_elf(kept, e.name);
+      if (!info) {
+        w.elf_errors.push_back(info.error().message);
+        continue;
+      }
+      Binary b;
+      b.path = e.name;
+      b.info = std::move(*info);
+      b.data = std::move(kept);
+      for (const auto& s : b.info.dynamic_symbols)
+        if (s.defined && s.name.rfind("PyInit_", 0) == 0) b.extension = true;
+      w.binaries.push_back(std::move(b));
+    }
+  }
+  if (w.texts.count("kiln.json")) {
+    auto j = nlohmann::json::parse(w.texts["kiln.json"], nullptr, false);
+    if (!j.is_discarded() && j.is_object()) w.provenance = std::move(j);
+  }
+  return w;
+}
+
+Expected<WheelSummary> summarize(const fs::path& path) {
+  KILN_CHECK(check_wheel_path(path));
+  WheelSummary s;
+  KILN_TRY(s.name, parse_wheel_filename(path.filename().string()));
+  auto zip = archive::ZipReader::open(path);
+  if (!zip) {
+    if (zip.error().kind != ErrorKind::BadInput) return std::move(zip).error();
+    return s;
+  }
+  for (const auto& d : dist_info_dirs(*zip)) {
+    const archive::ZipEntry* e = zip->find(d + "/kiln.json");
+    if (!e) continue;
+    auto text = zip->read(*e, 16 << 20);
+    if (!text) continue;
+    auto j = nlohmann::json::parse(*text, nullptr, false);
+    if (!j.is_discarded() && j.is_object()) s.provenance = std::move(j);
+  }
+  return s;
+}
+
+Expected<std::vector<fs::path>> find_wheels(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return Error::bad_input(cat(path.string(), ": no such file or directory"));
+  if (!fs::is_directory(path, ec)) return std::vector<fs::path>{path};
+  std::vector<fs::path> out;
+  for (auto it = fs::recursive_directory_iterator(path, fs::directory_options::skip_permission_denied, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_regular_file(ec) && it->path().extension() == ".whl") out.push_back(it->path());
+  }
+  if (ec) return Error::failed(cat("cannot list ", path.string(), ": ", ec.message()));
+  std::sort(out.begin(), out.end());
+  if (out.empty()) return Error::bad_input(cat(path.string(), ": no .whl files in this directory"));
+  return out;
+}
+
+}  // namespace kiln::validate

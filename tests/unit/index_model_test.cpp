@@ -1,0 +1,232 @@
+// index/model and index/scan: wheel names, the per-target model (dedupe, pages), METADATA from
+// real wheels, and the cache scan (incomplete, hostile and symlinked entries; rescans).
+#include "index/model.h"
+
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <fstream>
+
+#include "index/scan.h"
+#include "index_testutil.h"
+
+namespace kiln::index {
+
+namespace {
+
+using testutil::add_entry;
+using testutil::metadata_text;
+using testutil::write_wheel;
+
+WheelEntry entry(std::string target, std::string key, std::string filename, std::int64_t at,
+                 std::string metadata = "") {
+  WheelEntry e;
+  e.target = std::move(target);
+  e.key = std::move(key);
+  e.filename = std::move(filename);
+  e.sha256 = sha256_hex(e.key);
+  e.size = 100;
+  e.committed_at = at;
+  e.dir = "/nonexistent/" + e.key;
+  e.metadata = metadata.empty() ? metadata_text("x", "1") : metadata;
+  return e;
+}
+
+void set_old_mtime(const fs::path& dir) {
+  struct timespec times[2] = {{1000000000, 0}, {1000000000, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, dir.c_str(), times, 0), 0);
+}
+
+}  // namespace
+
+TEST(IndexWheelName, ParsesTheFiveAndSixPartForms) {
+  auto w = parse_wheel_filename("causal_conv1d-1.7.0+cu130torch2.11-cp311-cp311-manylinux_2_34_x86_64.whl").value();
+  EXPECT_EQ(w.distribution, "causal_conv1d");
+  EXPECT_EQ(w.project, "causal-conv1d");
+  EXPECT_EQ(w.version, "1.7.0+cu130torch2.11");
+  EXPECT_EQ(w.build, "");
+  EXPECT_EQ(w.tags, "cp311-cp311-manylinux_2_34_x86_64");
+  auto b = parse_wheel_filename("Foo.Bar-2.0-1local-py3-none-any.whl").value();
+  EXPECT_EQ(b.project, "foo-bar");
+  EXPECT_EQ(b.build, "1local");
+  EXPECT_EQ(b.tags, "py3-none-any");
+  for (const char* bad : {"x-1.0-py3-none-any.zip", "x-1.0-py3-none.whl", "../x-1.0-py3-none-any.whl",
+                          "x-1.0-py3-none-any/..whl", "x-1.0-a-b-c-d-e.whl", "x-1.0-x1-py3-none-any.whl",
+                          "-1.0-py3-none-any.whl", "x-1 0-py3-none-any.whl", ".whl"}) {
+    auto r = parse_wheel_filename(bad);
+    EXPECT_FALSE(r) << bad;
+    if (!r) {
+      EXPECT_EQ(r.error().kind, ErrorKind::BadInput);
+    }
+  }
+}
+
+TEST(IndexModel, OneWheelPerProjectVersionAndTagsNewestWins) {
+  std::vector<WheelEntry> entries = {
+      entry("t1", "k1", "fla_core-0.6.0-py3-none-any.whl", 100),
+      entry("t1", "k2", "fla_core-0.6.0-py3-none-any.whl", 200),  // newer: wins
+      entry("t1", "k0", "Fla.Core-0.6.0-py3-none-any.whl", 150),  // same project, older
+      entry("t1", "k3", "fla_core-0.6.0-cp311-cp311-linux_x86_64.whl", 50),  // other tags: kept
+      entry("t2", "k4", "fla_core-0.6.0-py3-none-any.whl", 10),   // other target: kept
+      entry("t1", "kb", "demo-1.0-py3-none-any.whl", 300),
+      entry("t1", "ka", "demo-1.0-py3-none-any.whl", 300),  // tie: the greater key (kb) wins
+      entry("bad/target", "k5", "demo-1.0-py3-none-any.whl", 1),
+      entry("t1", "k6", "not-a-wheel.tar.gz", 1),
+  };
+  entries.back().sha256 = "nothex";
+  IndexModel m = build_model(entries);
+  ASSERT_EQ(m.targets.size(), 2u);
+  const Project& p = m.target("t1")->projects.at("fla-core");
+  ASSERT_EQ(p.files.size(), 2u);
+  EXPECT_EQ(p.files[0].filename, "fla_core-0.6.0-cp311-cp311-linux_x86_64.whl");
+  EXPECT_EQ(p.files[1].key, "k2");
+  EXPECT_EQ(m.target("t1")->projects.at("demo").files.at(0).key, "kb");
+  EXPECT_EQ(m.target("t2")->projects.at("fla-core").files.at(0).key, "k4");
+  EXPECT_EQ(m.target("bad/target"), nullptr);
+  ASSERT_EQ(m.skipped.size(), 2u);
+  EXPECT_NE(m.skipped[0].find("invalid target name 'bad/target'"), std::string::npos);
+  EXPECT_NE(m.skipped[1].find("k6"), std::string::npos);
+  EXPECT_NE(m.root_html.find("<a href=\"t1/simple/\">t1</a>"), std::string::npos);
+}
+
+TEST(IndexModel, PagesCarryHashesMetadataAndPep700Fields) {
+  std::string md = metadata_text("causal-conv1d", "1.10.0+cu130torch2.11", ">=3.9,<4");
+  std::vector<WheelEntry> entries = {
+      entry("default", "k1", "causal_conv1d-1.10.0+cu130torch2.11-cp311-cp311-manylinux_2_34_x86_64.whl",
+            1796014860, md),
+      entry("default", "k2", "causal_conv1d-1.9.0-cp311-cp311-manylinux_2_34_x86_64.whl", 1, ""),
+  };
+  IndexModel m = build_model(entries);
+  const Project& p = m.target("default")->projects.at("causal-conv1d");
+  EXPECT_EQ(p.versions, (std::vector<std::string>{"1.9.0", "1.10.0+cu130torch2.11"}));  // PEP 440 order
+  auto json = nlohmann::json::parse(p.page.json);
+  EXPECT_EQ(json["meta"]["api-version"], "1.1");
+  EXPECT_EQ(json["name"], "causal-conv1d");
+  const auto& f = json["files"][0];
+  EXPECT_EQ(f["filename"], "causal_conv1d-1.10.0+cu130torch2.11-cp311-cp311-manylinux_2_34_x86_64.whl");
+  EXPECT_EQ(f["url"], "causal_conv1d-1.10.0%2Bcu130torch2.11-cp311-cp311-manylinux_2_34_x86_64.whl");
+  EXPECT_EQ(f["hashes"]["sha256"], sha256_hex("k1"));
+  EXPECT_EQ(f["core-metadata"]["sha256"], sha256_hex(md));
+  EXPECT_EQ(f["dist-info-metadata"]["sha256"], sha256_hex(md));
+  EXPECT_EQ(f["requires-python"], ">=3.9,<4");
+  EXPECT_EQ(f["size"], 100);
+  EXPECT_EQ(f["upload-time"], "2026-11-30T05:01:00Z");
+  const std::string& html = p.page.html;
+  EXPECT_NE(html.find(cat("href=\"causal_conv1d-1.10.0%2Bcu130torch2.11-cp311-cp311-manylinux_2_34_x86_64.whl#sha256=",
+                          sha256_hex("k1"), "\"")),
+            std::string::npos);
+  EXPECT_NE(html.find("data-requires-python=\"&gt;=3.9,&lt;4\""), std::string::npos);
+  EXPECT_NE(html.find(cat("data-core-metadata=\"sha256=", sha256_hex(md), "\"")), std::string::npos);
+  EXPECT_NE(html.find(cat("data-dist-info-metadata=\"sha256=", sha256_hex(md), "\"")), std::string::npos);
+  auto list = nlohmann::json::parse(m.target("default")->page.json);
+  EXPECT_EQ(list["projects"], nlohmann::json::parse(R"([{"name":"causal-conv1d"}])"));
+  EXPECT_NE(m.target("default")->page.html.find("<a href=\"causal-conv1d/\">causal-conv1d</a>"), std::string::npos);
+  EXPECT_NE(p.page.html_etag, p.page.json_etag);
+}
+
+TEST(IndexMetadata, ReadsTheDistInfoMetadataOfARealWheel) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-index-").value();
+  std::string md = metadata_text("demo", "1.0+cu130");
+  fs::path wheel = write_wheel(dir.path(), "demo-1.0+cu130-py3-none-any.whl", md);
+  EXPECT_EQ(read_wheel_metadata(wheel, wheel.filename().string()).value(), md);
+  // Capped size.
+  auto big = read_wheel_metadata(wheel, wheel.filename().string(), 10);
+  ASSERT_FALSE(big);
+  EXPECT_NE(big.error().message.find("larger than 10 bytes"), std::string::npos);
+  // Not a zip.
+  fs::path junk = dir.path() / "junk-1.0-py3-none-any.whl";
+  std::ofstream(junk) << "not a zip at all";
+  EXPECT_FALSE(read_wheel_metadata(junk, junk.filename().string()));
+  // No METADATA member.
+  fs::path bare = dir.path() / "bare-1.0-py3-none-any.whl";
+  {
+    auto zip = archive::ZipWriter::create(bare).value();
+    zip.add("bare/__init__.py", "").value();
+    zip.finish().value();
+  }
+  auto none = read_wheel_metadata(bare, bare.filename().string());
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.error().message.find("no bare-1.0.dist-info/METADATA"), std::string::npos);
+}
+
+TEST(IndexScan, ServesOnlyCompleteEntriesInsideTheCache) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-index-").value();
+  fs::path cache = dir.path() / "cache";
+  add_entry(cache, "good", "default", "demo-1.0-py3-none-any.whl", 10);
+  // Incomplete: no entry.json (a crashed writer would never leave this, but a reader must not care).
+  write_wheel(cache / "wheels" / "incomplete", "demo-2.0-py3-none-any.whl", metadata_text("demo", "2.0"));
+  // entry.json pointing outside the entry.
+  fs::path evil = add_entry(cache, "evil", "default", "evil-1.0-py3-none-any.whl", 10);
+  std::ofstream(dir.path() / "secret-1.0-py3-none-any.whl") << "secret";
+  auto info = nlohmann::json::parse(read_file(evil / "entry.json").value());
+  info["wheel"] = "../../../secret-1.0-py3-none-any.whl";
+  std::ofstream(evil / "entry.json") << info.dump();
+  // The wheel is a symlink to a wheel elsewhere.
+  fs::path linked = add_entry(cache, "linked", "default", "linked-1.0-py3-none-any.whl", 10);
+  fs::path outside = write_wheel(dir.path() / "outside", "linked-1.0-py3-none-any.whl", metadata_text("linked", "1.0"));
+  fs::remove(linked / "linked-1.0-py3-none-any.whl");
+  fs::create_symlink(outside, linked / "linked-1.0-py3-none-any.whl");
+  // The entry directory is a symlink.
+  fs::path real = add_entry(dir.path() / "other", "k", "default", "other-1.0-py3-none-any.whl", 10);
+  fs::create_directory_symlink(real, cache / "wheels" / "symlinked");
+  // Size differs from the record (a wheel being rewritten in place, or damage).
+  fs::path resized = add_entry(cache, "resized", "default", "resized-1.0-py3-none-any.whl", 10);
+  std::ofstream(resized / "resized-1.0-py3-none-any.whl", std::ios::app) << "more";
+
+  std::map<std::string, std::string> cache_md;
+  ScanResult scan = scan_cache(cache, cache_md);
+  ASSERT_EQ(scan.entries.size(), 1u);
+  EXPECT_EQ(scan.entries[0].key, "good");
+  EXPECT_EQ(scan.entries[0].metadata, metadata_text("demo", "1.0"));
+  std::string all = join(scan.skipped, "\n");
+  EXPECT_EQ(scan.skipped.size(), 4u) << all;
+  EXPECT_NE(all.find("cache entry evil: entry.json names no plain .whl file"), std::string::npos) << all;
+  EXPECT_NE(all.find("cache entry linked: linked-1.0-py3-none-any.whl is missing or not a regular file"), std::string::npos) << all;
+  EXPECT_NE(all.find("cache entry symlinked: not a directory"), std::string::npos) << all;
+  EXPECT_NE(all.find("cache entry resized: resized-1.0-py3-none-any.whl: size"), std::string::npos) << all;
+  EXPECT_EQ(all.find("incomplete"), std::string::npos);
+  EXPECT_EQ(cache_md.size(), 1u);  // METADATA kept by the wheel's sha256
+
+  // open_wheel refuses symlinks and wrong sizes, and names that are not plain.
+  EXPECT_FALSE(open_wheel(linked, "linked-1.0-py3-none-any.whl", fs::file_size(outside)));
+  EXPECT_FALSE(open_wheel(cache / "wheels" / "symlinked", "other-1.0-py3-none-any.whl",
+                          fs::file_size(real / "other-1.0-py3-none-any.whl")));
+  EXPECT_FALSE(open_wheel(cache / "wheels" / "good", "../good/demo-1.0-py3-none-any.whl", 0));
+  EXPECT_FALSE(open_wheel(cache / "wheels" / "good", "demo-1.0-py3-none-any.whl", 1));
+  auto fd = open_wheel(cache / "wheels" / "good", "demo-1.0-py3-none-any.whl",
+                       fs::file_size(cache / "wheels" / "good" / "demo-1.0-py3-none-any.whl"));
+  ASSERT_TRUE(fd);
+  ::close(*fd);
+}
+
+TEST(IndexScan, CacheIndexFollowsCommitsAndRemovals) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-index-").value();
+  fs::path cache = dir.path() / "cache";
+  CacheIndex live(cache);
+  auto empty = live.current();  // no wheels/ directory yet
+  EXPECT_TRUE(empty->targets.empty());
+
+  add_entry(cache, "k1", "default", "demo-1.0-py3-none-any.whl", 10);
+  auto one = live.current();
+  ASSERT_EQ(one->targets.size(), 1u);
+  EXPECT_EQ(one->target("default")->projects.at("demo").files.size(), 1u);
+  set_old_mtime(cache / "wheels");  // settled: no rescans until it changes
+  auto again = live.current();
+  EXPECT_EQ(live.current().get(), again.get());
+
+  // A newer build of the same wheel replaces it; a second target appears.
+  add_entry(cache, "k2", "default", "demo-1.0-py3-none-any.whl", 20, "x = 2\n");
+  add_entry(cache, "k3", "other", "demo-1.0-py3-none-any.whl", 20);
+  auto two = live.current();
+  EXPECT_EQ(two->targets.size(), 2u);
+  EXPECT_EQ(two->target("default")->projects.at("demo").files.at(0).key, "k2");
+
+  // Removal is a rename out of wheels/ (cache::Store::remove): gone at the next request.
+  fs::create_directories(cache / "tmp");
+  fs::rename(cache / "wheels" / "k2", cache / "tmp" / "removed");
+  EXPECT_EQ(live.current()->target("default")->projects.at("demo").files.at(0).key, "k1");
+  EXPECT_TRUE(live.take_new_skipped().empty());
+}
+
+}  // namespace kiln::index
