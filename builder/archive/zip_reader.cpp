@@ -1,5 +1,6 @@
 #include "archive/zip_reader.h"
 
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -14,6 +15,7 @@
 #include <optional>
 #include <set>
 
+#include "core/bytes.h"
 #include "core/strings.h"
 
 namespace kiln::archive {
@@ -41,41 +43,12 @@ constexpr std::uint16_t kFlagMaskedHeaders = 1 << 13;
 constexpr std::uint32_t kMax32 = 0xffffffffu;
 constexpr std::size_t kChunk = 256 * 1024;
 
-std::uint16_t get16(std::string_view b, std::uint64_t at) {
-  return static_cast<std::uint16_t>(static_cast<unsigned char>(b[at]) |
-                                    (static_cast<unsigned char>(b[at + 1]) << 8));
-}
-std::uint32_t get32(std::string_view b, std::uint64_t at) {
-  return get16(b, at) | (static_cast<std::uint32_t>(get16(b, at + 2)) << 16);
-}
-std::uint64_t get64(std::string_view b, std::uint64_t at) {
-  return get32(b, at) | (static_cast<std::uint64_t>(get32(b, at + 4)) << 32);
-}
-
 std::string hex32(std::uint32_t v) {
   char buf[9];
   std::snprintf(buf, sizeof buf, "%08x", v);
   return buf;
 }
 
-bool is_utf8(std::string_view s) {
-  std::size_t i = 0;
-  while (i < s.size()) {
-    auto c = static_cast<unsigned char>(s[i]);
-    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-    if (len == 0 || i + len > s.size()) return false;
-    std::uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1f) : len == 3 ? (c & 0x0f) : (c & 0x07);
-    for (std::size_t k = 1; k < len; ++k) {
-      auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc >> 6) != 0x2) return false;
-      cp = (cp << 6) | (cc & 0x3f);
-    }
-    static const std::uint32_t min_by_len[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < min_by_len[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
-    i += len;
-  }
-  return true;
-}
 
 // The ZIP64 extended information extra field (0x0001) of a header, when present.
 struct Zip64Fields {
@@ -89,15 +62,15 @@ bool read_zip64_extra(std::string_view extra, bool want_size, bool want_compress
   std::size_t at = 0;
   while (at < extra.size()) {
     if (extra.size() - at < 4) return false;
-    std::uint16_t id = get16(extra, at);
-    std::uint16_t len = get16(extra, at + 2);
+    std::uint16_t id = read_le16(extra, at);
+    std::uint16_t len = read_le16(extra, at + 2);
     if (extra.size() - at - 4 < len) return false;
     if (id == 0x0001) {
       found = true;
       std::size_t p = at + 4, end = at + 4 + len;
       auto take = [&](std::optional<std::uint64_t>& field) {
         if (end - p < 8) return false;
-        field = get64(extra, p);
+        field = read_le64(extra, p);
         p += 8;
         return true;
       };
@@ -155,7 +128,7 @@ std::string zip_name_problem(std::string_view name) {
   if (name.find('\\') != std::string_view::npos) return "has a backslash in its name";
   if (name.front() == '/') return "is an absolute path";
   if (name.size() >= 2 && name[1] == ':') return "has a drive letter";
-  if (!is_utf8(name)) return "is not valid UTF-8";
+  if (!is_valid_utf8(name)) return "is not valid UTF-8";
   std::string_view body = name.back() == '/' ? name.substr(0, name.size() - 1) : name;
   if (body.empty()) return "is an absolute path";
   for (const auto& part : split(body, "/", /*skip_empty=*/false)) {
@@ -210,8 +183,8 @@ Expected<void> ZipReader::parse() {
   std::optional<std::uint64_t> misplaced;  // a signature whose comment length does not fit
   std::uint64_t lowest = size > kEndSize + 0xffff ? size - kEndSize - 0xffff : 0;
   for (std::uint64_t at = size - kEndSize + 1; at-- > lowest;) {
-    if (get32(b, at) != kEndSig) continue;
-    if (at + kEndSize + get16(b, at + 20) == size) {
+    if (read_le32(b, at) != kEndSig) continue;
+    if (at + kEndSize + read_le16(b, at + 20) == size) {
       end = at;
       break;
     }
@@ -224,34 +197,34 @@ Expected<void> ZipReader::parse() {
     return bad("no end-of-central-directory record (truncated, or not a zip file)");
   }
   std::uint64_t eocd = *end;
-  if (get16(b, eocd + 4) != 0 || get16(b, eocd + 6) != 0)
+  if (read_le16(b, eocd + 4) != 0 || read_le16(b, eocd + 6) != 0)
     return bad("is a multi-disk archive, which wheels never are");
-  std::uint64_t count = get16(b, eocd + 10);
-  if (get16(b, eocd + 8) != count) return bad("the end record's entry counts disagree");
-  std::uint64_t cd_size = get32(b, eocd + 12);
-  std::uint64_t cd_offset = get32(b, eocd + 16);
+  std::uint64_t count = read_le16(b, eocd + 10);
+  if (read_le16(b, eocd + 8) != count) return bad("the end record's entry counts disagree");
+  std::uint64_t cd_size = read_le32(b, eocd + 12);
+  std::uint64_t cd_offset = read_le32(b, eocd + 16);
   std::uint64_t cd_end = eocd;  // where the central directory must end
 
   bool zip64 = count == 0xffff || cd_size == kMax32 || cd_offset == kMax32;
-  if (eocd >= kLocator64Size && get32(b, eocd - kLocator64Size) == kLocator64Sig) zip64 = true;
+  if (eocd >= kLocator64Size && read_le32(b, eocd - kLocator64Size) == kLocator64Sig) zip64 = true;
   if (zip64) {
-    if (eocd < kLocator64Size || get32(b, eocd - kLocator64Size) != kLocator64Sig)
+    if (eocd < kLocator64Size || read_le32(b, eocd - kLocator64Size) != kLocator64Sig)
       return bad("the end record needs ZIP64 values but there is no ZIP64 locator");
     std::uint64_t loc = eocd - kLocator64Size;
-    if (get32(b, loc + 4) != 0 || get32(b, loc + 16) > 1) return bad("is a multi-disk archive, which wheels never are");
-    std::uint64_t end64 = get64(b, loc + 8);
-    if (end64 > loc || loc - end64 < kEnd64Size || get32(b, end64) != kEnd64Sig)
+    if (read_le32(b, loc + 4) != 0 || read_le32(b, loc + 16) > 1) return bad("is a multi-disk archive, which wheels never are");
+    std::uint64_t end64 = read_le64(b, loc + 8);
+    if (end64 > loc || loc - end64 < kEnd64Size || read_le32(b, end64) != kEnd64Sig)
       return bad("the ZIP64 locator does not point at a ZIP64 end record");
-    if (get64(b, end64 + 4) + 12 != loc - end64)
+    if (read_le64(b, end64 + 4) + 12 != loc - end64)
       return bad("the ZIP64 end record's size disagrees with its position");
-    if (get32(b, end64 + 16) != 0 || get32(b, end64 + 20) != 0)
+    if (read_le32(b, end64 + 16) != 0 || read_le32(b, end64 + 20) != 0)
       return bad("is a multi-disk archive, which wheels never are");
-    std::uint64_t count64 = get64(b, end64 + 32);
-    if (get64(b, end64 + 24) != count64) return bad("the ZIP64 end record's entry counts disagree");
+    std::uint64_t count64 = read_le64(b, end64 + 32);
+    if (read_le64(b, end64 + 24) != count64) return bad("the ZIP64 end record's entry counts disagree");
     if (count != 0xffff && count != count64) return bad("the end records disagree on the number of entries");
     count = count64;
-    cd_size = get64(b, end64 + 40);
-    cd_offset = get64(b, end64 + 48);
+    cd_size = read_le64(b, end64 + 40);
+    cd_offset = read_le64(b, end64 + 48);
     cd_end = end64;
   }
   if (cd_offset > cd_end || cd_size != cd_end - cd_offset)
@@ -264,19 +237,19 @@ Expected<void> ZipReader::parse() {
   std::uint64_t at = cd_offset;
   entries_.reserve(count);
   for (std::uint64_t i = 0; i < count; ++i) {
-    if (cd_end - at < kCentralSize || get32(b, at) != kCentralSig)
+    if (cd_end - at < kCentralSize || read_le32(b, at) != kCentralSig)
       return bad(cat("central directory entry ", i + 1, " of ", count, " is malformed (offset ", at, ")"));
-    std::uint16_t made_by = get16(b, at + 4);
+    std::uint16_t made_by = read_le16(b, at + 4);
     ZipEntry e;
-    e.flags = get16(b, at + 8);
-    e.method = get16(b, at + 10);
-    e.crc = get32(b, at + 16);
-    e.compressed_size = get32(b, at + 20);
-    e.size = get32(b, at + 24);
-    std::uint16_t name_len = get16(b, at + 28), extra_len = get16(b, at + 30), comment_len = get16(b, at + 32);
-    std::uint16_t disk = get16(b, at + 34);
-    std::uint32_t external = get32(b, at + 38);
-    e.local_offset = get32(b, at + 42);
+    e.flags = read_le16(b, at + 8);
+    e.method = read_le16(b, at + 10);
+    e.crc = read_le32(b, at + 16);
+    e.compressed_size = read_le32(b, at + 20);
+    e.size = read_le32(b, at + 24);
+    std::uint16_t name_len = read_le16(b, at + 28), extra_len = read_le16(b, at + 30), comment_len = read_le16(b, at + 32);
+    std::uint16_t disk = read_le16(b, at + 34);
+    std::uint32_t external = read_le32(b, at + 38);
+    e.local_offset = read_le32(b, at + 42);
     if (cd_end - at - kCentralSize < std::uint64_t(name_len) + extra_len + comment_len)
       return bad(cat("central directory entry ", i + 1, " runs past the central directory"));
     e.name = std::string(b.substr(at + kCentralSize, name_len));
@@ -323,11 +296,11 @@ Expected<void> ZipReader::parse() {
     auto entry_bad = [&](const std::string& what) { return bad(cat("entry '", e.name, "': ", what)); };
     std::uint64_t lo = e.local_offset;
     if (lo > cd_offset || cd_offset - lo < kLocalSize) return entry_bad(cat("local header offset ", lo, " lies outside the entries"));
-    if (get32(b, lo) != kLocalSig) return entry_bad(cat("no local header at offset ", lo));
-    std::uint16_t flags = get16(b, lo + 6), method = get16(b, lo + 8);
-    std::uint32_t crc = get32(b, lo + 14);
-    std::uint64_t csize = get32(b, lo + 18), usize = get32(b, lo + 22);
-    std::uint16_t name_len = get16(b, lo + 26), extra_len = get16(b, lo + 28);
+    if (read_le32(b, lo) != kLocalSig) return entry_bad(cat("no local header at offset ", lo));
+    std::uint16_t flags = read_le16(b, lo + 6), method = read_le16(b, lo + 8);
+    std::uint32_t crc = read_le32(b, lo + 14);
+    std::uint64_t csize = read_le32(b, lo + 18), usize = read_le32(b, lo + 22);
+    std::uint16_t name_len = read_le16(b, lo + 26), extra_len = read_le16(b, lo + 28);
     if (cd_offset - lo - kLocalSize < std::uint64_t(name_len) + extra_len)
       return entry_bad("local header runs into the central directory");
     std::string_view local_name = b.substr(lo + kLocalSize, name_len);
@@ -363,13 +336,13 @@ Expected<void> ZipReader::parse() {
     if (descriptor) {
       // crc, compressed, size (8-byte sizes for ZIP64 entries), optionally after a signature.
       std::uint64_t p = stop;
-      if (cd_offset - p >= 4 && get32(b, p) == kDescriptorSig) p += 4;
+      if (cd_offset - p >= 4 && read_le32(b, p) == kDescriptorSig) p += 4;
       bool wide = local64 || e.size >= kMax32 || e.compressed_size >= kMax32;
       std::uint64_t need = wide ? 20 : 12;
       if (cd_offset - p < need) return entry_bad("data descriptor runs into the central directory");
-      std::uint32_t dcrc = get32(b, p);
-      std::uint64_t dcsize = wide ? get64(b, p + 4) : get32(b, p + 4);
-      std::uint64_t dusize = wide ? get64(b, p + 12) : get32(b, p + 8);
+      std::uint32_t dcrc = read_le32(b, p);
+      std::uint64_t dcsize = wide ? read_le64(b, p + 4) : read_le32(b, p + 4);
+      std::uint64_t dusize = wide ? read_le64(b, p + 12) : read_le32(b, p + 8);
       if (dcrc != e.crc || dcsize != e.compressed_size || dusize != e.size)
         return entry_bad("data descriptor disagrees with the central directory");
       stop = p + need;

@@ -44,28 +44,6 @@ bool is_ascii(std::string_view s) {
   return true;
 }
 
-bool is_utf8(std::string_view s) {
-  std::size_t i = 0;
-  while (i < s.size()) {
-    auto c = static_cast<unsigned char>(s[i]);
-    std::size_t len = c < 0x80           ? 1
-                      : (c >> 5) == 0x6  ? 2
-                      : (c >> 4) == 0xe  ? 3
-                      : (c >> 3) == 0x1e ? 4
-                                         : 0;
-    if (len == 0 || i + len > s.size()) return false;
-    std::uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1f) : len == 3 ? (c & 0x0f) : (c & 0x07);
-    for (std::size_t k = 1; k < len; ++k) {
-      auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc >> 6) != 0x2) return false;
-      cp = (cp << 6) | (cc & 0x3f);
-    }
-    static const std::uint32_t min_by_len[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < min_by_len[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
-    i += len;
-  }
-  return true;
-}
 
 std::string errno_text() {
   return std::strerror(errno);
@@ -146,7 +124,7 @@ Expected<void> ZipWriter::check_name(std::string_view name) const {
   if (name.find('\0') != std::string_view::npos) return bad("has a NUL byte in its name");
   if (name.find('\\') != std::string_view::npos) return bad("has a backslash in its name");
   if (name.front() == '/') return bad("is an absolute path");
-  if (!is_utf8(name)) return bad("is not valid UTF-8");
+  if (!is_valid_utf8(name)) return bad("is not valid UTF-8");
   for (const auto& part : split(name, "/", /*skip_empty=*/false)) {
     if (part.empty()) return bad("has an empty path component");
     if (part == "." || part == "..") return bad(cat("has a '", part, "' component"));

@@ -22,6 +22,10 @@ std::string_view trim(std::string_view text);
 std::string join(const std::vector<std::string>& parts, std::string_view separator);
 std::string lower(std::string_view text);
 bool is_hex(std::string_view text);
+// Well-formed UTF-8: no overlong forms, no surrogates, nothing past U+10FFFF.
+bool is_valid_utf8(std::string_view text);
+// At most `max` characters of `text` for a message, control characters shown as '?'.
+std::string printable_excerpt(std::string_view text, std::size_t max = 60);
 std::size_t edit_distance(std::string_view a, std::string_view b);
 // The candidate closest to `word` when it is close enough to be a likely typo, else "".
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);

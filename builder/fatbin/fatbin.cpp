@@ -1,9 +1,11 @@
 #include "fatbin/fatbin.h"
 
+
 #include <zstd.h>
 
 #include <cstdio>
 
+#include "core/bytes.h"
 #include "core/strings.h"
 
 namespace kiln::fatbin {
@@ -17,17 +19,6 @@ constexpr std::uint64_t kFlagLz = 0x2000;
 constexpr std::uint64_t kFlagZstd = 0x8000;
 constexpr std::uint64_t kFlagArchSpecific = 0x100000;
 constexpr std::uint64_t kFlagFamilySpecific = 0x200000;
-
-std::uint16_t get16(std::string_view b, std::uint64_t at) {
-  return static_cast<std::uint16_t>(static_cast<unsigned char>(b[at]) |
-                                    (static_cast<unsigned char>(b[at + 1]) << 8));
-}
-std::uint32_t get32(std::string_view b, std::uint64_t at) {
-  return get16(b, at) | (static_cast<std::uint32_t>(get16(b, at + 2)) << 16);
-}
-std::uint64_t get64(std::string_view b, std::uint64_t at) {
-  return get32(b, at) | (static_cast<std::uint64_t>(get32(b, at + 4)) << 32);
-}
 
 std::string hex(std::uint64_t v) {
   char buf[19];
@@ -104,9 +95,9 @@ Expected<int> cubin_arch(std::string_view b) {
   if (b.size() < 64 || b.substr(0, 4) != std::string_view("\x7f" "ELF", 4))
     return Error::bad_input("cubin: not an ELF image");
   if (b[4] != 2 || b[5] != 1) return Error::bad_input("cubin: not a little-endian 64-bit ELF image");
-  if (get16(b, 18) != 190) return Error::bad_input(cat("cubin: machine ", get16(b, 18), " is not EM_CUDA (190)"));
+  if (read_le16(b, 18) != 190) return Error::bad_input(cat("cubin: machine ", read_le16(b, 18), " is not EM_CUDA (190)"));
   auto osabi = static_cast<unsigned char>(b[7]);
-  std::uint32_t flags = get32(b, 48);
+  std::uint32_t flags = read_le32(b, 48);
   if (osabi == 0x41) return static_cast<int>((flags >> 8) & 0xff);  // CUDA ELF ABI v8 (CUDA 12.8+)
   if (osabi == 0x33) return static_cast<int>(flags & 0xff);         // older CUDA ELF ABI
   return Error::bad_input(cat("cubin: unknown OS ABI ", static_cast<int>(osabi)));
@@ -160,11 +151,11 @@ Expected<std::vector<Container>> parse(std::string_view b, std::string_view name
       return Error::bad_input(cat(name, ": fatbin container at offset ", at, ": ", what));
     };
     if (size - at < kContainerHeader) return bad("truncated header");
-    std::uint32_t magic = get32(b, at);
+    std::uint32_t magic = read_le32(b, at);
     if (magic != kMagic && magic != kRelocatableMagic) return bad(cat("bad magic ", hex(magic), " (want 0xba55ed50)"));
-    std::uint16_t version = get16(b, at + 4);
-    std::uint16_t header_size = get16(b, at + 6);
-    std::uint64_t body = get64(b, at + 8);
+    std::uint16_t version = read_le16(b, at + 4);
+    std::uint16_t header_size = read_le16(b, at + 6);
+    std::uint64_t body = read_le64(b, at + 8);
     if (version != 1) return bad(cat("unknown version ", version));
     if (header_size < kContainerHeader || header_size > size - at) return bad(cat("bad header size ", header_size));
     if (body > size - at - header_size)
@@ -181,18 +172,18 @@ Expected<std::vector<Container>> parse(std::string_view b, std::string_view name
       if (end - p < kEntryHeader) return entry_bad("truncated header");
       Entry e;
       e.offset = p;
-      e.raw_kind = get16(b, p);
+      e.raw_kind = read_le16(b, p);
       e.kind = e.raw_kind == 1 ? Kind::Ptx : e.raw_kind == 2 ? Kind::Elf : Kind::Other;
-      std::uint32_t entry_header = get32(b, p + 4);
+      std::uint32_t entry_header = read_le32(b, p + 4);
       e.header_size = entry_header;
-      e.payload_size = get64(b, p + 8);
-      std::uint32_t compressed = get32(b, p + 16);
-      e.version_minor = get16(b, p + 24);
-      e.version_major = get16(b, p + 26);
-      e.arch = static_cast<int>(get32(b, p + 28));
-      std::uint32_t name_offset = get32(b, p + 32), name_length = get32(b, p + 36);
-      e.flags = get64(b, p + 40);
-      std::uint64_t uncompressed = get64(b, p + 56);
+      e.payload_size = read_le64(b, p + 8);
+      std::uint32_t compressed = read_le32(b, p + 16);
+      e.version_minor = read_le16(b, p + 24);
+      e.version_major = read_le16(b, p + 26);
+      e.arch = static_cast<int>(read_le32(b, p + 28));
+      std::uint32_t name_offset = read_le32(b, p + 32), name_length = read_le32(b, p + 36);
+      e.flags = read_le64(b, p + 40);
+      std::uint64_t uncompressed = read_le64(b, p + 56);
       if (entry_header < kEntryHeader || entry_header > end - p) return entry_bad(cat("bad header size ", entry_header));
       if (e.payload_size > end - p - entry_header)
         return entry_bad(cat("payload of ", e.payload_size, " bytes runs past its container"));

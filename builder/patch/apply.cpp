@@ -18,14 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A line quoted for a message: at most 60 characters, control characters shown as '?'.
-std::string shown(std::string_view s) {
-  std::string out;
-  for (char c : s.substr(0, 60))
-    out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
-  if (s.size() > 60) out += "...";
-  return out;
-}
 
 bool inside(const fs::path& path, const fs::path& root) {
   fs::path rel = path.lexically_relative(root);
@@ -207,8 +199,8 @@ Expected<std::string> apply_hunks(std::string_view content, const FilePatch& fp,
           ++j;
         if (j < m) {
           why += cat("; at line ", g + j + 1, " the file has '",
-                     shown(lines[static_cast<std::size_t>(g + j)].text),
-                     "' where the patch expects '", shown(old[static_cast<std::size_t>(j)]), "'");
+                     printable_excerpt(lines[static_cast<std::size_t>(g + j)].text),
+                     "' where the patch expects '", printable_excerpt(old[static_cast<std::size_t>(j)]), "'");
         } else if (at_eof) {
           why += cat("; its lines match at line ", g + 1,
                      " but it must end at the end of the file ('\\ No newline at end of file')");

@@ -22,14 +22,6 @@ std::string_view chomp_cr(std::string_view s) {
   return s;
 }
 
-// A line quoted for a message: at most 60 characters, control characters shown as '?'.
-std::string shown(std::string_view s) {
-  std::string out;
-  for (char c : s.substr(0, 60))
-    out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
-  if (s.size() > 60) out += "...";
-  return out;
-}
 
 // A header name: C-quoted ("a/with space"), or up to the tab before the timestamp.
 struct HeaderName {
@@ -264,7 +256,7 @@ class Parser {
       if (starts_with(s, "@@")) {
         if (!cur_ || !cur_has_names_ || state != State::Hunks)
           return error(line_no,
-                       cat("hunk header '", shown(s),
+                       cat("hunk header '", printable_excerpt(s),
                            "' is not preceded by a file header ('--- ' and '+++ ' lines)"));
         KILN_CHECK(read_hunk(i));
         continue;
@@ -272,14 +264,14 @@ class Parser {
       if (state == State::Hunks && !s.empty() && s != "-- " && s != "--" &&
           (s[0] == ' ' || s[0] == '+' || s[0] == '-' || s[0] == '\\')) {
         if (s[0] == '\\')
-          return error(line_no, cat("'", shown(s), "' does not follow a hunk's last line"));
+          return error(line_no, cat("'", printable_excerpt(s), "' does not follow a hunk's last line"));
         if (cur_->hunks.empty())
           return error(line_no, cat("expected an '@@' hunk header after the file header, found '",
-                                    shown(s), "'"));
+                                    printable_excerpt(s), "'"));
         const Hunk& h = cur_->hunks.back();
         return error(line_no,
                      cat("hunk ", cur_->hunks.size(), " (", h.header(), ", line ", h.header_line,
-                         ") has more lines than its header counts ('", shown(s), "')"));
+                         ") has more lines than its header counts ('", printable_excerpt(s), "')"));
       }
       if (state == State::Hunks) {
         KILN_CHECK(finish());  // free text ends a file's hunks
@@ -305,7 +297,7 @@ class Parser {
     if (m == "100755") return 0755;
     if (m == "120000") return error(line, "symlinks in patches are not supported");
     if (m == "160000") return error(line, "submodules in patches are not supported");
-    return error(line, cat("unsupported file mode '", shown(m), "'"));
+    return error(line, cat("unsupported file mode '", printable_excerpt(m), "'"));
   }
 
   // Strips `strip_` leading components and checks that the rest stays inside the tree.
@@ -315,21 +307,21 @@ class Parser {
     for (int k = 0; k < strip_; ++k) {
       std::size_t slash = p.find('/');
       if (slash == std::string_view::npos)
-        return error(line, cat("file name '", shown(raw), "' has fewer than ", strip_ + 1,
+        return error(line, cat("file name '", printable_excerpt(raw), "' has fewer than ", strip_ + 1,
                                " components (stripping ", strip_, ")"));
       p = p.substr(slash + 1);
       while (!p.empty() && p[0] == '/') p.remove_prefix(1);
     }
-    if (p.empty()) return error(line, cat("file name '", shown(raw), "' is empty after stripping"));
+    if (p.empty()) return error(line, cat("file name '", printable_excerpt(raw), "' is empty after stripping"));
     if (p[0] == '/')
-      return error(line, cat("file name '", shown(raw), "' is absolute after stripping"));
+      return error(line, cat("file name '", printable_excerpt(raw), "' is absolute after stripping"));
     std::vector<std::string> parts;
     for (const auto& part : split(p, "/")) {
       if (part == "..")
-        return error(line, cat("file name '", shown(raw), "' escapes the tree ('..')"));
+        return error(line, cat("file name '", printable_excerpt(raw), "' escapes the tree ('..')"));
       if (part != ".") parts.push_back(part);
     }
-    if (parts.empty()) return error(line, cat("file name '", shown(raw), "' names no file"));
+    if (parts.empty()) return error(line, cat("file name '", printable_excerpt(raw), "' names no file"));
     return join(parts, "/");
   }
 
@@ -348,7 +340,7 @@ class Parser {
       auto sb = strip_path(b, line);
       if (sa && sb && *sa == *sb) return sa;
     }
-    return error(line, cat("cannot tell the file name from 'diff --git ", shown(git_line_), "'"));
+    return error(line, cat("cannot tell the file name from 'diff --git ", printable_excerpt(git_line_), "'"));
   }
 
   Expected<void> read_hunk(std::size_t& i) {
@@ -366,11 +358,11 @@ class Parser {
       ++pos;
       ok = read_range(s, pos, '+', h.new_start, h.new_count) && s.substr(pos, 3) == " @@";
     }
-    if (!ok) return error(line_no, cat("bad hunk header '", shown(s), "'"));
+    if (!ok) return error(line_no, cat("bad hunk header '", printable_excerpt(s), "'"));
     if (h.old_count == 0 && h.new_count == 0)
-      return error(line_no, cat("hunk header '", shown(s), "' counts no lines"));
+      return error(line_no, cat("hunk header '", printable_excerpt(s), "' counts no lines"));
     if ((h.old_count > 0 && h.old_start == 0) || (h.new_count > 0 && h.new_start == 0))
-      return error(line_no, cat("hunk header '", shown(s), "' has a line number 0"));
+      return error(line_no, cat("hunk header '", printable_excerpt(s), "' has a line number 0"));
     std::size_t hunk_no = cur_->hunks.size() + 1;
     auto malformed = [&](int at, int old_seen, int new_seen, std::string_view why) {
       return error(at,
@@ -412,7 +404,7 @@ class Parser {
         continue;
       }
       if (kind != ' ' && kind != '-' && kind != '+')
-        return malformed(at, old_seen, new_seen, cat("its body ends ('", shown(body), "')"));
+        return malformed(at, old_seen, new_seen, cat("its body ends ('", printable_excerpt(body), "')"));
       if (!h.lines.empty() && (h.old_no_newline || h.new_no_newline)) {
         // Only the other side's lines may follow a marker.
         bool bad =
@@ -425,7 +417,7 @@ class Parser {
                              kind == '+'   ? "new"
                              : kind == '-' ? "old"
                                            : "context",
-                             " lines ('", shown(body), "')"));
+                             " lines ('", printable_excerpt(body), "')"));
       if (kind != '+') --old_left;
       if (kind != '-') --new_left;
       h.lines.push_back(cat(kind, content));

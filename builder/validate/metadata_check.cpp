@@ -14,18 +14,6 @@ namespace kiln::validate {
 
 namespace {
 
-bool is_utf8(std::string_view s) {
-  std::size_t i = 0;
-  while (i < s.size()) {
-    auto c = static_cast<unsigned char>(s[i]);
-    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-    if (len == 0 || i + len > s.size()) return false;
-    for (std::size_t k = 1; k < len; ++k)
-      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return false;
-    i += len;
-  }
-  return true;
-}
 
 // The header lines up to the first empty line must each be "Name: value" or a continuation.
 std::string header_problem(std::string_view text) {
@@ -62,7 +50,7 @@ CheckResult check_metadata(const LoadedWheel& w) {
   }
   Findings f("metadata");
   const std::string& text = it->second;
-  if (!is_utf8(text)) {
+  if (!is_valid_utf8(text)) {
     f.fail("METADATA is not UTF-8");
     return f.finish("");
   }

@@ -28,3 +28,21 @@ TEST(Strings, ShellQuote) {
 }
 
 }  // namespace kiln
+
+namespace kiln {
+
+TEST(Strings, Utf8Validation) {
+  EXPECT_TRUE(is_valid_utf8("plain"));
+  EXPECT_TRUE(is_valid_utf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"));
+  EXPECT_FALSE(is_valid_utf8("\xc0\xaf"));          // overlong '/'
+  EXPECT_FALSE(is_valid_utf8("\xed\xa0\x80"));      // a surrogate
+  EXPECT_FALSE(is_valid_utf8("\xf4\x90\x80\x80"));  // past U+10FFFF
+  EXPECT_FALSE(is_valid_utf8("\xe2\x82"));          // truncated
+}
+
+TEST(Strings, PrintableExcerpt) {
+  EXPECT_EQ(printable_excerpt("a\tb\x7f"), "a?b?");
+  EXPECT_EQ(printable_excerpt(std::string(70, 'x')), std::string(60, 'x') + "...");
+}
+
+}  // namespace kiln
