@@ -4,6 +4,8 @@
 
 #include "core/fs.h"
 #include "core/hash.h"
+#include "core/log.h"
+#include "core/process.h"
 #include "core/strings.h"
 
 namespace kiln::build {
@@ -62,6 +64,26 @@ std::string module_path(const std::string& name, const std::string& suffix) {
   return p + suffix;
 }
 
+// cudafe++ names anonymous namespaces (CCCL's, for one) after its process id, and the names end
+// up in host and device symbols: nvcc runs in a PID namespace of its own, where the ids are the
+// same on every run. Without unshare (or the right to use it) builds still work, but objects of
+// such translation units differ between builds.
+const std::vector<std::string>& pid_namespace_prefix() {
+  static const std::vector<std::string> prefix = [] {
+    std::vector<std::string> p = {"unshare", "--pid", "--fork", "--kill-child", "--"};
+    ProcessSpec probe;
+    probe.argv = p;
+    probe.argv.push_back("true");
+    probe.output = ProcessSpec::Output::Discard;
+    auto r = run_process(probe);
+    if (r && r->ok()) return p;
+    log::warn("cannot run nvcc in a PID namespace (unshare --pid): objects whose code uses anonymous "
+              "namespaces will differ between builds");
+    return std::vector<std::string>{};
+  }();
+  return prefix;
+}
+
 }  // namespace
 
 std::vector<std::string> cxx_compile_argv(const NativeContext& ctx, const manifest::Extension& ext,
@@ -83,7 +105,8 @@ std::vector<std::string> cxx_compile_argv(const NativeContext& ctx, const manife
 std::vector<std::string> nvcc_compile_argv(const NativeContext& ctx, const manifest::Extension& ext,
                                            const std::string& source, const std::string& object,
                                            int threads, const std::string& keep_dir) {
-  std::vector<std::string> argv = {ctx.cuda.nvcc.string()};
+  std::vector<std::string> argv = pid_namespace_prefix();
+  argv.push_back(ctx.cuda.nvcc.string());
   append(argv, include_flags(ctx, ext));
   append(argv, define_flags(ext));
   argv.push_back("-c");

@@ -13,7 +13,7 @@
 namespace kiln::resolve {
 
 // Bump by hand whenever kiln changes how it turns the same inputs into different bytes.
-constexpr int kRecipeVersion = 1;
+constexpr int kRecipeVersion = 2;  // 2: nvcc in a PID namespace
 
 // A target with what kiln learned about its toolchain on this machine.
 struct ResolvedTarget {
