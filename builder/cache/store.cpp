@@ -17,12 +17,6 @@ namespace kiln::cache {
 
 namespace fs = std::filesystem;
 
-Lock::~Lock() {
-  if (fd_ >= 0) {
-    ::flock(fd_, LOCK_UN);
-    ::close(fd_);
-  }
-}
 
 std::optional<Entry> Store::lookup(const std::string& key) const {
   fs::path dir = entry_dir(key);
@@ -43,18 +37,7 @@ std::optional<Entry> Store::lookup(const std::string& key) const {
 }
 
 Expected<Lock> Store::lock(const std::string& key) const {
-  fs::path dir = root_ / "locks";
-  KILN_CHECK(ensure_directory(dir));
-  fs::path path = dir / (key + ".lock");
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return Error::failed(cat("cannot open lock ", path.string(), ": ", std::strerror(errno)));
-  while (::flock(fd, LOCK_EX) != 0) {
-    if (errno != EINTR) {
-      ::close(fd);
-      return Error::failed(cat("cannot lock ", path.string(), ": ", std::strerror(errno)));
-    }
-  }
-  return Lock(fd);
+  return FileLock::acquire(root_ / "locks" / (key + ".lock"));
 }
 
 Expected<Entry> Store::commit(const std::string& key, const fs::path& wheel, nlohmann::json info) const {

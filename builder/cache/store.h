@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/expected.h"
+#include "core/lock.h"
 
 namespace kiln::cache {
 
@@ -24,18 +25,8 @@ struct Entry {
   nlohmann::json info;  // package, version, target, archs, committed_at, …
 };
 
-// An exclusive advisory lock (flock) held until destroyed.
-class Lock {
- public:
-  Lock(Lock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
-  Lock& operator=(Lock&&) = delete;
-  ~Lock();
-
- private:
-  friend class Store;
-  explicit Lock(int fd) : fd_(fd) {}
-  int fd_ = -1;
-};
+// The per-key build lock.
+using Lock = FileLock;
 
 struct VerifyProblem {
   std::string key;

@@ -25,6 +25,7 @@ std::function<int()> configure_fetch(CLI::App& sub, Context& ctx) {
   return [&ctx, opts] {
     auto fetching = pipeline::Fetching::create(ctx.cache_path(), opts->offline, opts->index_url).value();
     nlohmann::json out = nlohmann::json::array();
+    std::size_t cached = 0;
     cache::Store store(ctx.cache_path());
     for (const auto& spec : opts->packages) {
       const manifest::Manifest* m = ctx.repository().select(spec).value();
@@ -37,12 +38,13 @@ std::function<int()> configure_fetch(CLI::App& sub, Context& ctx) {
                               : got.path.string();
       out.push_back({{"package", m->name}, {"version", m->version}, {"path", where}, {"sha256", got.sha256},
                      {"downloaded", got.downloaded}});
+      cached += !got.downloaded;
       if (!ctx.json) std::cout << where << "\n";
     }
     if (ctx.json)
       std::cout << nlohmann::json{{"items", out}, {"fetches", fetching->downloads()}}.dump(2) << "\n";
     else
-      log::info(cat(fetching->downloads(), " downloaded, ", opts->packages.size() - std::min(opts->packages.size(), fetching->downloads()), " from the cache"));
+      log::info(cat(out.size() - cached, " downloaded, ", cached, " from the cache"));
     return 0;
   };
 }

@@ -1,9 +1,5 @@
 #include "pipeline/pipeline.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstring>
 
@@ -14,6 +10,7 @@
 #include "core/fs.h"
 #include "core/hash.h"
 #include "core/interrupt.h"
+#include "core/lock.h"
 #include "core/log.h"
 #include "core/strings.h"
 #include "elf/elf.h"
@@ -43,30 +40,6 @@ double now() {
   using namespace std::chrono;
   return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
-
-// An flock on a path, released when destroyed.
-class PathLock {
- public:
-  static Expected<PathLock> acquire(const fs::path& path) {
-    KILN_CHECK(ensure_directory(path.parent_path()));
-    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) return Error::failed(cat("cannot open lock ", path.string(), ": ", std::strerror(errno)));
-    while (::flock(fd, LOCK_EX) != 0)
-      if (errno != EINTR) {
-        ::close(fd);
-        return Error::failed(cat("cannot lock ", path.string()));
-      }
-    return PathLock(fd);
-  }
-  PathLock(PathLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-  ~PathLock() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-
- private:
-  explicit PathLock(int fd) : fd_(fd) {}
-  int fd_;
-};
 
 // The identity of a package's sources: what its build root is named after.
 std::string source_key(const manifest::Manifest& m, const json& inputs) {
@@ -196,8 +169,9 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
     log::info(cat("building ", m.name, " ", m.version, " for ", item.target_name, " (", manifest::backend_name(m.backend), ")"));
 
     // Sources: fetch, unpack or copy, patch — in a build root named after the sources.
-    fs::path root = build_root_for(source_key(m, item.inputs));
-    KILN_TRY(PathLock root_lock, PathLock::acquire(root.string() + ".lock"));
+    const std::string sources = source_key(m, item.inputs);
+    fs::path root = build_root_for(sources);
+    KILN_TRY(FileLock root_lock, FileLock::acquire(root.string() + ".lock"));
     std::error_code ec;
     fs::remove_all(root, ec);
     fs::path src = root / "src";
@@ -238,7 +212,7 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
       ctx.cxx = tc.cxx;
       ctx.archs = rt->target.archs;
       ctx.object_cache = store.objects();
-      ctx.object_salt = json{{"recipe", resolve::kRecipeVersion}, {"sources", source_key(m, item.inputs)},
+      ctx.object_salt = json{{"recipe", resolve::kRecipeVersion}, {"sources", sources},
                              {"toolchain", rt->toolchain}, {"torch", tc.torch.identity()}}.dump();
       ctx.jobs = options.jobs;
       auto built = build::build_native(ctx);

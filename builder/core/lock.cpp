@@ -1,0 +1,33 @@
+#include "core/lock.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/fs.h"
+#include "core/strings.h"
+
+namespace kiln {
+
+Expected<FileLock> FileLock::acquire(const std::filesystem::path& path) {
+  KILN_CHECK(ensure_directory(path.parent_path()));
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return Error::failed(cat("cannot open lock ", path.string(), ": ", std::strerror(errno)));
+  while (::flock(fd, LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      int err = errno;
+      ::close(fd);
+      return Error::failed(cat("cannot lock ", path.string(), ": ", std::strerror(err)));
+    }
+  }
+  return FileLock(fd);
+}
+
+FileLock::~FileLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the flock
+}
+
+}  // namespace kiln
