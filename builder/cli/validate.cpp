@@ -167,7 +167,10 @@ std::function<int()> configure_validate(CLI::App& sub, Context& ctx) {
       if (!opts->torch_version.empty() && source.target->torch_version != opts->torch_version)
         raise(Error::bad_input(cat("--target ", opts->target, " pins torch ", source.target->torch_version,
                                    ", not --torch-version ", opts->torch_version)));
-      if (!base.archs) base.archs = source.target->archs;
+      if (!base.archs) {
+        base.archs = source.target->archs;
+        base.archs_from = cat("target ", opts->target);
+      }
     } else if (!opts->torch_version.empty()) {
       source.target = target_for_torch(ctx.repository(), opts->torch_version);
     }

@@ -39,6 +39,9 @@ struct Report {
 struct Options {
   // The archs the wheel must hold code for; when absent, those its provenance (kiln.json) records.
   std::optional<manifest::ArchList> archs;
+  // Where `archs` came from, for messages. "--archs" holds every wheel to them; a target's archs
+  // ("target NAME") apply only to wheels with binaries (a pure wheel built for a target is fine).
+  std::string archs_from = "--archs";
   // A GPU to judge (`--gpu sm_120`): adds the "gpu-target" check.
   std::optional<manifest::Arch> gpu;
   // The torch whose libraries must define the extension's symbols; without one "torch-abi" skips.

@@ -179,6 +179,21 @@ TEST_F(Validate, PureWheelFromOurWriterPasses) {
   EXPECT_CONTAINS(render_text(r, false), "demo_pkg-1.0-py3-none-any.whl: ok");
 }
 
+TEST_F(Validate, TargetArchsApplyOnlyToWheelsWithBinaries) {
+  // `kiln validate --target T` on a target's whole job: its pure wheels carry no GPU code and
+  // that is right; an explicit --archs still holds every wheel to it.
+  Options o;
+  o.archs = manifest::ArchList::parse("9.0").value();
+  o.archs_from = "target gpu-host";
+  Report r = run(pure(), o);
+  EXPECT_TRUE(r.ok()) << said(r, "gpu-code");
+  EXPECT_EQ(check(r, "gpu-code").verdict, Verdict::Skip);
+  o.archs_from = "--archs";
+  Report strict = run(pure(), o);
+  EXPECT_FALSE(strict.ok());
+  EXPECT_CONTAINS(said(strict, "gpu-code"), "no ELF files, but sm_90 was requested (--archs)");
+}
+
 TEST_F(Validate, ReadsBackPythonWrittenWheels) {
   // A wheel as setuptools/wheel would write it: zipfile, RECORD with quoting, directories.
   fs::path out = dir_->path() / "out" / "py";
