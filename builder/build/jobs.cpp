@@ -154,8 +154,8 @@ Expected<JobStats> run_jobs(const std::vector<Job>& jobs, const RunnerOptions& o
       state[i] = 2;
       ++done;
       stats.run++;
-      stats.cpu_seconds += seconds;
-      stats.timings.push_back({job.label, seconds, result.max_rss_kib});
+      stats.cpu_seconds += result.cpu_seconds;
+      stats.timings.push_back({job.label, seconds, result.max_rss_kib, result.cpu_seconds});
       log::info(cat("[", done, "/", total, "] ", job.label, " (", static_cast<int>(seconds + 0.5), " s)"));
     }
     if (!progressed) std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -28,11 +28,12 @@ struct Job {
 struct JobStats {
   std::size_t run = 0;
   double wall_seconds = 0;
-  double cpu_seconds = 0;  // sum of job wall times
+  double cpu_seconds = 0;  // user + system seconds of every job
   struct Timing {
     std::string label;
     double seconds;
     long max_rss_kib;
+    double cpu_seconds;  // user + system, the job's processes together
   };
   std::vector<Timing> timings;
 };

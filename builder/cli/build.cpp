@@ -49,7 +49,7 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
       }
       nlohmann::json timings = nlohmann::json::array();
       for (const auto& t : result.timings)
-        timings.push_back({{"job", t.label}, {"seconds", t.seconds}, {"max_rss_kib", t.max_rss_kib}});
+        timings.push_back({{"job", t.label}, {"seconds", t.seconds}, {"cpu_seconds", t.cpu_seconds}, {"max_rss_kib", t.max_rss_kib}});
       std::cout << nlohmann::json{{"items", items},
                                   {"fetches", result.downloads},
                                   {"compile_jobs", result.compile_jobs},

@@ -113,6 +113,8 @@ ProcessResult Child::finish(int status, const ::rusage& usage) {
   if (WIFSIGNALED(status)) result.term_signal = WTERMSIG(status);
   result.seconds = now_seconds() - start_;
   result.max_rss_kib = usage.ru_maxrss;
+  result.cpu_seconds = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                       static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
   if (out_fd_ >= 0) {
     read_available(out_fd_, output_);
     ::close(out_fd_);

@@ -31,6 +31,7 @@ struct ProcessResult {
   std::string output;   // with Output::Capture
   double seconds = 0;
   long max_rss_kib = 0;
+  double cpu_seconds = 0;  // user + system time of the child and the descendants it waited for
   bool ok() const { return exit_code == 0; }
 };
 
