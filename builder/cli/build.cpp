@@ -28,7 +28,7 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
   sub.add_option("--index-url", opts->index_url, "Package index for sources and torch (default: pip's)");
   return [&ctx, opts] {
     auto targets = ctx.targets(opts->targets, opts->archs);
-    resolve::Plan plan = resolve::make_plan(ctx.repository(), opts->packages, targets).value();
+    resolve::Plan plan = resolve::make_plan(ctx.repository(), opts->packages, targets, opts->jobs).value();
     pipeline::Options po;
     po.cache = ctx.cache_path();
     po.jobs = opts->jobs;

@@ -181,7 +181,7 @@ Expected<Child> spawn(const ProcessSpec& spec) {
       break;
     case ProcessSpec::Output::Log:
       posix_spawn_file_actions_addopen(&actions, 1, spec.log_file.c_str(),
-                                       O_WRONLY | O_CREAT | O_TRUNC, 0644);
+                                       O_WRONLY | O_CREAT | (spec.append_log ? O_APPEND : O_TRUNC), 0644);
       posix_spawn_file_actions_adddup2(&actions, 1, 2);
       break;
     case ProcessSpec::Output::Discard:
