@@ -72,8 +72,8 @@ std::vector<std::string> nvcc_compile_argv(const NativeContext& ctx, const manif
                                            const std::string& object, int threads, const std::string& keep_dir);
 // A shard's defines: -D<index>=k -D<count>=n (none when n is 1).
 std::vector<std::string> shard_defines(const manifest::Shardable& shard, int index, int count);
-// The fat binary compression kiln asks nvcc and fatbinary for.
-extern const char* const kFatbinCompression;
+// What kiln adds to fatbinary's command (compression).
+extern const std::vector<std::string> kFatbinaryFlags;
 std::vector<std::string> link_argv(const NativeContext& ctx, const std::vector<std::string>& objects,
                                    const std::string& output);
 
