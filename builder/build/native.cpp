@@ -1,6 +1,11 @@
 #include "build/native.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <optional>
 
 #include "core/fs.h"
@@ -199,6 +204,23 @@ Expected<std::vector<std::pair<fs::path, std::string>>> unpack_files(std::string
   return files;
 }
 
+// cicc and cudafe++ put a hash of the source file's mtime into the module id, which names the
+// file's internal entities in host and device code; patched or copied files have the time they
+// were written. Every file of the tree gets one fixed time (1980-01-01, as unpacked sdists).
+Expected<void> fix_mtimes(const fs::path& tree) {
+  ::timespec times[2];
+  times[0].tv_sec = times[1].tv_sec = 315532800;
+  times[0].tv_nsec = times[1].tv_nsec = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(tree, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_symlink() || !it->is_regular_file()) continue;
+    if (::utimensat(AT_FDCWD, it->path().c_str(), times, AT_SYMLINK_NOFOLLOW) != 0)
+      return Error::failed(cat("cannot set the time of ", it->path().string(), ": ", std::strerror(errno)));
+  }
+  if (ec) return Error::failed(cat("cannot list ", tree.string(), ": ", ec.message()));
+  return {};
+}
+
 // Every arch of this nvcc, for __CUDA_ARCH_LIST__ (see nvcc_split.h); "" when it cannot say.
 std::string canonical_arch_list(const fs::path& nvcc) {
   ProcessSpec spec;
@@ -279,6 +301,7 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
   KILN_CHECK(ensure_directory(ctx.root / "obj"));
   KILN_CHECK(ensure_directory(ctx.root / "out"));
   KILN_CHECK(ensure_directory(ctx.object_cache));
+  KILN_CHECK(fix_mtimes(ctx.root / "src"));
 
   // The translation units, in link order.
   std::vector<Unit> units;
