@@ -26,9 +26,28 @@ double now() {
 
 struct Running {
   std::size_t index;
-  Child child;
+  std::optional<Child> child;  // the running step's process
   double started;
+  std::size_t step = 0;      // 0: argv, i: then[i - 1]
+  double cpu_seconds = 0;    // of the steps that ended
+  long max_rss_kib = 0;
 };
+
+const std::vector<std::string>& step_argv(const Job& job, std::size_t step) {
+  return step == 0 ? job.argv : job.then[step - 1];
+}
+
+Expected<Child> spawn_step(const Job& job, std::size_t step) {
+  ProcessSpec spec;
+  spec.argv = step_argv(job, step);
+  spec.env_set = job.env;
+  spec.cwd = job.cwd;
+  spec.output = ProcessSpec::Output::Log;
+  spec.log_file = job.log;
+  spec.append_log = step > 0;
+  log::verbose(cat("$ ", format_argv(spec.argv)));
+  return spawn(spec);
+}
 
 bool group_alive(pid_t pgid) { return pgid > 0 && ::kill(-pgid, 0) == 0; }
 
@@ -37,14 +56,14 @@ bool group_alive(pid_t pgid) { return pgid > 0 && ::kill(-pgid, 0) == 0; }
 void stop_all(std::list<Running>& running) {
   std::vector<pid_t> groups;
   for (auto& r : running) {
-    groups.push_back(r.child.process_group());
-    r.child.kill_group(SIGTERM);
+    groups.push_back(r.child->process_group());
+    r.child->kill_group(SIGTERM);
   }
   auto wait_empty = [&](double seconds) {
     double deadline = now() + seconds;
     while (now() < deadline) {
       ProcessResult result;
-      for (auto& r : running) r.child.poll(result);  // reap leaders as they exit
+      for (auto& r : running) r.child->poll(result);  // reap leaders as they exit
       bool any = false;
       for (pid_t g : groups) any = any || group_alive(g);
       if (!any) return;
@@ -101,15 +120,18 @@ Expected<JobStats> run_jobs(const std::vector<Job>& jobs, const RunnerOptions& o
       int weight = std::min(jobs[i].weight, slots);
       bool fits = used_slots + weight <= slots && (running.empty() || used_memory + jobs[i].memory_gib <= memory);
       if (!fits) break;  // keep the order: a big job is not overtaken forever by small ones
-      ProcessSpec spec;
-      spec.argv = jobs[i].argv;
-      spec.env_set = jobs[i].env;
-      spec.cwd = jobs[i].cwd;
-      spec.output = ProcessSpec::Output::Log;
-      spec.log_file = jobs[i].log;
       KILN_CHECK(ensure_directory(jobs[i].log.parent_path()));
-      write_file_atomic(jobs[i].log.string() + ".cmd", format_argv(jobs[i].argv) + "\n").value();
-      auto child = spawn(spec);
+      std::string commands = format_argv(jobs[i].argv) + "\n";
+      for (const auto& argv : jobs[i].then) commands += format_argv(argv) + "\n";
+      write_file_atomic(jobs[i].log.string() + ".cmd", commands).value();
+      if (jobs[i].before) {
+        auto ok = jobs[i].before();
+        if (!ok) {
+          stop_all(running);
+          return std::move(ok).error();
+        }
+      }
+      auto child = spawn_step(jobs[i], 0);
       if (!child) {
         stop_all(running);
         return child.error();
@@ -119,20 +141,36 @@ Expected<JobStats> run_jobs(const std::vector<Job>& jobs, const RunnerOptions& o
       used_memory += jobs[i].memory_gib;
       running.emplace_back(Running{i, std::move(*child), now()});
       log::info(cat("start ", jobs[i].label));
-      log::verbose(cat("$ ", format_argv(jobs[i].argv)));
     }
     // Reap finished jobs.
     bool progressed = false;
     for (auto r = running.begin(); r != running.end();) {
       ProcessResult result;
-      if (!r->child.poll(result)) {
+      if (!r->child->poll(result)) {
         ++r;
         continue;
       }
       progressed = true;
       std::size_t i = r->index;
       const Job& job = jobs[i];
+      r->cpu_seconds += result.cpu_seconds;
+      r->max_rss_kib = std::max(r->max_rss_kib, result.max_rss_kib);
+      if (result.ok() && r->step < job.then.size()) {
+        auto next = spawn_step(job, r->step + 1);
+        if (!next) {
+          stop_all(running);
+          return next.error();
+        }
+        r->child.reset();
+        r->child.emplace(std::move(*next));
+        r->step++;
+        ++r;
+        continue;
+      }
       double seconds = now() - r->started;
+      double cpu = r->cpu_seconds;
+      long rss = r->max_rss_kib;
+      const std::vector<std::string>& argv = step_argv(job, r->step);
       used_slots -= std::min(job.weight, slots);
       used_memory -= job.memory_gib;
       r = running.erase(r);
@@ -142,7 +180,7 @@ Expected<JobStats> run_jobs(const std::vector<Job>& jobs, const RunnerOptions& o
         return Error::failed(
             cat(job.label, " failed (", result.term_signal ? cat("signal ", result.term_signal) : cat("exit ", result.exit_code),
                 "); log: ", job.log.string()),
-            cat("command: ", format_argv(job.argv), "\n", tail_lines(text ? *text : std::string(), 25)));
+            cat("command: ", format_argv(argv), "\n", tail_lines(text ? *text : std::string(), 25)));
       }
       if (job.on_success) {
         auto ok = job.on_success();
@@ -154,8 +192,8 @@ Expected<JobStats> run_jobs(const std::vector<Job>& jobs, const RunnerOptions& o
       state[i] = 2;
       ++done;
       stats.run++;
-      stats.cpu_seconds += seconds;
-      stats.timings.push_back({job.label, seconds, result.max_rss_kib});
+      stats.cpu_seconds += cpu;
+      stats.timings.push_back({job.label, seconds, rss, cpu});
       log::info(cat("[", done, "/", total, "] ", job.label, " (", static_cast<int>(seconds + 0.5), " s)"));
     }
     if (!progressed) std::this_thread::sleep_for(std::chrono::milliseconds(20));

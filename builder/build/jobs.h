@@ -15,24 +15,30 @@ namespace kiln::build {
 struct Job {
   std::string label;  // "nvcc causal_conv1d_bwd.cu sm_90"
   std::vector<std::string> argv;
+  // Further commands, run one after another in the same slot once the previous one succeeded;
+  // the job fails at the first that fails. All write to the job's log.
+  std::vector<std::vector<std::string>> then;
   std::vector<std::pair<std::string, std::string>> env;
   std::filesystem::path cwd;
   std::filesystem::path log;
   int weight = 1;          // slots it occupies (e.g. nvcc --threads)
   double memory_gib = 1;   // estimated peak memory
   std::vector<std::size_t> deps;  // indices of jobs that must finish first
-  // Runs after the process succeeded (e.g. to store the object in the cache).
+  // Runs right before the first command (e.g. to put inputs from other jobs in place).
+  std::function<Expected<void>()> before;
+  // Runs after the last command succeeded (e.g. to store the object in the cache).
   std::function<Expected<void>()> on_success;
 };
 
 struct JobStats {
   std::size_t run = 0;
   double wall_seconds = 0;
-  double cpu_seconds = 0;  // sum of job wall times
+  double cpu_seconds = 0;  // user + system seconds of every job
   struct Timing {
     std::string label;
     double seconds;
     long max_rss_kib;
+    double cpu_seconds;  // user + system, the job's processes together
   };
   std::vector<Timing> timings;
 };

@@ -1,12 +1,19 @@
 #include "build/native.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <optional>
 
 #include "core/fs.h"
 #include "core/hash.h"
 #include "core/log.h"
 #include "core/process.h"
 #include "core/strings.h"
+#include "build/nvcc_split.h"
 
 namespace kiln::build {
 
@@ -87,11 +94,13 @@ const std::vector<std::string>& pid_namespace_prefix() {
 }  // namespace
 
 std::vector<std::string> cxx_compile_argv(const NativeContext& ctx, const manifest::Extension& ext,
-                                          const std::string& source, const std::string& object) {
+                                          const std::vector<std::string>& defines, const std::string& source,
+                                          const std::string& object) {
   std::vector<std::string> argv = {ctx.cxx.path};
   append(argv, kCommonCxxFlags);
   append(argv, include_flags(ctx, ext));
   append(argv, define_flags(ext));
+  append(argv, defines);
   argv.push_back("-c");
   argv.push_back(source);
   argv.push_back("-o");
@@ -102,26 +111,46 @@ std::vector<std::string> cxx_compile_argv(const NativeContext& ctx, const manife
   return argv;
 }
 
-std::vector<std::string> nvcc_compile_argv(const NativeContext& ctx, const manifest::Extension& ext,
-                                           const std::string& source, const std::string& object,
-                                           int threads, const std::string& keep_dir) {
-  std::vector<std::string> argv = pid_namespace_prefix();
-  argv.push_back(ctx.cuda.nvcc.string());
+// fatbinary compresses only large SASS images by default (a 9 MB cubin stays as it is, a 15 MB
+// one shrinks 5.6x), so the wheel's size would depend on how the code is split into translation
+// units; -compress-all compresses every image, with the default (balanced) mode: the "size" mode
+// saves another 30% at about 0.75 CPU-s per MB of SASS, more than a sharded compile saves.
+const std::vector<std::string> kFatbinaryFlags = {"-compress-all"};
+
+std::vector<std::string> shard_defines(const manifest::Shardable& shard, int index, int count) {
+  if (count <= 1) return {};
+  return {cat("-D", shard.index_define, "=", index), cat("-D", shard.count_define, "=", count)};
+}
+
+std::vector<std::string> nvcc_flags(const NativeContext& ctx, const manifest::Extension& ext,
+                                    const std::vector<std::string>& defines) {
+  std::vector<std::string> argv;
   append(argv, include_flags(ctx, ext));
   append(argv, define_flags(ext));
-  argv.push_back("-c");
-  argv.push_back(source);
-  argv.push_back("-o");
-  argv.push_back(object);
+  append(argv, defines);
   append(argv, kCommonNvccFlags);
   argv.push_back("-Xcompiler");
   argv.push_back("-fPIC");
   append(argv, ext.nvcc_flags);
   append(argv, extension_defines(ctx, ext));
-  append(argv, ctx.archs.gencode_flags());
   if (!has_std_flag(ext.nvcc_flags)) argv.push_back("-std=c++17");
   argv.push_back("-ccbin");
   argv.push_back(ctx.cxx.path);
+  return argv;
+}
+
+std::vector<std::string> nvcc_compile_argv(const NativeContext& ctx, const manifest::Extension& ext,
+                                           const std::vector<std::string>& defines, const std::string& source,
+                                           const std::string& object, int threads, const std::string& keep_dir) {
+  std::vector<std::string> argv = pid_namespace_prefix();
+  argv.push_back(ctx.cuda.nvcc.string());
+  append(argv, nvcc_flags(ctx, ext, defines));
+  argv.push_back("-c");
+  argv.push_back(source);
+  argv.push_back("-o");
+  argv.push_back(object);
+  append(argv, ctx.archs.gencode_flags());
+  argv.push_back("-Xfatbin=-compress-all");
   argv.push_back("--threads");
   argv.push_back(std::to_string(threads));
   // Named intermediates instead of tmpxft_<pid>_… ones, whose names end up in the object.
@@ -143,6 +172,121 @@ std::vector<std::string> link_argv(const NativeContext& ctx, const std::vector<s
   return argv;
 }
 
+namespace {
+
+// A device part in the object cache: the files it made, each as "<path>\n<size>\n<bytes>".
+std::string pack_files(const std::vector<std::pair<fs::path, std::string>>& files) {
+  std::string out = "kiln-device-part 1\n";
+  for (const auto& [path, data] : files) out += cat(path.string(), "\n", data.size(), "\n", data);
+  return out;
+}
+
+Expected<std::vector<std::pair<fs::path, std::string>>> unpack_files(std::string_view data) {
+  std::vector<std::pair<fs::path, std::string>> files;
+  auto line = [&](std::string& out) {
+    auto nl = data.find('\n');
+    if (nl == std::string_view::npos) return false;
+    out = std::string(data.substr(0, nl));
+    data.remove_prefix(nl + 1);
+    return true;
+  };
+  std::string header, path, size;
+  if (!line(header) || header != "kiln-device-part 1") return Error::failed("not a device part");
+  while (!data.empty()) {
+    if (!line(path) || !line(size) || size.empty() || size.size() > 12 ||
+        !std::all_of(size.begin(), size.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return Error::failed("a damaged device part");
+    std::size_t n = std::stoull(size);
+    if (n > data.size()) return Error::failed("a truncated device part");
+    files.emplace_back(path, std::string(data.substr(0, n)));
+    data.remove_prefix(n);
+  }
+  return files;
+}
+
+// cicc and cudafe++ put a hash of the source file's mtime into the module id, which names the
+// file's internal entities in host and device code; patched or copied files have the time they
+// were written. Every file of the tree gets one fixed time (1980-01-01, as unpacked sdists).
+Expected<void> fix_mtimes(const fs::path& tree) {
+  ::timespec times[2];
+  times[0].tv_sec = times[1].tv_sec = 315532800;
+  times[0].tv_nsec = times[1].tv_nsec = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(tree, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_symlink() || !it->is_regular_file()) continue;
+    if (::utimensat(AT_FDCWD, it->path().c_str(), times, AT_SYMLINK_NOFOLLOW) != 0)
+      return Error::failed(cat("cannot set the time of ", it->path().string(), ": ", std::strerror(errno)));
+  }
+  if (ec) return Error::failed(cat("cannot list ", tree.string(), ": ", ec.message()));
+  return {};
+}
+
+// Every arch of this nvcc, for __CUDA_ARCH_LIST__ (see nvcc_split.h); "" when it cannot say.
+std::string canonical_arch_list(const fs::path& nvcc) {
+  ProcessSpec spec;
+  spec.argv = {nvcc.string(), "--list-gpu-arch"};
+  auto r = run_process(spec);
+  if (!r || !r->ok()) return "";
+  return nvcc::arch_list_value(r->output);
+}
+
+// Runs nvcc dry runs, several at a time; each result is its output or an error.
+std::vector<Expected<std::string>> run_dry_runs(const std::vector<std::vector<std::string>>& commands, const fs::path& cwd) {
+  std::vector<Expected<std::string>> results(commands.size(), Error::failed("not run"));
+  const std::size_t batch = 32;
+  for (std::size_t first = 0; first < commands.size(); first += batch) {
+    std::vector<std::pair<std::size_t, Child>> children;
+    for (std::size_t i = first; i < std::min(commands.size(), first + batch); ++i) {
+      ProcessSpec spec;
+      spec.argv = commands[i];
+      spec.cwd = cwd;
+      auto child = spawn(spec);
+      if (!child) results[i] = child.error();
+      else children.emplace_back(i, std::move(*child));
+    }
+    for (auto& [i, child] : children) {
+      auto r = child.wait();
+      if (!r) results[i] = r.error();
+      else if (!r->ok()) results[i] = Error::failed(cat("nvcc --dryrun failed: ", tail_lines(r->output, 5)));
+      else results[i] = std::move(r->output);
+    }
+  }
+  return results;
+}
+
+// One translation unit: a source, or one shard of it.
+struct Unit {
+  const manifest::Extension* ext = nullptr;
+  std::string source;                // relative to src/
+  std::vector<std::string> defines;  // the shard's
+  std::string tag;                   // "csrc_x.cu" or "csrc_x.cu.2-of-9": names its files
+  std::string name;                  // "x.cu" or "x.cu[2/9]": names its jobs
+  double share = 1;                  // its part of the source's units
+  bool sharded = false;              // the source is declared shardable
+  fs::path object;
+};
+
+// What a CUDA unit becomes when nvcc's dry run splits per arch.
+struct SplitUnit {
+  std::vector<nvcc::DevicePart> devices;  // one per arch, in the target's order
+  std::vector<std::string> device_labels;
+  nvcc::HostPart host;
+  nvcc::Env env;
+};
+
+std::string join_commands(const std::vector<std::vector<std::string>>& steps) {
+  std::vector<std::string> lines;
+  for (const auto& s : steps) lines.push_back(join(s, "\x1f"));
+  return join(lines, "\x1e");
+}
+
+std::vector<std::vector<std::string>> in_pid_namespace(std::vector<std::vector<std::string>> steps) {
+  for (auto& s : steps) s.insert(s.begin(), pid_namespace_prefix().begin(), pid_namespace_prefix().end());
+  return steps;
+}
+
+}  // namespace
+
 Expected<NativeResult> build_native(const NativeContext& ctx) {
   NativeResult result;
   const int slots = ctx.jobs > 0 ? ctx.jobs : default_slots();
@@ -157,90 +301,324 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
   KILN_CHECK(ensure_directory(ctx.root / "obj"));
   KILN_CHECK(ensure_directory(ctx.root / "out"));
   KILN_CHECK(ensure_directory(ctx.object_cache));
+  KILN_CHECK(fix_mtimes(ctx.root / "src"));
 
-  std::vector<Job> jobs;
-  std::vector<std::pair<const manifest::Extension*, std::vector<std::size_t>>> ext_jobs;
-  std::vector<std::vector<std::string>> ext_objects;
+  // The translation units, in link order.
+  std::vector<Unit> units;
   for (const auto& ext : ctx.manifest->extensions) {
-    std::vector<std::size_t> compile_jobs;
-    std::vector<std::string> objects;
-    // Longest first: .cu files by size, then host-only files.
-    std::vector<std::string> sources = ext.sources;
-    std::stable_sort(sources.begin(), sources.end(), [&](const std::string& a, const std::string& b) {
-      bool acu = a.ends_with(".cu"), bcu = b.ends_with(".cu");
-      if (acu != bcu) return acu;
-      std::error_code ec;
-      return fs::file_size(ctx.root / "src" / a, ec) > fs::file_size(ctx.root / "src" / b, ec);
-    });
-    for (const auto& src : sources) {
-      std::string stem = src;
-      std::replace(stem.begin(), stem.end(), '/', '_');
-      std::string object = (ctx.root / "obj" / (ext.name + "." + stem + ".o")).string();
-      std::string source = (ctx.root / "src" / src).string();
-      bool cuda = src.ends_with(".cu");
-      std::size_t gencodes = ctx.archs.gencode_flags().size();
-      int threads = cuda ? static_cast<int>(std::min<std::size_t>(std::max<std::size_t>(gencodes, 1), static_cast<std::size_t>(slots))) : 1;
-      std::string keep = (ctx.root / "keep" / (ext.name + "." + stem)).string();
-      std::vector<std::string> argv = cuda ? nvcc_compile_argv(ctx, ext, source, object, threads, keep)
-                                           : cxx_compile_argv(ctx, ext, source, object);
-      // The object cache key: the exact command (it names every input path, all fixed) and the
-      // identities behind those paths.
-      std::string key = sha256_hex(cat(ctx.object_salt, "\n", join(argv, "\x1f")));
-      fs::path cached = ctx.object_cache / key.substr(0, 2) / (key + ".o");
-      objects.push_back(object);
-      std::error_code ec;
-      if (fs::is_regular_file(cached, ec)) {
-        fs::copy_file(cached, object, fs::copy_options::overwrite_existing, ec);
-        if (!ec) {
-          result.objects_reused++;
-          continue;
-        }
-      }
-      if (cuda) KILN_CHECK(ensure_directory(keep));
-      Job job;
-      std::string archs_label;
-      for (const auto& a : ctx.archs.archs()) archs_label += (archs_label.empty() ? "" : ",") + a.sm_name();
-      job.label = cuda ? cat("nvcc ", fs::path(src).filename().string(), " ", archs_label)
-                       : cat(fs::path(ctx.cxx.path).filename().string(), " ", fs::path(src).filename().string());
-      job.argv = std::move(argv);
-      job.env = {{"SOURCE_DATE_EPOCH", "315532800"}, {"LC_ALL", "C"}};
-      job.cwd = ctx.root / "src";
-      job.log = ctx.root / "logs" / (ext.name + "." + stem + ".log");
-      job.weight = threads;
-      job.memory_gib = cuda ? 3.5 : 2.0;
-      job.on_success = [object, cached]() -> Expected<void> {
-        KILN_CHECK(ensure_directory(cached.parent_path()));
-        KILN_TRY(std::string data, read_file(object));
-        return write_file_atomic(cached, data);
-      };
-      compile_jobs.push_back(jobs.size());
-      jobs.push_back(std::move(job));
-    }
-    ext_jobs.emplace_back(&ext, compile_jobs);
-    // Link in the manifest's source order, not the scheduling order.
-    std::vector<std::string> ordered;
     for (const auto& src : ext.sources) {
       std::string stem = src;
       std::replace(stem.begin(), stem.end(), '/', '_');
-      ordered.push_back((ctx.root / "obj" / (ext.name + "." + stem + ".o")).string());
+      const manifest::Shardable* shard = nullptr;
+      for (const auto& s : ext.shards)
+        if (s.source == src) shard = &s;
+      auto it = ctx.shards.find(ext.name + "/" + src);
+      int count = shard && it != ctx.shards.end() ? std::clamp(it->second, 1, shard->units) : 1;
+      std::string file = fs::path(src).filename().string();
+      for (int k = 0; k < count; ++k) {
+        Unit u;
+        u.ext = &ext;
+        u.source = src;
+        u.defines = shard ? shard_defines(*shard, k, count) : std::vector<std::string>{};
+        u.tag = count > 1 ? cat(stem, ".", k, "-of-", count) : stem;
+        u.name = count > 1 ? cat(file, "[", k, "/", count, "]") : file;
+        // Units u with u % count == k.
+        u.share = count > 1 ? static_cast<double>((shard->units - k + count - 1) / count) / shard->units : 1.0;
+        u.sharded = shard != nullptr;
+        u.object = ctx.root / "obj" / (ext.name + "." + u.tag + ".o");
+        units.push_back(std::move(u));
+      }
     }
-    ext_objects.push_back(ordered);
   }
-  for (std::size_t i = 0; i < ext_jobs.size(); ++i) {
-    const auto& ext = *ext_jobs[i].first;
+
+  // nvcc's dry runs for the CUDA units: one per arch (device part) and one for all (host part).
+  std::vector<std::string> arch_tokens = split(ctx.archs.canonical(), ";");
+  std::vector<manifest::ArchList> arch_entries;
+  for (const auto& token : arch_tokens) arch_entries.push_back(manifest::ArchList::parse(token).value());
+  const std::string arch_list = canonical_arch_list(ctx.cuda.nvcc);
+  std::vector<std::vector<std::string>> dry_commands;
+  std::vector<std::size_t> dry_first(units.size(), 0);
+  auto keep_dir = [&](const Unit& u) { return ctx.root / "keep" / (u.ext->name + "." + u.tag); };
+  auto arch_dir = [](const std::string& token) {
+    std::string d = token;
+    std::replace(d.begin(), d.end(), '+', '-');
+    return d;
+  };
+  for (std::size_t i = 0; i < units.size(); ++i) {
+    const Unit& u = units[i];
+    dry_first[i] = dry_commands.size();
+    if (!u.source.ends_with(".cu") || arch_list.empty()) continue;
+    std::string source = (ctx.root / "src" / u.source).string();
+    std::string stem = fs::path(u.source).stem().string();
+    for (std::size_t a = 0; a < arch_entries.size(); ++a) {
+      fs::path dir = keep_dir(u) / arch_dir(arch_tokens[a]);
+      KILN_CHECK(ensure_directory(dir));
+      std::vector<std::string> argv = {ctx.cuda.nvcc.string(), "--dryrun"};
+      append(argv, nvcc_flags(ctx, *u.ext, u.defines));
+      append(argv, {"--fatbin", source, "-o", (dir / (stem + ".fatbin")).string()});
+      append(argv, arch_entries[a].gencode_flags());
+      append(argv, {"--keep", "--keep-dir", dir.string()});
+      dry_commands.push_back(std::move(argv));
+    }
+    fs::path dir = keep_dir(u) / "host";
+    KILN_CHECK(ensure_directory(dir));
+    std::vector<std::string> argv = {ctx.cuda.nvcc.string(), "--dryrun"};
+    append(argv, nvcc_flags(ctx, *u.ext, u.defines));
+    append(argv, {"-c", source, "-o", u.object.string()});
+    append(argv, ctx.archs.gencode_flags());
+    append(argv, {"--keep", "--keep-dir", dir.string()});
+    dry_commands.push_back(std::move(argv));
+  }
+  auto dry_outputs = run_dry_runs(dry_commands, ctx.root / "src");
+
+  struct Planned {
+    Job job;
+    // 0 host parts (they unblock links), 1 host C++, 2 the device parts of shardable sources (the
+    // manifest marks those as the heavy ones), 3 other device parts and whole-file nvcc jobs.
+    int order_class;
+    double estimate;
+  };
+  std::vector<Planned> planned;
+  const std::vector<std::pair<std::string, std::string>> env = {{"SOURCE_DATE_EPOCH", "315532800"}, {"LC_ALL", "C"}};
+  auto object_key = [&](std::string_view kind, const std::string& commands) {
+    return sha256_hex(cat(ctx.object_salt, "\n", kind, "\n", commands));
+  };
+  auto cached_path = [&](const std::string& key, std::string_view suffix) {
+    return ctx.object_cache / key.substr(0, 2) / (key + std::string(suffix));
+  };
+  auto store = [](fs::path cached, fs::path object) {
+    return [object, cached]() -> Expected<void> {
+      KILN_CHECK(ensure_directory(cached.parent_path()));
+      KILN_TRY(std::string data, read_file(object));
+      return write_file_atomic(cached, data);
+    };
+  };
+  auto reuse = [&](const fs::path& cached, const fs::path& object) {
+    std::error_code ec;
+    if (!fs::is_regular_file(cached, ec)) return false;
+    fs::copy_file(cached, object, fs::copy_options::overwrite_existing, ec);
+    if (ec) return false;
+    result.objects_reused++;
+    return true;
+  };
+  std::vector<std::vector<std::size_t>> ext_deps(ctx.manifest->extensions.size());
+  auto ext_index = [&](const manifest::Extension* e) {
+    return static_cast<std::size_t>(e - ctx.manifest->extensions.data());
+  };
+  std::string archs_label;
+  for (const auto& a : ctx.archs.archs()) archs_label += (archs_label.empty() ? "" : ",") + a.sm_name();
+
+  for (std::size_t i = 0; i < units.size(); ++i) {
+    const Unit& u = units[i];
+    const manifest::Extension& ext = *u.ext;
+    std::string source = (ctx.root / "src" / u.source).string();
+    std::error_code ec;
+    double estimate = static_cast<double>(fs::file_size(source, ec)) * u.share;
+    fs::path log_dir = ctx.root / "logs";
+    std::string log_stem = ext.name + "." + u.tag;
+
+    if (!u.source.ends_with(".cu")) {
+      std::vector<std::string> argv = cxx_compile_argv(ctx, ext, u.defines, source, u.object.string());
+      std::string key = object_key("cxx", join(argv, "\x1f"));
+      fs::path cached = cached_path(key, ".o");
+      if (reuse(cached, u.object)) continue;
+      Job job;
+      job.label = cat(fs::path(ctx.cxx.path).filename().string(), " ", u.name);
+      job.argv = std::move(argv);
+      job.env = env;
+      job.cwd = ctx.root / "src";
+      job.log = log_dir / (log_stem + ".log");
+      job.memory_gib = 2.0;
+      job.on_success = store(cached, u.object);
+      ext_deps[ext_index(&ext)].push_back(planned.size());
+      planned.push_back({std::move(job), 1, estimate});
+      continue;
+    }
+
+    // A CUDA unit: per-arch device parts and a host part, if nvcc's dry runs split as expected.
+    std::optional<SplitUnit> split_unit;
+    std::string why_not = arch_list.empty() ? "nvcc --list-gpu-arch said nothing" : "";
+    if (!arch_list.empty()) {
+      SplitUnit su;
+      std::vector<nvcc::Image> images;
+      for (std::size_t a = 0; a <= arch_entries.size() && why_not.empty(); ++a) {
+        const auto& out = dry_outputs[dry_first[i] + a];
+        if (!out) { why_not = out.error().message; break; }
+        auto parsed = nvcc::parse_dryrun(*out);
+        if (!parsed) { why_not = parsed.error().message; break; }
+        if (a < arch_entries.size()) {
+          auto part = nvcc::device_part(*parsed, arch_list);
+          if (!part) { why_not = part.error().message; break; }
+          for (const auto& im : part->images) images.push_back(im);
+          su.devices.push_back(std::move(*part));
+          su.device_labels.push_back(arch_tokens[a]);
+        } else {
+          auto host = nvcc::host_part(*parsed, arch_list, images, kFatbinaryFlags);
+          if (!host) { why_not = host.error().message; break; }
+          su.host = std::move(*host);
+          su.env = parsed->env;
+        }
+      }
+      if (why_not.empty()) split_unit = std::move(su);
+    }
+
+    if (!split_unit) {
+      log::verbose(cat(u.name, ": one nvcc for all archs (", why_not, ")"));
+      int threads = static_cast<int>(std::clamp<std::size_t>(ctx.archs.gencode_flags().size(), 1, static_cast<std::size_t>(slots)));
+      fs::path keep = keep_dir(u) / "all";
+      std::vector<std::string> argv = nvcc_compile_argv(ctx, ext, u.defines, source, u.object.string(), threads, keep.string());
+      std::string key = object_key("nvcc", join(argv, "\x1f"));
+      fs::path cached = cached_path(key, ".o");
+      if (reuse(cached, u.object)) continue;
+      KILN_CHECK(ensure_directory(keep));
+      Job job;
+      job.label = cat("nvcc ", u.name, " ", archs_label);
+      job.argv = std::move(argv);
+      job.env = env;
+      job.cwd = ctx.root / "src";
+      job.log = log_dir / (log_stem + ".log");
+      job.weight = threads;
+      job.memory_gib = 1.0 + 2.5 * u.share * threads;
+      job.on_success = store(cached, u.object);
+      ext_deps[ext_index(&ext)].push_back(planned.size());
+      planned.push_back({std::move(job), u.sharded ? 2 : 3, estimate * static_cast<double>(arch_entries.size())});
+      continue;
+    }
+
+    SplitUnit& su = *split_unit;
+    std::vector<std::pair<std::string, std::string>> step_env = env;
+    for (const auto& [name, value] : su.env)
+      if (name != "SOURCE_DATE_EPOCH" && name != "LC_ALL") step_env.emplace_back(name, value);
+    std::vector<std::string> device_keys;
+    std::vector<std::vector<std::vector<std::string>>> device_steps;
+    for (const auto& d : su.devices) {
+      device_steps.push_back(in_pid_namespace(d.steps));
+      device_keys.push_back(object_key("nvcc-device", join_commands(device_steps.back())));
+    }
+    auto host_steps = in_pid_namespace(su.host.steps);
+    std::string host_key = object_key("nvcc-host", cat(join_commands(host_steps), "\n", join(device_keys, ",")));
+    fs::path host_cached = cached_path(host_key, ".o");
+    if (reuse(host_cached, u.object)) continue;
+
+    std::vector<std::size_t> device_jobs;
+    for (std::size_t a = 0; a < su.devices.size(); ++a) {
+      const nvcc::DevicePart& d = su.devices[a];
+      std::vector<fs::path> outputs = {d.module_id, d.stub};
+      for (const auto& im : d.images) outputs.push_back(im.file);
+      fs::path cached = cached_path(device_keys[a], ".dev");
+      // A cached device part: its files back where the host part reads them.
+      bool hit = false;
+      if (auto data = read_file(cached)) {
+        auto files = unpack_files(*data);
+        bool match = files && files->size() == outputs.size();
+        for (std::size_t f = 0; match && f < outputs.size(); ++f) match = (*files)[f].first == outputs[f];
+        for (std::size_t f = 0; match && f < outputs.size(); ++f) match = write_file_atomic(outputs[f], (*files)[f].second).has_value();
+        hit = match;
+      }
+      if (hit) {
+        result.objects_reused++;
+        continue;
+      }
+      Job job;
+      job.label = cat("nvcc ", u.name, " ", su.device_labels[a]);
+      job.argv = device_steps[a].front();
+      job.then.assign(device_steps[a].begin() + 1, device_steps[a].end());
+      job.env = step_env;
+      job.cwd = ctx.root / "src";
+      job.log = log_dir / (log_stem + "." + arch_dir(su.device_labels[a]) + ".log");
+      job.memory_gib = 0.5 + 2.5 * u.share;
+      job.on_success = [outputs, cached]() -> Expected<void> {
+        std::vector<std::pair<fs::path, std::string>> files;
+        for (const auto& f : outputs) {
+          KILN_TRY(std::string data, read_file(f));
+          files.emplace_back(f, std::move(data));
+        }
+        KILN_CHECK(ensure_directory(cached.parent_path()));
+        KILN_CHECK(write_file_atomic(cached, pack_files(files)));
+        // The rest of nvcc's intermediates (preprocessed sources, PTX not shipped) can go.
+        std::error_code ec;
+        for (const auto& entry : fs::directory_iterator(outputs.front().parent_path(), ec))
+          if (std::find(outputs.begin(), outputs.end(), entry.path()) == outputs.end()) fs::remove(entry.path(), ec);
+        return {};
+      };
+      device_jobs.push_back(planned.size());
+      planned.push_back({std::move(job), u.sharded ? 2 : 3, estimate});
+    }
+    Job host;
+    host.label = cat("nvcc ", u.name, " host");
+    host.argv = host_steps.front();
+    host.then.assign(host_steps.begin() + 1, host_steps.end());
+    host.env = step_env;
+    host.cwd = ctx.root / "src";
+    host.log = log_dir / (log_stem + ".host.log");
+    host.memory_gib = 1.0;
+    host.deps = device_jobs;
+    // The host half reads the module id and stub the device halves wrote: every arch must have
+    // written the same (they name the file's entities, which the host half refers to).
+    std::vector<nvcc::DevicePart> devices = su.devices;
+    nvcc::HostPart hp = su.host;
+    std::string name = u.name;
+    host.before = [devices, hp, name]() -> Expected<void> {
+      KILN_TRY(std::string module_id, read_file(devices.front().module_id));
+      KILN_TRY(std::string stub, read_file(devices.front().stub));
+      for (std::size_t a = 1; a < devices.size(); ++a) {
+        KILN_TRY(std::string other_id, read_file(devices[a].module_id));
+        KILN_TRY(std::string other_stub, read_file(devices[a].stub));
+        if (other_id != module_id || other_stub != stub)
+          return Error::failed(cat(name, ": nvcc's device passes for different archs disagree on the host stub or "
+                                         "module id; this file cannot be compiled per arch"));
+      }
+      KILN_CHECK(write_file_atomic(hp.module_id, module_id));
+      return write_file_atomic(hp.stub, stub);
+    };
+    fs::path unit_keep = keep_dir(u);
+    host.on_success = [stored = store(host_cached, u.object), unit_keep]() -> Expected<void> {
+      KILN_CHECK(stored());
+      std::error_code ec;
+      fs::remove_all(unit_keep, ec);  // the object is built: its intermediates can go
+      return {};
+    };
+    ext_deps[ext_index(&ext)].push_back(planned.size());
+    planned.push_back({std::move(host), 0, estimate});
+  }
+
+  // Link each module from its units' objects, in the manifest's order.
+  for (std::size_t e = 0; e < ctx.manifest->extensions.size(); ++e) {
+    const auto& ext = ctx.manifest->extensions[e];
+    std::vector<std::string> objects;
+    for (const auto& u : units)
+      if (u.ext == &ext) objects.push_back(u.object.string());
     std::string rel = module_path(ext.name, ctx.python.ext_suffix);
     fs::path out = ctx.root / "out" / rel;
     KILN_CHECK(ensure_directory(out.parent_path()));
     Job link;
     link.label = cat("link ", fs::path(rel).filename().string());
-    link.argv = link_argv(ctx, ext_objects[i], out.string());
+    link.argv = link_argv(ctx, objects, out.string());
     link.env = {{"LC_ALL", "C"}};
     link.cwd = ctx.root / "src";
     link.log = ctx.root / "logs" / (ext.name + ".link.log");
     link.memory_gib = 1;
-    link.deps = ext_jobs[i].second;
-    jobs.push_back(std::move(link));
+    link.deps = ext_deps[e];
+    planned.push_back({std::move(link), 4, 0});
     result.modules.push_back(BuiltModule{rel, out});
+  }
+
+  // The runner starts ready jobs in this order: host parts as soon as their device parts are
+  // done, then host C++ (torch's headers make those the longest single jobs once CUDA files are
+  // split), then the shardable sources' device parts, then the rest, longest (largest) first.
+  std::vector<std::size_t> order(planned.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    if (planned[a].order_class != planned[b].order_class) return planned[a].order_class < planned[b].order_class;
+    return planned[a].estimate > planned[b].estimate;
+  });
+  std::vector<std::size_t> position(planned.size());
+  for (std::size_t p = 0; p < order.size(); ++p) position[order[p]] = p;
+  std::vector<Job> jobs;
+  for (std::size_t p : order) {
+    Job job = std::move(planned[p].job);
+    for (auto& d : job.deps) d = position[d];
+    jobs.push_back(std::move(job));
   }
   RunnerOptions options;
   options.slots = slots;

@@ -1,10 +1,18 @@
 // The native backend: compiles a manifest's extensions directly, with the flags
-// torch.utils.cpp_extension would use, for exactly the target's archs, one job per translation
-// unit (all archs of a TU in one nvcc, parallel through nvcc's --threads), objects cached per
-// (TU, flags, toolchain); then links each module like cpp_extension.
+// torch.utils.cpp_extension would use, for exactly the target's archs; then links each module
+// like cpp_extension.
+//
+// Jobs: a shardable source is compiled as the number of translation units resolve chose (its
+// shards). Each CUDA translation unit is one device job per arch (nvcc's own device commands for
+// that arch) and one host job (nvcc's host commands, with a fat binary of the device jobs'
+// images): see nvcc_split.h. Objects and device parts are cached under objects/ by the hash of
+// their exact commands and the toolchain's identity, so adding an arch compiles only that arch's
+// device parts and the host jobs. Where nvcc's dry run is not what kiln knows how to split, the
+// translation unit is one nvcc job for all archs (parallel through --threads).
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,6 +41,8 @@ struct NativeContext {
   std::filesystem::path object_cache;  // <cache>/objects
   std::string object_salt;             // identities the objects depend on beyond their argv
   int jobs = 0;                        // 0: one per core
+  // Shard counts chosen by resolve (part of the build key): "<extension>/<source>" -> n.
+  std::map<std::string, int> shards;
 };
 
 struct BuiltModule {
@@ -50,10 +60,20 @@ Expected<NativeResult> build_native(const NativeContext& ctx);
 
 // The compile and link argv kiln uses (exposed for tests and --explain).
 std::vector<std::string> cxx_compile_argv(const NativeContext& ctx, const manifest::Extension& ext,
-                                          const std::string& source, const std::string& object);
+                                          const std::vector<std::string>& defines, const std::string& source,
+                                          const std::string& object);
+// The nvcc flags of an extension's CUDA sources, less the source, output, archs and keep
+// directory; `defines` are a shard's.
+std::vector<std::string> nvcc_flags(const NativeContext& ctx, const manifest::Extension& ext,
+                                    const std::vector<std::string>& defines);
+// One nvcc for all archs (where kiln does not split the file per arch).
 std::vector<std::string> nvcc_compile_argv(const NativeContext& ctx, const manifest::Extension& ext,
-                                           const std::string& source, const std::string& object,
-                                           int threads, const std::string& keep_dir);
+                                           const std::vector<std::string>& defines, const std::string& source,
+                                           const std::string& object, int threads, const std::string& keep_dir);
+// A shard's defines: -D<index>=k -D<count>=n (none when n is 1).
+std::vector<std::string> shard_defines(const manifest::Shardable& shard, int index, int count);
+// What kiln adds to fatbinary's command (compression).
+extern const std::vector<std::string> kFatbinaryFlags;
 std::vector<std::string> link_argv(const NativeContext& ctx, const std::vector<std::string>& objects,
                                    const std::string& output);
 

@@ -28,7 +28,7 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
   sub.add_option("--index-url", opts->index_url, "Package index for sources and torch (default: pip's)");
   return [&ctx, opts] {
     auto targets = ctx.targets(opts->targets, opts->archs);
-    resolve::Plan plan = resolve::make_plan(ctx.repository(), opts->packages, targets).value();
+    resolve::Plan plan = resolve::make_plan(ctx.repository(), opts->packages, targets, opts->jobs).value();
     pipeline::Options po;
     po.cache = ctx.cache_path();
     po.jobs = opts->jobs;
@@ -49,7 +49,7 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
       }
       nlohmann::json timings = nlohmann::json::array();
       for (const auto& t : result.timings)
-        timings.push_back({{"job", t.label}, {"seconds", t.seconds}, {"max_rss_kib", t.max_rss_kib}});
+        timings.push_back({{"job", t.label}, {"seconds", t.seconds}, {"cpu_seconds", t.cpu_seconds}, {"max_rss_kib", t.max_rss_kib}});
       std::cout << nlohmann::json{{"items", items},
                                   {"fetches", result.downloads},
                                   {"compile_jobs", result.compile_jobs},

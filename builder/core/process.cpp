@@ -113,6 +113,8 @@ ProcessResult Child::finish(int status, const ::rusage& usage) {
   if (WIFSIGNALED(status)) result.term_signal = WTERMSIG(status);
   result.seconds = now_seconds() - start_;
   result.max_rss_kib = usage.ru_maxrss;
+  result.cpu_seconds = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                       static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
   if (out_fd_ >= 0) {
     read_available(out_fd_, output_);
     ::close(out_fd_);
@@ -179,7 +181,7 @@ Expected<Child> spawn(const ProcessSpec& spec) {
       break;
     case ProcessSpec::Output::Log:
       posix_spawn_file_actions_addopen(&actions, 1, spec.log_file.c_str(),
-                                       O_WRONLY | O_CREAT | O_TRUNC, 0644);
+                                       O_WRONLY | O_CREAT | (spec.append_log ? O_APPEND : O_TRUNC), 0644);
       posix_spawn_file_actions_adddup2(&actions, 1, 2);
       break;
     case ProcessSpec::Output::Discard:

@@ -22,6 +22,7 @@ struct ProcessSpec {
   std::vector<std::string> env_unset;
   Output output = Output::Capture;  // stdout and stderr together
   std::filesystem::path log_file;   // with Output::Log
+  bool append_log = false;          // add to log_file instead of replacing it
   bool new_process_group = true;    // so an interrupt can stop the child and its children
 };
 
@@ -31,6 +32,7 @@ struct ProcessResult {
   std::string output;   // with Output::Capture
   double seconds = 0;
   long max_rss_kib = 0;
+  double cpu_seconds = 0;  // user + system time of the child and the descendants it waited for
   bool ok() const { return exit_code == 0; }
 };
 

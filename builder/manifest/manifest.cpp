@@ -1,5 +1,6 @@
 #include "manifest/manifest.h"
 
+#include <algorithm>
 #include <regex>
 #include <set>
 
@@ -97,6 +98,26 @@ Source read_source(const TableReader& t, const std::filesystem::path& manifest_d
   return s;
 }
 
+Shardable read_shard(const TableReader& t, const Extension& e) {
+  Shardable s;
+  s.source = t.required_string("source");
+  if (std::find(e.sources.begin(), e.sources.end(), s.source) == e.sources.end())
+    t.fail("source", cat("'", s.source, "' is not one of the extension's sources"));
+  if (!s.source.ends_with(".cu") && !s.source.ends_with(".cpp") && !s.source.ends_with(".cc") &&
+      !s.source.ends_with(".cxx"))
+    t.fail("source", cat("'", s.source, "' is not a C++ or CUDA source"));
+  auto units = t.integer("units");
+  if (!units) t.fail_missing("units");
+  if (*units < 1 || *units > 1024) t.fail("units", cat("bad unit count ", *units, ": expected 1 to 1024"));
+  s.units = static_cast<int>(*units);
+  s.index_define = t.required_string("index-define");
+  if (!is_identifier(s.index_define)) t.fail("index-define", cat("bad macro name '", s.index_define, "'"));
+  s.count_define = t.required_string("count-define");
+  if (!is_identifier(s.count_define)) t.fail("count-define", cat("bad macro name '", s.count_define, "'"));
+  if (s.count_define == s.index_define) t.fail("count-define", "the index and count macros must differ");
+  return s;
+}
+
 Extension read_extension(const TableReader& t) {
   Extension e;
   e.name = t.required_string("name");
@@ -131,6 +152,13 @@ Extension read_extension(const TableReader& t) {
         f.find("--generate-code") == 0 || f.find("-code=") == 0)
       fail_at(t.source(), t.element_position("nvcc-flags", i),
               cat("'", f, "' selects architectures: archs come from the target, not the manifest"));
+  }
+  for (const toml::table* shard : t.tables("shard")) {
+    TableReader sr(t.source(), *shard, "build.extension.shard", {"source", "units", "index-define", "count-define"});
+    Shardable s = read_shard(sr, e);
+    for (const auto& other : e.shards)
+      if (other.source == s.source) sr.fail("source", cat("'", s.source, "' is declared shardable twice"));
+    e.shards.push_back(std::move(s));
   }
   return e;
 }
@@ -234,7 +262,7 @@ Manifest parse(const std::string& text, const std::filesystem::path& file,
   std::set<std::string> ext_names;
   for (std::size_t i = 0; i < ext_tables.size(); ++i) {
     TableReader er(source, *ext_tables[i], "build.extension",
-                   {"name", "sources", "include-dirs", "define-macros", "cxx-flags", "nvcc-flags"});
+                   {"name", "sources", "include-dirs", "define-macros", "cxx-flags", "nvcc-flags", "shard"});
     Extension e = read_extension(er);
     if (!ext_names.insert(e.name).second)
       er.fail("name", cat("extension '", e.name, "' is declared twice"));
@@ -281,6 +309,9 @@ nlohmann::json Manifest::canonical() const {
                     {"define_macros", e.define_macros},
                     {"cxx_flags", e.cxx_flags},
                     {"nvcc_flags", e.nvcc_flags}});
+    for (const auto& s : e.shards)
+      exts.back()["shards"].push_back(
+          {{"source", s.source}, {"units", s.units}, {"index_define", s.index_define}, {"count_define", s.count_define}});
   }
   return json{{"name", normalized_name()},
               {"display_name", name},

@@ -31,9 +31,20 @@ struct Patch {
   std::string sha256;           // of its bytes, read at load time
 };
 
+// A source whose explicit instantiations (its "units") can be compiled as several translation
+// units: the k-th of n compiles with -D<index_define>=k -D<count_define>=n and holds the units u
+// with u % n == k (a patch or the package itself provides this); without the defines it holds all.
+struct Shardable {
+  std::string source;  // one of the extension's sources
+  int units = 0;       // how many units it holds (kiln uses at most this many shards)
+  std::string index_define;
+  std::string count_define;
+};
+
 struct Extension {
   std::string name;  // module name, e.g. "causal_conv1d_cuda"
   std::vector<std::string> sources;
+  std::vector<Shardable> shards;  // [[build.extension.shard]]
   std::vector<std::string> include_dirs;
   std::vector<std::string> define_macros;  // "NAME" or "NAME=VALUE"
   std::vector<std::string> cxx_flags;

@@ -117,6 +117,13 @@ std::optional<bool> TableReader::boolean(std::string_view key) const {
   return n->as_boolean()->get();
 }
 
+std::optional<std::int64_t> TableReader::integer(std::string_view key) const {
+  const toml::node* n = node(key);
+  if (!n) return std::nullopt;
+  if (!n->is_integer()) wrong_type(key, "an integer");
+  return n->as_integer()->get();
+}
+
 std::optional<std::vector<std::string>> TableReader::strings(std::string_view key) const {
   const toml::node* n = node(key);
   if (!n) return std::nullopt;

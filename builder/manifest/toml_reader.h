@@ -2,6 +2,8 @@
 // errors that point at the offending place. Only manifest/ includes toml++.
 #pragma once
 
+#include <cstdint>
+
 #include <toml++/toml.h>
 
 #include <optional>
@@ -27,6 +29,7 @@ class TableReader {
   std::optional<std::string> string(std::string_view key) const;
   std::string required_string(std::string_view key) const;
   std::optional<bool> boolean(std::string_view key) const;
+  std::optional<std::int64_t> integer(std::string_view key) const;
   std::optional<std::vector<std::string>> strings(std::string_view key) const;
   const toml::table* table(std::string_view key) const;
   std::vector<const toml::table*> tables(std::string_view key) const;  // array of tables

@@ -215,6 +215,7 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
       ctx.object_salt = json{{"recipe", resolve::kRecipeVersion}, {"sources", sources},
                              {"toolchain", rt->toolchain}, {"torch", tc.torch.identity()}}.dump();
       ctx.jobs = options.jobs;
+      if (item.inputs.contains("shards")) ctx.shards = item.inputs["shards"].get<std::map<std::string, int>>();
       auto built = build::build_native(ctx);
       // Keep the job logs (commands and output) where the user can read them; the root goes.
       fs::path logs = store.logs() / item.key;

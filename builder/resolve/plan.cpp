@@ -1,5 +1,9 @@
 #include "resolve/plan.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+
 #include "core/fs.h"
 #include "core/hash.h"
 #include "core/strings.h"
@@ -55,7 +59,18 @@ Expected<ResolvedTarget> resolve_target(const Target& target) {
   return rt;
 }
 
-Expected<json> key_inputs(const Manifest& manifest, const ResolvedTarget& target) {
+int shard_count(int units, int slots) {
+  if (slots <= 0) {
+    long n = ::sysconf(_SC_NPROCESSORS_ONLN);
+    slots = n > 0 ? static_cast<int>(n) : 1;
+  }
+  if (units <= 1) return 1;
+  int first = std::min(units, slots);
+  int per_shard = (units + first - 1) / first;
+  return (units + per_shard - 1) / per_shard;
+}
+
+Expected<json> key_inputs(const Manifest& manifest, const ResolvedTarget& target, int slots) {
   json inputs = {{"recipe", kRecipeVersion}, {"package", manifest.canonical()}};
   if (manifest.source.kind == manifest::Source::Kind::Local && manifest.source.sha256.empty()) {
     KILN_TRY(std::string tree, tree_sha256(manifest.source.path));
@@ -66,13 +81,19 @@ Expected<json> key_inputs(const Manifest& manifest, const ResolvedTarget& target
     inputs["target"] = target.target.canonical();
     inputs["toolchain"] = target.toolchain;
   }
+  if (manifest.backend == Backend::Native) {
+    json shards = json::object();
+    for (const auto& e : manifest.extensions)
+      for (const auto& s : e.shards) shards[e.name + "/" + s.source] = shard_count(s.units, slots);
+    if (!shards.empty()) inputs["shards"] = shards;
+  }
   return inputs;
 }
 
 std::string key_of(const json& inputs) { return sha256_hex(inputs.dump()); }
 
 Expected<Plan> make_plan(const manifest::Repository& repo, const std::vector<std::string>& packages,
-                         const std::vector<Target>& targets) {
+                         const std::vector<Target>& targets, int slots) {
   std::vector<const Manifest*> selected;
   if (packages.empty()) {
     selected = repo.newest_of_each();
@@ -91,7 +112,7 @@ Expected<Plan> make_plan(const manifest::Repository& repo, const std::vector<std
   }
   for (const auto& rt : plan.targets) {
     for (const Manifest* m : selected) {
-      KILN_TRY(json inputs, key_inputs(*m, rt));
+      KILN_TRY(json inputs, key_inputs(*m, rt, slots));
       plan.items.push_back(PlanItem{m, rt.target.name, key_of(inputs), std::move(inputs)});
     }
   }

@@ -13,7 +13,7 @@
 namespace kiln::resolve {
 
 // Bump by hand whenever kiln changes how it turns the same inputs into different bytes.
-constexpr int kRecipeVersion = 2;  // 2: nvcc in a PID namespace
+constexpr int kRecipeVersion = 3;  // 2: nvcc in a PID namespace; 3: shards, per-arch device jobs
 
 // A target with what kiln learned about its toolchain on this machine.
 struct ResolvedTarget {
@@ -37,12 +37,20 @@ struct Plan {
 // Probes the target's Python, CUDA toolkit and host compiler; checks CUDA against the target.
 Expected<ResolvedTarget> resolve_target(const manifest::Target& target);
 
-// The inputs a package's key covers, given its target (null toolchain for pure packages).
-Expected<nlohmann::json> key_inputs(const manifest::Manifest& manifest, const ResolvedTarget& target);
+// How many translation units a shardable source with `units` units is compiled as, for `slots`
+// parallel jobs (0: one per core): the fewest shards that keep the largest shard as small as
+// min(units, slots) shards would (2 slots: 2; 16 slots and 18 units: 9 shards of 2; 18+: 18).
+int shard_count(int units, int slots);
+
+// The inputs a package's key covers, given its target (null toolchain for pure packages). The
+// shard counts of its shardable sources ("shards": {"<extension>/<source>": n}) are among them:
+// they depend on `slots` (0: one per core), and the objects, hence the wheel's bytes, on them.
+Expected<nlohmann::json> key_inputs(const manifest::Manifest& manifest, const ResolvedTarget& target,
+                                    int slots = 0);
 std::string key_of(const nlohmann::json& inputs);
 
 // `packages` empty: the newest manifest of every package.
 Expected<Plan> make_plan(const manifest::Repository& repo, const std::vector<std::string>& packages,
-                         const std::vector<manifest::Target>& targets);
+                         const std::vector<manifest::Target>& targets, int slots = 0);
 
 }  // namespace kiln::resolve

@@ -3,6 +3,7 @@ reproducible bit for bit, cached, and accepted by the packaging tools."""
 
 import hashlib
 import json
+import os
 import re
 import subprocess
 import unittest
@@ -10,6 +11,15 @@ import zipfile
 from pathlib import Path
 
 from kilntest import KilnTestCase
+
+
+def shard_count(units, slots):
+    """resolve::shard_count: the fewest shards that keep the largest as small as min(units, slots)."""
+    if units <= 1:
+        return 1
+    first = min(units, slots)
+    per_shard = -(-units // first)
+    return -(-units // per_shard)
 
 
 def sha256(path):
@@ -22,7 +32,7 @@ class BuildFixtureTest(KilnTestCase):
                          check=0, cwd=project, timeout=3000)
         return json.loads(proc.stdout)
 
-    def test_build_is_reproducible_cached_and_well_formed(self):
+    def test_build_is_reproducible_cached_sharded_per_arch_and_well_formed(self):
         first = self.build(self.fresh_cache("c1"))
         item = first["items"][0]
         wheel = Path(item["wheel"])
@@ -65,16 +75,31 @@ class BuildFixtureTest(KilnTestCase):
                         "with WheelFile.open(sys.argv[1]) as w: w.validate_record()", str(wheel)],
                        check=True, capture_output=True)
 
-        # The device code is exactly sm_90 SASS.
+        # The device code is exactly sm_90 SASS, from the kernel file's shards (their count is a
+        # key input, chosen from the cores) and the host C++ file.
         elf, ptx = self.cuobjdump(wheel, unpack)
         self.assertEqual(elf, ["sm_90"])
         self.assertEqual(ptx, [])
+        shards = shard_count(4, os.cpu_count())
+        self.assertEqual(provenance["inputs"]["shards"], {"kiln_demo_cuda/csrc/kiln_demo_kernel.cu": shards})
+        labels = sorted(j["job"] for j in first["jobs"])
+        name = "kiln_demo_kernel.cu" if shards == 1 else "kiln_demo_kernel.cu[0/%d]" % shards
+        self.assertIn(f"nvcc {name} sm_90", labels)
+        self.assertIn(f"nvcc {name} host", labels)
+        self.assertEqual(len([l for l in labels if l.startswith("nvcc ")]), 2 * shards)
 
-    def test_explicit_archs_give_exactly_that_device_code(self):
-        result = self.build(self.fresh_cache("c3"), "--archs", "9.0;12.0+PTX")
-        item = result["items"][0]
-        self.assertEqual(item["target"], "default-sm90-sm120-ptx120")
-        elf, ptx = self.cuobjdump(Path(item["wheel"]), self.tmp / "u3")
+        # Adding an arch compiles only that arch's device parts and the host parts that embed
+        # them, and gives the bytes of a cold build for both archs.
+        added = self.build(self.tmp / "c1", "--archs", "9.0;12.0+PTX")
+        labels = [j["job"] for j in added["jobs"]]
+        self.assertEqual(sorted(l for l in labels if l.endswith(" sm_120+ptx")),
+                         sorted(l.replace(" host", " sm_120+ptx") for l in labels if l.endswith(" host")))
+        self.assertEqual([l for l in labels if l.endswith(" sm_90") or l.startswith("g++")], [])
+        self.assertEqual(added["objects_reused"], shards + 1)  # the sm_90 device parts, the C++ object
+        cold = self.build(self.fresh_cache("c3"), "--archs", "9.0;12.0+PTX")
+        self.assertEqual(cold["items"][0]["target"], "default-sm90-sm120-ptx120")
+        self.assertEqual(sha256(added["items"][0]["wheel"]), sha256(cold["items"][0]["wheel"]))
+        elf, ptx = self.cuobjdump(Path(cold["items"][0]["wheel"]), self.tmp / "u3")
         self.assertEqual(elf, ["sm_120", "sm_90"])
         self.assertEqual(ptx, ["sm_120"])
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/fs.h"
 
 namespace kiln::build {
@@ -53,6 +55,44 @@ TEST(Jobs, SlotsBoundParallelism) {
   std::vector<Job> jobs = {sh("a", "sleep 0.2", dir.path()), sh("b", "sleep 0.2", dir.path())};
   auto stats = run_jobs(jobs, {1, 64}).value();
   EXPECT_GE(stats.wall_seconds, 0.4);
+}
+
+TEST(Jobs, StepsRunInOrderInOneSlotAndShareTheLog) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-jobs-").value();
+  Job j = sh("multi", "echo one; test -f input && echo two-sees-input", dir.path());
+  j.then = {{"sh", "-c", "echo three; echo three >> order"}, {"sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"}};
+  j.before = [&]() -> Expected<void> { return write_file_atomic(dir.path() / "input", "x"); };
+  auto stats = run_jobs({j}, {1, 64}).value();
+  EXPECT_EQ(stats.run, 1u);
+  EXPECT_EQ(read_file(dir.path() / "logs" / "multi.log").value(), "one\ntwo-sees-input\nthree\n");
+  std::string commands = read_file(dir.path() / "logs" / "multi.log.cmd").value();
+  EXPECT_EQ(std::count(commands.begin(), commands.end(), '\n'), 3);
+  ASSERT_EQ(stats.timings.size(), 1u);
+  EXPECT_GT(stats.timings[0].cpu_seconds, 0.05);  // the busy loop, counted with the other steps
+  EXPECT_DOUBLE_EQ(stats.cpu_seconds, stats.timings[0].cpu_seconds);
+}
+
+TEST(Jobs, AFailingLaterStepFailsTheJobAndNamesItsCommand) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-jobs-").value();
+  Job j = sh("multi", "echo first", dir.path());
+  j.then = {{"sh", "-c", "echo 'second broke' >&2; exit 3"}, {"sh", "-c", "touch never"}};
+  auto r = run_jobs({j}, {1, 64});
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("multi failed (exit 3)"), std::string::npos);
+  EXPECT_NE(r.error().detail.find("command: sh -c 'echo '"), std::string::npos) << r.error().detail;
+  EXPECT_NE(r.error().detail.find("second broke"), std::string::npos);
+  EXPECT_NE(r.error().detail.find("first"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir.path() / "never"));
+}
+
+TEST(Jobs, AFailingBeforeHookStopsTheBuild) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-jobs-").value();
+  Job j = sh("guarded", "touch ran", dir.path());
+  j.before = []() -> Expected<void> { return Error::failed("inputs disagree"); };
+  auto r = run_jobs({j}, {1, 64});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, "inputs disagree");
+  EXPECT_FALSE(fs::exists(dir.path() / "ran"));
 }
 
 }  // namespace kiln::build

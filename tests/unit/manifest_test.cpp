@@ -182,6 +182,43 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"key of another source kind", "pypi = \"demo\"", "url = \"https://example.org/d.tar.gz\"\nfile = \"d.tar.gz\"",
                 "manifests/demo/1.0.0.toml:11:8: 'source.file' does not apply to this kind of source"}));
 
+const char* kShard = "nvcc-flags = [\"-O3\"]\n\n[[build.extension.shard]]\nsource = \"csrc/demo.cu\"\nunits = 4\n"
+                     "index-define = \"DEMO_SHARD\"\ncount-define = \"DEMO_SHARDS\"\n";
+
+TEST_F(ManifestTest, ShardableSourcesParseAndEnterTheCanonicalForm) {
+  Manifest m = parse(edit("nvcc-flags = [\"-O3\"]\n", kShard)).value();
+  ASSERT_EQ(m.extensions[0].shards.size(), 1u);
+  const Shardable& s = m.extensions[0].shards[0];
+  EXPECT_EQ(s.source, "csrc/demo.cu");
+  EXPECT_EQ(s.units, 4);
+  EXPECT_EQ(s.index_define, "DEMO_SHARD");
+  EXPECT_EQ(s.count_define, "DEMO_SHARDS");
+  auto plain = parse(kValid).value().canonical();
+  auto sharded = m.canonical();
+  EXPECT_FALSE(plain["extensions"][0].contains("shards"));
+  EXPECT_EQ(sharded["extensions"][0]["shards"][0]["units"], 4);
+}
+
+TEST_F(ManifestTest, BadShardsGivePreciseMessages) {
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string shard = kShard;
+    shard.replace(shard.find(from), from.size(), to);
+    return error_of(edit("nvcc-flags = [\"-O3\"]\n", shard));
+  };
+  EXPECT_EQ(with("csrc/demo.cu", "csrc/other.cu"),
+            "manifests/demo/1.0.0.toml:26:10: 'csrc/other.cu' is not one of the extension's sources");
+  EXPECT_EQ(with("units = 4", "units = 0"), "manifests/demo/1.0.0.toml:27:9: bad unit count 0: expected 1 to 1024");
+  EXPECT_EQ(with("units = 4", "units = \"4\""), "manifests/demo/1.0.0.toml:27:9: 'build.extension.shard.units' must be an integer, not a string");
+  EXPECT_EQ(with("units = 4\n", ""), "manifests/demo/1.0.0.toml:25:1: missing required key 'build.extension.shard.units' in [build.extension.shard]");
+  EXPECT_EQ(with("\"DEMO_SHARD\"", "\"DEMO-SHARD\""), "manifests/demo/1.0.0.toml:28:16: bad macro name 'DEMO-SHARD'");
+  EXPECT_EQ(with("\"DEMO_SHARDS\"", "\"DEMO_SHARD\""), "manifests/demo/1.0.0.toml:29:16: the index and count macros must differ");
+  EXPECT_EQ(with("units = 4", "units = 4\nunit = 3"), "manifests/demo/1.0.0.toml:28:1: unknown key 'build.extension.shard.unit' (did you mean 'build.extension.shard.units'?)");
+  std::string twice = std::string(kShard) + "\n[[build.extension.shard]]\nsource = \"csrc/demo.cu\"\nunits = 2\n"
+                      "index-define = \"A\"\ncount-define = \"B\"\n";
+  EXPECT_EQ(error_of(edit("nvcc-flags = [\"-O3\"]\n", twice)),
+            "manifests/demo/1.0.0.toml:32:10: 'csrc/demo.cu' is declared shardable twice");
+}
+
 TEST_F(ManifestTest, MissingPatchMessageNamesTheDirectory) {
   // The message above abbreviates the temp dir as <patches>; check the real one here.
   auto m = parse(edit("\"0001-fix.patch\"]", "\"0001-fix.patch\", \"0002-gone.patch\"]"));

@@ -39,6 +39,46 @@ __global__ void scale_add_kernel(const scalar_t* __restrict__ x,
 
 }  // namespace
 
+// One launcher per dtype, explicitly instantiated below. kiln may compile this file as several
+// translation units ("shards", as it does with causal-conv1d's backward kernels): shard k of n
+// (-DKILN_DEMO_SHARD=k -DKILN_DEMO_SHARDS=n) holds the instantiations numbered u % n == k, and
+// shard 0 the dispatcher too. Without the defines it holds everything.
+#ifndef KILN_DEMO_SHARDS
+#define KILN_DEMO_SHARDS 1
+#define KILN_DEMO_SHARD 0
+#endif
+
+template <typename scalar_t>
+void scale_add_typed(const at::TensorBase& x, const at::TensorBase& y, double alpha,
+                     const at::TensorBase& out, cudaStream_t stream, int blocks) {
+  using opmath_t = at::opmath_type<scalar_t>;
+  scale_add_kernel<scalar_t><<<blocks, kThreads, 0, stream>>>(
+      x.const_data_ptr<scalar_t>(), y.const_data_ptr<scalar_t>(),
+      out.mutable_data_ptr<scalar_t>(), static_cast<opmath_t>(alpha), out.numel());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+#define KILN_DEMO_LAUNCHER(T)                                                        \
+  void scale_add_typed<T>(const at::TensorBase&, const at::TensorBase&, double, \
+                          const at::TensorBase&, cudaStream_t, int)
+extern template KILN_DEMO_LAUNCHER(double);
+extern template KILN_DEMO_LAUNCHER(float);
+extern template KILN_DEMO_LAUNCHER(at::Half);
+extern template KILN_DEMO_LAUNCHER(at::BFloat16);
+#if 0 % KILN_DEMO_SHARDS == KILN_DEMO_SHARD
+template KILN_DEMO_LAUNCHER(double);
+#endif
+#if 1 % KILN_DEMO_SHARDS == KILN_DEMO_SHARD
+template KILN_DEMO_LAUNCHER(float);
+#endif
+#if 2 % KILN_DEMO_SHARDS == KILN_DEMO_SHARD
+template KILN_DEMO_LAUNCHER(at::Half);
+#endif
+#if 3 % KILN_DEMO_SHARDS == KILN_DEMO_SHARD
+template KILN_DEMO_LAUNCHER(at::BFloat16);
+#endif
+
+#if KILN_DEMO_SHARD == 0
 void scale_add_launch(const at::TensorBase& x, const at::TensorBase& y,
                       double alpha, const at::TensorBase& out) {
   const int64_t n = out.numel();
@@ -53,13 +93,8 @@ void scale_add_launch(const at::TensorBase& x, const at::TensorBase& y,
 
   AT_DISPATCH_FLOATING_TYPES_AND2(
       at::ScalarType::Half, at::ScalarType::BFloat16, out.scalar_type(),
-      "kiln_demo_scale_add", [&] {
-        using opmath_t = at::opmath_type<scalar_t>;
-        scale_add_kernel<scalar_t><<<blocks, kThreads, 0, stream>>>(
-            x.const_data_ptr<scalar_t>(), y.const_data_ptr<scalar_t>(),
-            out.mutable_data_ptr<scalar_t>(), static_cast<opmath_t>(alpha), n);
-        C10_CUDA_KERNEL_LAUNCH_CHECK();
-      });
+      "kiln_demo_scale_add", [&] { scale_add_typed<scalar_t>(x, y, alpha, out, stream, blocks); });
 }
+#endif
 
 }  // namespace kiln_demo

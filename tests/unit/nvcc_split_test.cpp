@@ -1,0 +1,172 @@
+#include "build/nvcc_split.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "core/fs.h"
+#include "core/process.h"
+
+namespace kiln::build::nvcc {
+
+namespace {
+
+bool contains(const std::vector<std::string>& argv, const std::string& word) {
+  return std::find(argv.begin(), argv.end(), word) != argv.end();
+}
+
+// The CUDA toolkit's nvcc, or empty (the tests that run it are then skipped).
+fs::path find_nvcc() {
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char* home = std::getenv(var); home && fs::exists(fs::path(home) / "bin" / "nvcc"))
+      return fs::path(home) / "bin" / "nvcc";
+  if (fs::exists("/usr/local/cuda/bin/nvcc")) return "/usr/local/cuda/bin/nvcc";
+  return find_program("nvcc");
+}
+
+class RealNvcc : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    nvcc_ = find_nvcc();
+    if (nvcc_.empty()) GTEST_SKIP() << "no nvcc";
+    dir_ = std::make_unique<TempDir>(TempDir::create(fs::temp_directory_path(), "kiln-nvcc-").value());
+    write_file_atomic(dir_->path() / "k.cu", "namespace { __global__ void k(int* p) { *p = 1; } }\n"
+                                             "void launch(int* p) { k<<<1, 1>>>(p); }\n").value();
+    auto list = run_capture({nvcc_.string(), "--list-gpu-arch"});
+    ASSERT_TRUE(list);
+    arch_list_ = arch_list_value(*list);
+  }
+  DryRun dry_run(std::vector<std::string> args) {
+    std::vector<std::string> argv = {nvcc_.string(), "--dryrun"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ProcessSpec spec;
+    spec.argv = argv;
+    spec.cwd = dir_->path();
+    auto r = run_process(spec);
+    EXPECT_TRUE(r && r->ok());
+    return parse_dryrun(r ? r->output : "").value();
+  }
+  DevicePart device(const std::string& name, const std::vector<std::string>& gencodes) {
+    fs::path keep = dir_->path() / name;
+    fs::create_directories(keep);
+    std::vector<std::string> args = {"--fatbin", (dir_->path() / "k.cu").string(), "-o", (keep / "k.fatbin").string(),
+                                     "--keep", "--keep-dir", keep.string()};
+    args.insert(args.end(), gencodes.begin(), gencodes.end());
+    return device_part(dry_run(args), arch_list_).value();
+  }
+  fs::path nvcc_;
+  std::unique_ptr<TempDir> dir_;
+  std::string arch_list_;
+};
+
+}  // namespace
+
+TEST(NvccDryRun, SplitsWordsLikeAShellAndExpandsNvccsVariables) {
+  Env vars = {{"CICC_PATH", "/cuda/nvvm/bin"}};
+  auto words = shell_words(R"("/usr/bin"/g++ -I"/a b" -D "V=\"0.1 a\"" "$CICC_PATH/cicc" --cmdline="-v  -x " ${CICC_PATH} 'q r')",
+                           vars).value();
+  EXPECT_EQ(words, (std::vector<std::string>{"/usr/bin/g++", "-I/a b", "-D", "V=\"0.1 a\"", "/cuda/nvvm/bin/cicc",
+                                             "--cmdline=-v  -x ", "/cuda/nvvm/bin", "q r"}));
+  // What only a shell could make sense of is refused (kiln then lets nvcc run the file).
+  EXPECT_FALSE(shell_words("g++ -D \"D=$HOME\"", vars));
+  EXPECT_FALSE(shell_words("g++ a\\ b", vars));
+  EXPECT_FALSE(shell_words("g++ `date`", vars));
+  EXPECT_FALSE(shell_words("g++ \"unterminated", vars));
+  EXPECT_FALSE(shell_words("g++ *.cu", vars));
+}
+
+TEST(NvccDryRun, ParsesEnvironmentLinesAndFindsPrograms) {
+  auto run = parse_dryrun("#$ _SPACE_= \n#$ PATH=/nonexistent:/bin:/usr/bin\n#$ CICC_PATH=/cuda/nvvm/bin\n"
+                          "#$ \"$CICC_PATH/cicc\" -arch compute_90 \"x.ii\" -o \"x.ptx\"\n#$ sh -c true\nnot a command\n")
+                 .value();
+  ASSERT_EQ(run.env.size(), 3u);
+  EXPECT_EQ(run.env[1], (std::pair<std::string, std::string>{"PATH", "/nonexistent:/bin:/usr/bin"}));
+  ASSERT_EQ(run.commands.size(), 2u);
+  EXPECT_EQ(run.commands[0][0], "/cuda/nvvm/bin/cicc");
+  EXPECT_TRUE(run.commands[1][0] == "/bin/sh" || run.commands[1][0] == "/usr/bin/sh") << run.commands[1][0];
+  EXPECT_FALSE(parse_dryrun("#$ PATH=/nonexistent\n#$ ptxas -arch=sm_90 x.ptx\n"));
+  EXPECT_FALSE(parse_dryrun("nvcc fatal : Unknown option\n"));
+}
+
+TEST(NvccDryRun, ArchListHoldsEveryArchOnce) {
+  EXPECT_EQ(arch_list_value("compute_75\ncompute_90\ncompute_90a\ncompute_100f\ncompute_120\ncompute_100\n"),
+            "750,900,1000,1200");
+  EXPECT_EQ(arch_list_value("nvcc fatal : Unknown option '--list-gpu-arch'\n"), "");
+  std::vector<std::string> argv = {"g++", "-D__CUDA_ARCH__=900", "-D__CUDA_ARCH_LIST__=900,1200", "-E", "-D",
+                                   "__CUDA_ARCH_LIST__=900"};
+  EXPECT_TRUE(set_arch_list(argv, "750,900"));
+  EXPECT_EQ(argv[2], "-D__CUDA_ARCH_LIST__=750,900");
+  EXPECT_EQ(argv[5], "__CUDA_ARCH_LIST__=750,900");
+  EXPECT_EQ(argv[1], "-D__CUDA_ARCH__=900");
+  std::vector<std::string> none = {"g++", "-c", "x.cpp"};
+  EXPECT_FALSE(set_arch_list(none, "750"));
+}
+
+TEST_F(RealNvcc, DevicePartOfOneArchIsPreprocessCiccPtxas) {
+  DevicePart d = device("sm_90", {"-gencode=arch=compute_90,code=sm_90"});
+  ASSERT_EQ(d.steps.size(), 3u);
+  EXPECT_EQ(classify(d.steps[0]), Step::DevicePreprocess);
+  EXPECT_EQ(classify(d.steps[1]), Step::Cicc);
+  EXPECT_EQ(classify(d.steps[2]), Step::Ptxas);
+  EXPECT_TRUE(contains(d.steps[0], "-D__CUDA_ARCH_LIST__=" + arch_list_));
+  EXPECT_TRUE(contains(d.steps[1], "--gen_module_id_file"));
+  ASSERT_EQ(d.images.size(), 1u);
+  EXPECT_EQ(d.images[0].kind, "elf");
+  EXPECT_EQ(d.images[0].sm, "90");
+  EXPECT_EQ(d.stub.parent_path(), dir_->path() / "sm_90");
+
+  DevicePart ptx_only = device("compute_120", {"-gencode=arch=compute_120,code=compute_120"});
+  // nvcc still runs ptxas on PTX it only embeds (a check, with no output); so does kiln.
+  ASSERT_EQ(ptx_only.steps.size(), 3u);
+  EXPECT_FALSE(contains(ptx_only.steps[2], "-o"));
+  ASSERT_EQ(ptx_only.images.size(), 1u);
+  EXPECT_EQ(ptx_only.images[0].kind, "ptx");
+}
+
+TEST_F(RealNvcc, HostPartEmbedsTheDevicePartsImages) {
+  DevicePart d90 = device("sm_90", {"-gencode=arch=compute_90,code=sm_90"});
+  DevicePart d120 = device("sm_120-ptx", {"-gencode=arch=compute_120,code=sm_120", "-gencode=arch=compute_120,code=compute_120"});
+  EXPECT_EQ(d120.images.size(), 2u);
+  fs::path keep = dir_->path() / "host";
+  fs::create_directories(keep);
+  DryRun all = dry_run({"-c", (dir_->path() / "k.cu").string(), "-o", (dir_->path() / "k.o").string(),
+                        "-gencode=arch=compute_90,code=sm_90", "-gencode=arch=compute_120,code=sm_120",
+                        "-gencode=arch=compute_120,code=compute_120", "--keep", "--keep-dir", keep.string()});
+  std::vector<Image> images = d90.images;
+  images.insert(images.end(), d120.images.begin(), d120.images.end());
+  HostPart h = host_part(all, arch_list_, images, {"--compress-mode=size"}).value();
+  ASSERT_EQ(h.steps.size(), 4u);
+  EXPECT_EQ(classify(h.steps[0]), Step::HostPreprocess);
+  EXPECT_EQ(classify(h.steps[1]), Step::Cudafe);
+  EXPECT_EQ(classify(h.steps[2]), Step::Fatbinary);
+  EXPECT_EQ(classify(h.steps[3]), Step::HostCompile);
+  EXPECT_TRUE(contains(h.steps[0], "-D__CUDA_ARCH_LIST__=" + arch_list_));
+  EXPECT_FALSE(contains(h.steps[1], "--gen_module_id_file"));  // it reads the device parts' id
+  for (const auto& im : images)
+    EXPECT_TRUE(contains(h.steps[2], "--image3=kind=" + im.kind + ",sm=" + im.sm + ",file=" + im.file.string()));
+  EXPECT_EQ(h.steps[2].back(), "--compress-mode=size");
+  EXPECT_EQ(h.stub.parent_path(), keep);
+  EXPECT_EQ(h.module_id.parent_path(), keep);
+
+  // Every image nvcc would embed must come from a device part, and nothing else.
+  std::vector<Image> missing = d90.images;
+  missing.push_back(d120.images.front());
+  auto r = host_part(all, arch_list_, missing, {});
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("no device part made the"), std::string::npos) << r.error().message;
+  std::vector<Image> extra = images;
+  extra.push_back(Image{"elf", "100", "/x.cubin"});
+  EXPECT_FALSE(host_part(all, arch_list_, extra, {}));
+}
+
+TEST_F(RealNvcc, RelocatableDeviceCodeIsNotSplit) {
+  fs::path keep = dir_->path() / "rdc";
+  fs::create_directories(keep);
+  DryRun d = dry_run({"-rdc=true", "--fatbin", (dir_->path() / "k.cu").string(), "-o", (keep / "k.fatbin").string(),
+                      "-gencode=arch=compute_90,code=sm_90", "--keep", "--keep-dir", keep.string()});
+  auto r = device_part(d, arch_list_);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("-rdc"), std::string::npos);
+}
+
+}  // namespace kiln::build::nvcc
