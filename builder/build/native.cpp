@@ -554,7 +554,9 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
     host.memory_gib = 1.0;
     host.deps = device_jobs;
     // The host half reads the module id and stub the device halves wrote: every arch must have
-    // written the same (they name the file's entities, which the host half refers to).
+    // written the same (they name the file's entities, which the host half refers to), up to the
+    // numbering of the stub's temporaries; like nvcc, which lets each arch's pass overwrite one
+    // stub, the last arch's stub is the one compiled.
     std::vector<nvcc::DevicePart> devices = su.devices;
     nvcc::HostPart hp = su.host;
     std::string name = u.name;
@@ -564,9 +566,10 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
       for (std::size_t a = 1; a < devices.size(); ++a) {
         KILN_TRY(std::string other_id, read_file(devices[a].module_id));
         KILN_TRY(std::string other_stub, read_file(devices[a].stub));
-        if (other_id != module_id || other_stub != stub)
+        if (other_id != module_id || !nvcc::same_stub(other_stub, stub))
           return Error::failed(cat(name, ": nvcc's device passes for different archs disagree on the host stub or "
                                          "module id; this file cannot be compiled per arch"));
+        stub = std::move(other_stub);
       }
       KILN_CHECK(write_file_atomic(hp.module_id, module_id));
       return write_file_atomic(hp.stub, stub);

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 
 #include "core/strings.h"
@@ -296,6 +297,28 @@ Expected<HostPart> host_part(const DryRun& dryrun, const std::string& arch_list,
   }
   if (part.steps.size() != 4) return unsupported("the host commands are not preprocess, cudafe++, fatbinary, compile");
   return part;
+}
+
+namespace {
+std::string without_temporaries(std::string_view stub) {
+  std::string out;
+  out.reserve(stub.size());
+  for (std::size_t i = 0; i < stub.size();) {
+    bool temp = stub.compare(i, 3, "__T") == 0 && i + 3 < stub.size() && std::isdigit(static_cast<unsigned char>(stub[i + 3])) &&
+                (i == 0 || !(std::isalnum(static_cast<unsigned char>(stub[i - 1])) || stub[i - 1] == '_'));
+    if (!temp) {
+      out += stub[i++];
+      continue;
+    }
+    out += "__T";
+    for (i += 3; i < stub.size() && std::isdigit(static_cast<unsigned char>(stub[i])); ++i) {}
+  }
+  return out;
+}
+}  // namespace
+
+bool same_stub(std::string_view a, std::string_view b) {
+  return a == b || without_temporaries(a) == without_temporaries(b);
 }
 
 }  // namespace kiln::build::nvcc

@@ -58,6 +58,12 @@ struct Image {
   std::filesystem::path file;
 };
 
+// Whether two device passes' host stubs are the same stub: equal once the front end's numbered
+// temporaries (`__T681`, the registration callback's parameter) are renamed. Some archs' passes
+// number them differently (sm_75's bf16 headers declare one entity more), which is harmless: the
+// name is local to the stub's static callback.
+bool same_stub(std::string_view a, std::string_view b);
+
 // The device half of one arch: its commands and what the host half needs from it.
 struct DevicePart {
   std::vector<std::vector<std::string>> steps;  // preprocess, cicc, ptxas (a mere check for PTX only)

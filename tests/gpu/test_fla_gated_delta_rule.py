@@ -16,6 +16,8 @@ so elementwise bounds are the wrong tool; we bound the relative RMS error,
 Skipped when there is no CUDA device; a missing or broken package is a failure.
 """
 
+import re
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -103,6 +105,20 @@ def test_chunk_forward_matches_reference(dtype, T, H, HV):
     assert_rms(ht, ref_ht, OUT_TOL[dtype], "final state")
 
 
+def _fla_refuses_hopper_backward():
+    """fla 0.6.0 refuses its gated chunk backward on Hopper with Triton >= 3.4.0, < 3.7.1, whose
+    code for it is wrong (fla issue #640), unless tilelang is installed. torch 2.11 pins Triton
+    3.6.0, so on an H200 with torch 2.11's own Triton the backward cannot run: there the test
+    checks that refusal and reports xfail; anywhere else it checks the gradients."""
+    import importlib.util
+
+    import triton
+
+    version = tuple(int(x) for x in re.findall(r"\d+", triton.__version__)[:3])
+    hopper = torch.cuda.get_device_capability()[0] == 9
+    return hopper and (3, 4, 0) <= version < (3, 7, 1) and importlib.util.find_spec("tilelang") is None
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 def test_chunk_backward_matches_reference(dtype):
     B, T, H, HV, K, V = 1, 192, 2, 4, 64, 64
@@ -114,6 +130,10 @@ def test_chunk_backward_matches_reference(dtype):
     gen = torch.Generator(device="cuda").manual_seed(5)
     do = torch.randn(o.shape, device="cuda", generator=gen).to(dtype)
     dht = torch.randn(ht.shape, device="cuda", generator=gen) * 0.1
+    if _fla_refuses_hopper_backward():
+        with pytest.raises(RuntimeError, match="#640"):
+            torch.autograd.backward([o, ht], [do, dht])
+        pytest.xfail("fla refuses its gated chunk backward on Hopper with Triton < 3.7.1 (fla #640)")
     torch.autograd.backward([o, ht], [do, dht])
     got = [t.grad.clone() for t in (q, k, v, g, beta, h0)]
 

@@ -169,4 +169,20 @@ TEST_F(RealNvcc, RelocatableDeviceCodeIsNotSplit) {
   EXPECT_NE(r.error().message.find("-rdc"), std::string::npos);
 }
 
+TEST(SameStub, OnlyTheNumberingOfTemporariesMayDiffer) {
+  // sm_75's pass of causal-conv1d's backward file numbers the callback's parameter one higher.
+  std::string sm90 = "static void __nv_cudaEntityRegisterCallback(void **__T681){__nv_dummy_param_ref(__T681);"
+                     "__cudaRegisterEntry(__T681, k, _Z1kv, 128);}";
+  std::string sm75 = sm90;
+  for (std::size_t p; (p = sm75.find("__T681")) != std::string::npos;) sm75.replace(p, 6, "__T682");
+  EXPECT_TRUE(same_stub(sm90, sm75));
+  EXPECT_TRUE(same_stub(sm90, sm90));
+  // Anything else is a different stub: another kernel, another name that merely ends in __T<n>.
+  std::string other_kernel = sm90;
+  other_kernel.replace(other_kernel.find("_Z1kv"), 5, "_Z1jv");
+  EXPECT_FALSE(same_stub(sm90, other_kernel));
+  EXPECT_FALSE(same_stub("int x__T1;", "int x__T2;"));
+  EXPECT_FALSE(same_stub("__T1", "__T1x"));
+}
+
 }  // namespace kiln::build::nvcc
