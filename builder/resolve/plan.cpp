@@ -65,10 +65,10 @@ int shard_count(int units, int slots) {
     slots = n > 0 ? static_cast<int>(n) : 1;
   }
   if (units <= 1) return 1;
-  // A build has more jobs than one source's shards (each shard's host part, the other sources),
-  // so a few more shards than slots still keep every core busy and halve the longest job: on 16
-  // cores, 18 shards of causal-conv1d's backward file built in 41 s where 9 shards of 2 took 59 s.
-  if (2 * units <= 3 * slots) return units;
+  // Measured on 16 cores (bench/results/native-speed-*.md): causal-conv1d's backward file in 18
+  // shards built in 78 s, in 9 shards of 2 in 59 s: its heavy units alone ran as long under full
+  // load as in pairs, and each extra shard repeats the front end. So: fewest shards for the
+  // smallest largest shard.
   int first = std::min(units, slots);
   int per_shard = (units + first - 1) / first;
   return (units + per_shard - 1) / per_shard;

@@ -10,9 +10,7 @@ TEST(ShardCount, FewestShardsThatKeepTheLargestShardSmall) {
   EXPECT_EQ(shard_count(18, 2), 2);    // 9 + 9
   EXPECT_EQ(shard_count(18, 4), 4);    // 5 + 5 + 4 + 4
   EXPECT_EQ(shard_count(18, 8), 6);    // 3 each: 8 shards would still have some of 3
-  EXPECT_EQ(shard_count(18, 11), 9);   // 2 each
-  EXPECT_EQ(shard_count(18, 12), 18);  // up to 1.5 units per slot: one unit per shard
-  EXPECT_EQ(shard_count(18, 16), 18);
+  EXPECT_EQ(shard_count(18, 16), 9);   // 2 each
   EXPECT_EQ(shard_count(18, 18), 18);
   EXPECT_EQ(shard_count(18, 64), 18);  // never more than the units
   EXPECT_EQ(shard_count(1, 16), 1);
