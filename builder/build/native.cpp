@@ -36,7 +36,7 @@ std::vector<std::string> include_flags(const NativeContext& ctx, const manifest:
   // Through the fixed root, so recorded header paths do not depend on the cache's location.
   flags.push_back("-I" + (ctx.root / "torch" / "include").string());
   flags.push_back("-I" + (ctx.root / "torch" / "include" / "torch" / "csrc" / "api" / "include").string());
-  flags.push_back("-I" + (ctx.cuda.home / "include").string());
+  flags.push_back("-I" + (ctx.root / "cuda" / "include").string());
   flags.push_back("-I" + (ctx.root / "python").string());
   return flags;
 }
@@ -106,7 +106,9 @@ std::vector<std::string> nvcc_compile_argv(const NativeContext& ctx, const manif
                                            const std::string& source, const std::string& object,
                                            int threads, const std::string& keep_dir) {
   std::vector<std::string> argv = pid_namespace_prefix();
-  argv.push_back(ctx.cuda.nvcc.string());
+  // nvcc finds its tools and headers relative to the path it is run as: through the fixed view, the
+  // paths it records are the same wherever the toolkit is installed (or unpacked into a cache).
+  argv.push_back((ctx.root / "cuda" / "bin" / "nvcc").string());
   append(argv, include_flags(ctx, ext));
   append(argv, define_flags(ext));
   argv.push_back("-c");
@@ -136,7 +138,7 @@ std::vector<std::string> link_argv(const NativeContext& ctx, const std::vector<s
   std::vector<std::string> argv = {ctx.cxx.path, "-shared", "-Wl,-O1", "-Wl,--as-needed"};
   append(argv, objects);
   argv.push_back("-L" + (ctx.root / "torch" / "lib").string());
-  argv.push_back("-L" + (ctx.cuda.home / "lib64").string());
+  argv.push_back("-L" + (ctx.root / "cuda" / "lib64").string());
   for (const auto& lib : toolchain::torch_link_libraries()) argv.push_back("-l" + lib);
   argv.push_back("-o");
   argv.push_back(output);
@@ -148,7 +150,8 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
   const int slots = ctx.jobs > 0 ? ctx.jobs : default_slots();
   // The fixed views the flags refer to.
   for (const auto& [link, target] : {std::pair<std::string, fs::path>{"torch", ctx.torch.root},
-                                     std::pair<std::string, fs::path>{"python", ctx.python.include_dir}}) {
+                                     std::pair<std::string, fs::path>{"python", ctx.python.include_dir},
+                                     std::pair<std::string, fs::path>{"cuda", ctx.cuda.home}}) {
     std::error_code ec;
     fs::remove(ctx.root / link, ec);
     fs::create_directory_symlink(target, ctx.root / link, ec);
