@@ -24,6 +24,8 @@ Expected<CudaToolkit> detect_cuda(const std::string& home_hint) {
     looked.push_back(cat(home.string(), " (", why, ")"));
     std::error_code ec;
     if (!fs::exists(nvcc, ec)) continue;
+    // A toolkit has its headers beside bin/ (an nvcc on PATH may be a wrapper script elsewhere).
+    if (!fs::exists(home / "include" / "cuda_runtime.h", ec)) continue;
     auto text = run_capture({nvcc.string(), "--version"});
     if (!text) return Error::failed(cat("cannot run ", nvcc.string(), ": ", text.error().message));
     CudaToolkit t{home, nvcc, parse_nvcc_release(*text), *text};

@@ -6,12 +6,13 @@ pure packages resolve and build with no CUDA and no compiler at all."""
 import glob
 import json
 import os
+import shutil
 import subprocess
 import unittest
 import zipfile
 from pathlib import Path
 
-from kilntest import KilnTestCase, SHARED_CACHE
+from kilntest import KILN, KilnTestCase, SHARED_CACHE
 
 CUDA = Path("/usr/local/cuda")
 
@@ -36,10 +37,9 @@ class NoSystemCudaTest(KilnTestCase):
         env["KILN_CACHE"] = str(self.cache)
         script = 'exec "$@"'
         if CUDA.exists():
-            script = f'mount -t tmpfs tmpfs "{os.path.realpath(CUDA)}" && exec "$@"'
-        from kilntest import KILN
-        return subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", KILN, *args], cwd=self.project, env=env,
-                              capture_output=True, text=True, timeout=timeout)
+            script = f'{shutil.which("mount")} -t tmpfs tmpfs "{os.path.realpath(CUDA)}" && exec "$@"'
+        return subprocess.run([shutil.which("unshare"), "-m", shutil.which("sh"), "-c", script, "sh", KILN, *args],
+                              cwd=self.project, env=env, capture_output=True, text=True, timeout=timeout)
 
     def assert_ok(self, proc):
         self.assertEqual(proc.returncode, 0, f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
@@ -48,7 +48,7 @@ class NoSystemCudaTest(KilnTestCase):
         # The namespace really hides the machine's toolkit.
         probe = subprocess.run(["unshare", "-m", "sh", "-c",
                                 f'mount -t tmpfs tmpfs "{os.path.realpath(CUDA)}" 2>/dev/null; '
-                                f'PATH="{self.path}" command -v nvcc || ls {CUDA}/bin/nvcc'],
+                                f'PATH="{self.path}" nvcc --version || ls {CUDA}/bin/nvcc'],
                                capture_output=True, text=True)
         self.assertNotEqual(probe.returncode, 0, probe.stdout)
         # The machine's toolkit is refused for what it is: absent.
@@ -70,16 +70,16 @@ class NoSystemCudaTest(KilnTestCase):
         self.assertIn("release 13.0", prov["tools"]["nvcc"])
         toolkits = glob.glob(str(SHARED_CACHE / "toolkits" / "cuda-13.0-*" / "kiln-toolkit.json"))
         self.assertEqual(len(toolkits), 1, toolkits)
-        lib = Path(toolkits[0]).parent / "lib"
 
-        # kiln validate, still without the system toolkit: cudart from the wheel toolkit.
-        proc = self.hidden("--json", "validate", str(wheel), "--lib-dir", str(lib))
+        # kiln validate, still without the system toolkit: cudart from the wheel toolkit in the cache.
+        proc = self.hidden("--json", "validate", str(wheel))
         self.assert_ok(proc)
         checks = {c["id"]: c for c in json.loads(proc.stdout)["wheels"][0]["checks"]}
         self.assertEqual(checks["gpu-code"]["verdict"], "pass", checks["gpu-code"])
         self.assertEqual(checks["torch-abi"]["verdict"], "pass", checks["torch-abi"])
-        self.assertTrue(any(p.endswith("libcudart.so.13") for p in checks["torch-abi"]["data"]["libraries"]),
-                        checks["torch-abi"]["data"]["libraries"])
+        libraries = checks["torch-abi"]["data"]["libraries"]
+        cudart = f"/toolkits/{Path(toolkits[0]).parent.name}/lib/libcudart.so.13"
+        self.assertTrue(any(p.endswith(cudart) for p in libraries), libraries)
 
         # Warm: another cache sharing downloads, toolkits (and objects, to skip the compile) downloads
         # nothing and lays out nothing.
