@@ -118,6 +118,13 @@ std::vector<std::string> nvcc_compile_argv(const NativeContext& ctx, const manif
   append(argv, kCommonNvccFlags);
   argv.push_back("-Xcompiler");
   argv.push_back("-fPIC");
+  // GCC swaps a system header's directory (CCCL comes in through -isystem) for its realpath when
+  // that is shorter: the toolkit's install or cache location would end up in line info. Keep the
+  // path nvcc was given (through the build root's cuda/ link).
+  if (ctx.cxx.version_text.find("clang") == std::string::npos) {
+    argv.push_back("-Xcompiler");
+    argv.push_back("-fno-canonical-system-headers");
+  }
   append(argv, ext.nvcc_flags);
   append(argv, extension_defines(ctx, ext));
   append(argv, ctx.archs.gencode_flags());
