@@ -43,7 +43,7 @@ std::vector<std::string> include_flags(const NativeContext& ctx, const manifest:
   // Through the fixed root, so recorded header paths do not depend on the cache's location.
   flags.push_back("-I" + (ctx.root / "torch" / "include").string());
   flags.push_back("-I" + (ctx.root / "torch" / "include" / "torch" / "csrc" / "api" / "include").string());
-  flags.push_back("-I" + (ctx.cuda.home / "include").string());
+  flags.push_back("-I" + (ctx.root / "cuda" / "include").string());
   flags.push_back("-I" + (ctx.root / "python").string());
   return flags;
 }
@@ -131,6 +131,13 @@ std::vector<std::string> nvcc_flags(const NativeContext& ctx, const manifest::Ex
   append(argv, kCommonNvccFlags);
   argv.push_back("-Xcompiler");
   argv.push_back("-fPIC");
+  // GCC swaps a system header's directory (CCCL comes in through -isystem) for its realpath when
+  // that is shorter: the toolkit's install or cache location would end up in line info. Keep the
+  // path nvcc was given (through the build root's cuda/ link).
+  if (ctx.cxx.version_text.find("clang") == std::string::npos) {
+    argv.push_back("-Xcompiler");
+    argv.push_back("-fno-canonical-system-headers");
+  }
   append(argv, ext.nvcc_flags);
   append(argv, extension_defines(ctx, ext));
   if (!has_std_flag(ext.nvcc_flags)) argv.push_back("-std=c++17");
@@ -139,11 +146,16 @@ std::vector<std::string> nvcc_flags(const NativeContext& ctx, const manifest::Ex
   return argv;
 }
 
+// nvcc finds its tools and headers relative to the path it is run as: through the build root's
+// fixed cuda/ view, the paths it records are the same wherever the toolkit is installed (or
+// unpacked into a cache).
+std::string nvcc_path(const NativeContext& ctx) { return (ctx.root / "cuda" / "bin" / "nvcc").string(); }
+
 std::vector<std::string> nvcc_compile_argv(const NativeContext& ctx, const manifest::Extension& ext,
                                            const std::vector<std::string>& defines, const std::string& source,
                                            const std::string& object, int threads, const std::string& keep_dir) {
   std::vector<std::string> argv = pid_namespace_prefix();
-  argv.push_back(ctx.cuda.nvcc.string());
+  argv.push_back(nvcc_path(ctx));
   append(argv, nvcc_flags(ctx, ext, defines));
   argv.push_back("-c");
   argv.push_back(source);
@@ -165,7 +177,7 @@ std::vector<std::string> link_argv(const NativeContext& ctx, const std::vector<s
   std::vector<std::string> argv = {ctx.cxx.path, "-shared", "-Wl,-O1", "-Wl,--as-needed"};
   append(argv, objects);
   argv.push_back("-L" + (ctx.root / "torch" / "lib").string());
-  argv.push_back("-L" + (ctx.cuda.home / "lib64").string());
+  argv.push_back("-L" + (ctx.root / "cuda" / "lib64").string());
   for (const auto& lib : toolchain::torch_link_libraries()) argv.push_back("-l" + lib);
   argv.push_back("-o");
   argv.push_back(output);
@@ -292,7 +304,8 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
   const int slots = ctx.jobs > 0 ? ctx.jobs : default_slots();
   // The fixed views the flags refer to.
   for (const auto& [link, target] : {std::pair<std::string, fs::path>{"torch", ctx.torch.root},
-                                     std::pair<std::string, fs::path>{"python", ctx.python.include_dir}}) {
+                                     std::pair<std::string, fs::path>{"python", ctx.python.include_dir},
+                                     std::pair<std::string, fs::path>{"cuda", ctx.cuda.home}}) {
     std::error_code ec;
     fs::remove(ctx.root / link, ec);
     fs::create_directory_symlink(target, ctx.root / link, ec);
@@ -353,7 +366,7 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
     for (std::size_t a = 0; a < arch_entries.size(); ++a) {
       fs::path dir = keep_dir(u) / arch_dir(arch_tokens[a]);
       KILN_CHECK(ensure_directory(dir));
-      std::vector<std::string> argv = {ctx.cuda.nvcc.string(), "--dryrun"};
+      std::vector<std::string> argv = {nvcc_path(ctx), "--dryrun"};
       append(argv, nvcc_flags(ctx, *u.ext, u.defines));
       append(argv, {"--fatbin", source, "-o", (dir / (stem + ".fatbin")).string()});
       append(argv, arch_entries[a].gencode_flags());
@@ -362,7 +375,7 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
     }
     fs::path dir = keep_dir(u) / "host";
     KILN_CHECK(ensure_directory(dir));
-    std::vector<std::string> argv = {ctx.cuda.nvcc.string(), "--dryrun"};
+    std::vector<std::string> argv = {nvcc_path(ctx), "--dryrun"};
     append(argv, nvcc_flags(ctx, *u.ext, u.defines));
     append(argv, {"-c", source, "-o", u.object.string()});
     append(argv, ctx.archs.gencode_flags());

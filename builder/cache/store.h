@@ -55,6 +55,7 @@ class Store {
   std::filesystem::path tmp_root() const { return root_ / "tmp"; }
   std::filesystem::path downloads() const { return root_ / "downloads"; }
   std::filesystem::path sysroots() const { return root_ / "sysroots"; }
+  std::filesystem::path toolkits() const { return root_ / "toolkits"; }
   std::filesystem::path objects() const { return root_ / "objects"; }
   std::filesystem::path logs() const { return root_ / "logs"; }
 

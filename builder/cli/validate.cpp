@@ -12,6 +12,7 @@
 #include "core/process.h"
 #include "core/strings.h"
 #include "pipeline/sources.h"
+#include "toolchain/cuda.h"
 #include "toolchain/torch.h"
 #include "validate/validate.h"
 
@@ -115,6 +116,28 @@ void choose_torch(const validate::WheelSummary& summary, const TorchSource& sour
   options.torch_note = "the pinned torch of its provenance";
 }
 
+// A wheel built with a CUDA toolkit from wheels finds the CUDA runtime in that toolkit, when the
+// cache has it (so it validates on a machine without a CUDA toolkit).
+void add_wheel_toolkit(const validate::WheelSummary& summary, const fs::path& cache, validate::Options& options) {
+  const auto& p = summary.provenance;
+  if (!p.is_object() || !p.contains("inputs") || !p["inputs"].is_object() || !p["inputs"].contains("toolchain") ||
+      !p["inputs"]["toolchain"].is_object() || !p["inputs"]["toolchain"].contains("cuda"))
+    return;
+  const auto& cuda = p["inputs"]["toolchain"]["cuda"];
+  if (!cuda.is_object() || cuda.value("toolkit", "") != "wheels" || !cuda.contains("wheels") || !cuda["wheels"].is_array()) return;
+  toolchain::CudaRequest request;
+  request.toolkit = "wheels";
+  request.version = cuda.value("version", "");
+  for (const auto& w : cuda["wheels"])
+    if (w.is_object()) request.wheels.push_back({w.value("file", ""), w.value("sha256", "")});
+  fs::path lib = cache / "toolkits" / toolchain::wheel_toolkit_name(request) / "lib";
+  std::error_code ec;
+  if (!fs::is_directory(lib, ec)) return;
+  std::vector<fs::path> dirs = {lib};
+  for (const auto& d : options.library_dirs.empty() ? validate::default_library_dirs() : options.library_dirs) dirs.push_back(d);
+  options.library_dirs = std::move(dirs);
+}
+
 }  // namespace
 
 std::function<int()> configure_validate(CLI::App& sub, Context& ctx) {
@@ -186,6 +209,7 @@ std::function<int()> configure_validate(CLI::App& sub, Context& ctx) {
       validate::WheelSummary summary = validate::summarize(wheel).value();
       validate::Options options = base;
       choose_torch(summary, source, resolver, options);
+      add_wheel_toolkit(summary, ctx.cache_path(), options);
       reports.push_back(validate::validate_wheel(wheel, options).value());
       if (!ctx.json) std::cout << validate::render_text(reports.back(), ctx.verbosity > 0) << std::flush;
     }

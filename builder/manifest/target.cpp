@@ -22,6 +22,28 @@ void read_archs(const TableReader& t, Target& target) {
   }
 }
 
+void read_cuda_wheels(const SourceText& source, const TableReader& cr, Target& t) {
+  auto wheels = cr.tables("wheel");
+  if (t.cuda_toolkit == "system") {
+    if (cr.has("wheel")) cr.fail("wheel", "'cuda.wheel' applies only to toolkit = \"wheels\"");
+    return;
+  }
+  if (wheels.empty()) cr.fail_missing("wheel");
+  static const std::regex file_re(R"(^([A-Za-z0-9_.]+)-[0-9][A-Za-z0-9_.+!]*-[^-]+-[^-]+-[^-]+\.whl$)");
+  for (const toml::table* w : wheels) {
+    TableReader wr(source, *w, "cuda.wheel", {"file", "sha256"});
+    CudaWheel wheel{wr.required_string("file"), wr.required_string("sha256")};
+    if (!std::regex_match(wheel.file, file_re) || wheel.file.find('/') != std::string::npos)
+      wr.fail("file", cat("'", wheel.file, "' is not a wheel file name (NAME-VERSION-PY-ABI-PLATFORM.whl)"));
+    if (!is_sha256_hex(wheel.sha256))
+      wr.fail("sha256", cat("bad sha256 '", wheel.sha256, "': expected 64 lowercase hexadecimal digits"));
+    for (const auto& other : t.cuda_wheels)
+      if (other.project() == wheel.project())
+        wr.fail("file", cat("a second wheel of ", wheel.project(), " (", other.file, ")"));
+    t.cuda_wheels.push_back(std::move(wheel));
+  }
+}
+
 Target parse(const std::string& text, const std::string& name, const std::string& display_path) {
   SourceText source{display_path, text};
   toml::table root = parse_toml(source);
@@ -89,7 +111,7 @@ Target parse(const std::string& text, const std::string& name, const std::string
 
   const toml::table* cuda = top.table("cuda");
   if (!cuda) top.fail_missing("cuda");
-  TableReader cr(source, *cuda, "cuda", {"toolkit", "version", "home"});
+  TableReader cr(source, *cuda, "cuda", {"toolkit", "version", "home", "wheel"});
   t.cuda_toolkit = cr.string("toolkit").value_or("system");
   if (t.cuda_toolkit != "system" && t.cuda_toolkit != "wheels")
     cr.fail("toolkit", cat("bad CUDA toolkit '", t.cuda_toolkit, "': expected 'system' or 'wheels'"));
@@ -100,6 +122,7 @@ Target parse(const std::string& text, const std::string& name, const std::string
   t.cuda_home = cr.string("home").value_or("");
   if (!t.cuda_home.empty() && t.cuda_toolkit == "wheels")
     cr.fail("home", "'cuda.home' applies only to the system toolkit");
+  read_cuda_wheels(source, cr, t);
 
   if (const toml::table* compiler = top.table("compiler")) {
     TableReader comp(source, *compiler, "compiler", {"cxx"});
@@ -110,6 +133,14 @@ Target parse(const std::string& text, const std::string& name, const std::string
 }
 
 }  // namespace
+
+std::string CudaWheel::project() const {
+  std::string name = file.substr(0, file.find('-'));
+  for (char& c : name)
+    if (c == '_' || c == '.') c = '-';
+    else c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
 
 bool is_valid_target_name(std::string_view name) {
   static const std::regex re(R"(^[a-z0-9][a-z0-9._-]*$)");
@@ -129,12 +160,14 @@ nlohmann::json Target::canonical() const {
   nlohmann::json wheels = nlohmann::json::array();
   for (const auto& w : torch_wheels)
     wheels.push_back({{"python", w.python_tag}, {"file", w.file}, {"sha256", w.sha256}});
+  nlohmann::json cuda = {{"toolkit", cuda_toolkit}, {"version", cuda_version}, {"home", cuda_home}};
+  for (const auto& w : cuda_wheels) cuda["wheels"].push_back({{"file", w.file}, {"sha256", w.sha256}});
   return {{"python", {{"interpreter", python_interpreter}, {"version", python_version}}},
           {"torch",
            {{"source", torch_source == TorchSource::Pypi ? "pypi" : "environment"},
             {"version", torch_version},
             {"wheels", wheels}}},
-          {"cuda", {{"toolkit", cuda_toolkit}, {"version", cuda_version}, {"home", cuda_home}}},
+          {"cuda", cuda},
           {"cxx", cxx},
           {"archs", archs.canonical()}};
 }

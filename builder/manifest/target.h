@@ -19,6 +19,13 @@ struct TorchWheel {
   std::string sha256;
 };
 
+// A pinned wheel of NVIDIA's CUDA components (nvcc, headers, runtime) on the package index.
+struct CudaWheel {
+  std::string file;    // "nvidia_cuda_nvcc-13.0.88-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl"
+  std::string sha256;
+  std::string project() const;  // "nvidia-cuda-nvcc", from the file name
+};
+
 struct Target {
   std::string name;  // file stem, or "<stem>-<archs slug>" for an --archs override
   std::string display_path;
@@ -38,6 +45,7 @@ struct Target {
   std::string cuda_toolkit = "system";
   std::string cuda_version;  // "13.0"
   std::string cuda_home;     // optional, with the system toolkit
+  std::vector<CudaWheel> cuda_wheels;  // with the wheels toolkit
 
   std::string cxx = "g++";
   ArchList archs;

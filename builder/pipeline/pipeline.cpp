@@ -68,8 +68,16 @@ Expected<Toolchain> prepare_toolchain(const resolve::ResolvedTarget& rt, Fetchin
   const auto& target = rt.target;
   Toolchain tc;
   KILN_TRY(tc.python, toolchain::probe_python(target.interpreter()));
-  KILN_TRY(tc.cuda, toolchain::detect_cuda(target.cuda_home));
+  // The target's CUDA toolkit: the system's, or laid out from its pinned wheels (fetched like torch).
+  auto fetch_wheel = [&fetching](const std::string& file, const std::string& sha256) -> Expected<fs::path> {
+    std::string project = manifest::CudaWheel{file, sha256}.project();
+    KILN_TRY(fetch::Fetched got, fetch::fetch_index_file(fetching.context(), project, file, sha256));
+    return got.path;
+  };
+  auto cuda = toolchain::make_cuda_source(resolve::cuda_request(target), store.toolkits(), fetch_wheel);
+  KILN_TRY(tc.cuda, cuda->toolkit());
   KILN_TRY(tc.cxx, toolchain::probe_compiler(target.cxx));
+  KILN_CHECK(toolchain::check_host_compiler(tc.cuda, tc.cxx));
   if (target.torch_source == manifest::Target::TorchSource::Pypi) {
     const manifest::TorchWheel* wheel = nullptr;
     for (const auto& w : target.torch_wheels)

@@ -19,6 +19,15 @@ using manifest::Manifest;
 using manifest::Target;
 using nlohmann::json;
 
+toolchain::CudaRequest cuda_request(const Target& target) {
+  toolchain::CudaRequest r;
+  r.toolkit = target.cuda_toolkit;
+  r.version = target.cuda_version;
+  r.home = target.cuda_home;
+  for (const auto& w : target.cuda_wheels) r.wheels.push_back({w.file, w.sha256});
+  return r;
+}
+
 Expected<ResolvedTarget> resolve_target(const Target& target) {
   ResolvedTarget rt{target, json::object(), ""};
   auto python = toolchain::probe_python(target.interpreter());
@@ -44,14 +53,15 @@ Expected<ResolvedTarget> resolve_target(const Target& target) {
     rt.toolchain["torch"] = {{"environment", python->executable}, {"identity", torch->identity()}};
   }
 
+  // The system toolkit is found and asked for its version; the wheel toolkit is its pins.
+  auto cuda = toolchain::make_cuda_source(cuda_request(target), {}, {});
+  auto cuda_id = cuda->identity();
+  if (!cuda_id) return Error{cuda_id.error().kind, cat("target ", target.name, ": ", cuda_id.error().message), cuda_id.error().detail};
   if (target.cuda_toolkit == "system") {
-    auto cuda = toolchain::detect_cuda(target.cuda_home);
-    if (!cuda) return Error::failed(cat("target ", target.name, ": ", cuda.error().message));
-    KILN_CHECK(toolchain::check_cuda_matches(*cuda, target.cuda_version, cat("target ", target.name)));
-    rt.toolchain["cuda"] = cuda->identity();
-  } else {
-    rt.toolchain["cuda"] = {{"toolkit", "wheels"}, {"version", target.cuda_version}};
+    KILN_TRY(toolchain::CudaToolkit found, cuda->toolkit());
+    KILN_CHECK(toolchain::check_cuda_matches(found, target.cuda_version, cat("target ", target.name)));
   }
+  rt.toolchain["cuda"] = *cuda_id;
 
   auto cxx = toolchain::probe_compiler(target.cxx);
   if (!cxx) return Error::failed(cat("target ", target.name, ": ", cxx.error().message));
@@ -110,7 +120,14 @@ Expected<Plan> make_plan(const manifest::Repository& repo, const std::vector<std
     }
   }
   Plan plan;
+  // Pure packages depend on no toolchain: a plan of only those probes nothing (no Python, CUDA
+  // or compiler needed on the machine).
+  bool compiled = std::any_of(selected.begin(), selected.end(), [](const Manifest* m) { return m->backend != Backend::Pure; });
   for (const auto& target : targets) {
+    if (!compiled) {
+      plan.targets.push_back(ResolvedTarget{target, json::object(), ""});
+      continue;
+    }
     KILN_TRY(ResolvedTarget rt, resolve_target(target));
     plan.targets.push_back(std::move(rt));
   }

@@ -9,11 +9,13 @@
 
 #include "core/expected.h"
 #include "manifest/repository.h"
+#include "toolchain/cuda.h"
 
 namespace kiln::resolve {
 
 // Bump by hand whenever kiln changes how it turns the same inputs into different bytes.
-constexpr int kRecipeVersion = 3;  // 2: nvcc in a PID namespace; 3: shards, per-arch device jobs
+constexpr int kRecipeVersion = 4;  // 2: nvcc in a PID namespace; 3: shards, per-arch device jobs;
+                                   // 4: the toolkit through <root>/cuda
 
 // A target with what kiln learned about its toolchain on this machine.
 struct ResolvedTarget {
@@ -33,6 +35,9 @@ struct Plan {
   std::vector<ResolvedTarget> targets;
   std::vector<PlanItem> items;
 };
+
+// What the target asks of the CUDA toolkit, for toolchain::make_cuda_source.
+toolchain::CudaRequest cuda_request(const manifest::Target& target);
 
 // Probes the target's Python, CUDA toolkit and host compiler; checks CUDA against the target.
 Expected<ResolvedTarget> resolve_target(const manifest::Target& target);

@@ -2,9 +2,8 @@
 
 #include <cstdlib>
 #include <regex>
-#include <vector>
 
-#include "core/process.h"
+#include "core/fs.h"
 #include "core/strings.h"
 
 namespace kiln::toolchain {
@@ -23,30 +22,6 @@ std::string parse_nvcc_release(const std::string& version_text) {
   return std::regex_search(version_text, m, re) ? m[1].str() : std::string();
 }
 
-Expected<CudaToolkit> detect_cuda(const std::string& home_hint) {
-  std::vector<std::pair<fs::path, std::string>> candidates;  // (home, why)
-  if (!home_hint.empty()) candidates.emplace_back(home_hint, "the target's cuda.home");
-  if (const char* e = std::getenv("CUDA_HOME"); e && *e) candidates.emplace_back(e, "$CUDA_HOME");
-  if (const char* e = std::getenv("CUDA_PATH"); e && *e) candidates.emplace_back(e, "$CUDA_PATH");
-  if (fs::path nvcc = find_program("nvcc"); !nvcc.empty())
-    candidates.emplace_back(fs::weakly_canonical(nvcc).parent_path().parent_path(), "nvcc on PATH");
-  candidates.emplace_back("/usr/local/cuda", "/usr/local/cuda");
-  std::vector<std::string> looked;
-  for (const auto& [home, why] : candidates) {
-    fs::path nvcc = home / "bin" / "nvcc";
-    looked.push_back(cat(home.string(), " (", why, ")"));
-    std::error_code ec;
-    if (!fs::exists(nvcc, ec)) continue;
-    auto text = run_capture({nvcc.string(), "--version"});
-    if (!text) return Error::failed(cat("cannot run ", nvcc.string(), ": ", text.error().message));
-    CudaToolkit t{home, nvcc, parse_nvcc_release(*text), *text};
-    if (t.version.empty()) return Error::failed(cat("cannot read the CUDA release from ", nvcc.string(), " --version"));
-    return t;
-  }
-  return Error::failed(cat("no CUDA toolkit found (looked in ", join(looked, ", "),
-                           "); install one or set CUDA_HOME"));
-}
-
 Expected<void> check_cuda_matches(const CudaToolkit& toolkit, const std::string& wanted_version,
                                   const std::string& wanted_by) {
   int wanted_major = std::atoi(wanted_version.c_str());
@@ -55,6 +30,35 @@ Expected<void> check_cuda_matches(const CudaToolkit& toolkit, const std::string&
                              toolkit.home.string(), " is CUDA ", toolkit.version,
                              ": install a CUDA ", wanted_major, ".x toolkit and point CUDA_HOME at it"));
   return {};
+}
+
+GccRange supported_gcc(const CudaToolkit& toolkit) {
+  GccRange range;
+  auto text = read_file(toolkit.home / "include" / "crt" / "host_config.h");
+  if (!text) return range;
+  // The GNU block: "#if __GNUC__ > 15" followed by "#error -- unsupported GNU version!".
+  static const std::regex re(R"(#if\s+__GNUC__\s*>\s*([0-9]+)\s*\n\s*\n?\s*#error[^\n]*unsupported GNU version)");
+  std::smatch m;
+  if (std::regex_search(*text, m, re)) range.max = std::stoi(m[1].str());
+  return range;
+}
+
+Expected<void> check_host_compiler(const CudaToolkit& toolkit, const HostCompiler& cxx) {
+  if (cxx.version_text.find("clang") != std::string::npos) return {};
+  int major = std::atoi(cxx.version.c_str());
+  GccRange range = supported_gcc(toolkit);
+  if (major <= 0 || range.max == 0) return {};
+  if (major < range.min || major > range.max)
+    return Error::failed(cat("host compiler ", cxx.command, " ", cxx.version, " (", cxx.path, ") is outside the GCC versions CUDA ",
+                             toolkit.version, " supports (", range.min, " to ", range.max, ", from ",
+                             (toolkit.home / "include" / "crt" / "host_config.h").string(),
+                             "): install a g++ in that range and name it in the target's [compiler] cxx"));
+  return {};
+}
+
+std::unique_ptr<CudaSource> make_cuda_source(const CudaRequest& request, const fs::path& toolkits, FetchPinned fetch) {
+  if (request.toolkit == "wheels") return wheels_cuda_source(request, toolkits, std::move(fetch));
+  return system_cuda_source(request);
 }
 
 }  // namespace kiln::toolchain

@@ -1,12 +1,18 @@
-// The CUDA toolkit: where it is and which version its nvcc is.
+// The CUDA toolkit: where it is, which version its nvcc is, and where it comes from. Two sources
+// behind one interface, one file each: the machine's toolkit (cuda_system.cpp) and a toolkit kiln
+// lays out from pinned NVIDIA wheels in its cache (cuda_wheels.cpp).
 #pragma once
 
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "core/expected.h"
+#include "toolchain/compiler.h"
 
 namespace kiln::toolchain {
 
@@ -20,12 +26,65 @@ struct CudaToolkit {
   nlohmann::json identity() const;
 };
 
-// Looks in `home_hint` (the target's), $CUDA_HOME, $CUDA_PATH, nvcc on PATH, /usr/local/cuda.
+// What a target asks for (the toolchain stage does not read targets itself).
+struct CudaRequest {
+  struct Wheel {
+    std::string file, sha256;
+  };
+  std::string toolkit = "system";  // "system" | "wheels"
+  std::string version;             // "13.0": what torch was built with
+  std::string home;                // system: the target's cuda.home (optional)
+  std::vector<Wheel> wheels;       // wheels: the pinned set
+};
+
+// Gets a pinned file (a wheel) into the download cache and returns its path.
+using FetchPinned = std::function<Expected<std::filesystem::path>(const std::string& file, const std::string& sha256)>;
+
+class CudaSource {
+ public:
+  virtual ~CudaSource() = default;
+  // What the build key records about the toolkit, as cheaply as possible: the system toolkit is
+  // found and asked for its version; the wheel toolkit is its pins (nothing is downloaded).
+  virtual Expected<nlohmann::json> identity() = 0;
+  // The toolkit, ready to compile with (the wheel toolkit is downloaded and laid out once).
+  virtual Expected<CudaToolkit> toolkit() = 0;
+};
+
+// `toolkits`: <cache>/toolkits; `fetch`: how the wheel source gets its wheels (unused by system).
+std::unique_ptr<CudaSource> make_cuda_source(const CudaRequest& request, const std::filesystem::path& toolkits,
+                                             FetchPinned fetch);
+
+// The two sources (make_cuda_source picks one by request.toolkit).
+std::unique_ptr<CudaSource> system_cuda_source(const CudaRequest& request);
+std::unique_ptr<CudaSource> wheels_cuda_source(const CudaRequest& request, const std::filesystem::path& toolkits,
+                                               FetchPinned fetch);
+
+// The system toolkit: looks in `home_hint` (the target's), $CUDA_HOME, $CUDA_PATH, nvcc on PATH,
+// /usr/local/cuda.
 Expected<CudaToolkit> detect_cuda(const std::string& home_hint);
+// The wheel toolkit: <toolkits>/cuda-<version>-<sha16 of the pins>/, unpacked and laid out like an
+// installed toolkit (bin/, nvvm/, include/, lib/ with lib64 and targets/x86_64-linux/ links), made
+// whole in a temporary directory and renamed into place under a lock. `wheels` are the pinned
+// files already in the download cache, in the order of `request.wheels`.
+Expected<CudaToolkit> cuda_from_wheels(const CudaRequest& request, const std::vector<std::filesystem::path>& wheels,
+                                       const std::filesystem::path& toolkits);
+// The directory name of a wheel toolkit: "cuda-13.0-<first 16 hex digits of the pins' hash>".
+std::string wheel_toolkit_name(const CudaRequest& request);
+
 // "Cuda compilation tools, release 13.0, V13.0.88" -> "13.0"
 std::string parse_nvcc_release(const std::string& version_text);
 // Fails, naming the toolkit needed, when the majors differ.
 Expected<void> check_cuda_matches(const CudaToolkit& toolkit, const std::string& wanted_version,
                                   const std::string& wanted_by);
+
+// The GCC majors a toolkit accepts as nvcc's host compiler: the newest from its own
+// include/crt/host_config.h ("#if __GNUC__ > 15"), the oldest CCCL's C++17 needs (7).
+struct GccRange {
+  int min = 7;
+  int max = 0;  // 0: unknown (no host_config.h)
+};
+GccRange supported_gcc(const CudaToolkit& toolkit);
+// Fails with what to do when `cxx` is a GCC outside the toolkit's range; other compilers pass.
+Expected<void> check_host_compiler(const CudaToolkit& toolkit, const HostCompiler& cxx);
 
 }  // namespace kiln::toolchain

@@ -46,7 +46,7 @@ class KilnTestCase(unittest.TestCase):
         """A cache with no wheels or objects that shares downloads and sysroots with every test."""
         cache = self.tmp / name
         cache.mkdir()
-        for part in ("downloads", "sysroots"):
+        for part in ("downloads", "sysroots", "toolkits"):
             (SHARED_CACHE / part).mkdir(parents=True, exist_ok=True)
             (cache / part).symlink_to(SHARED_CACHE / part)
         return cache

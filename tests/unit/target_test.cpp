@@ -7,6 +7,8 @@
 
 namespace kiln::manifest {
 
+namespace fs = std::filesystem;
+
 namespace {
 
 const char* kTarget = R"([target]
@@ -77,6 +79,66 @@ TEST(Target, BadInput) {
             "targets/t.toml:5:1: [python] needs exactly one of 'interpreter' or 'version'");
   EXPECT_EQ(error_of(edit("[torch]\nversion = \"2.11.0\"", "[torch]\nversion = \"2.11.0\"\n[torch.x]")),
             "targets/t.toml:10:8: unknown key 'torch.x' (expected one of: source, version, wheel)");
+}
+
+TEST(Target, CudaWheels) {
+  const std::string wheels = R"([cuda]
+toolkit = "wheels"
+version = "13.0"
+
+[[cuda.wheel]]
+file = "nvidia_cuda_nvcc-13.0.88-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl"
+sha256 = "56fe502eb77625a12f25172caa3cdddb4e4c8ba2c8c17dba44b164761b380f03"
+
+[[cuda.wheel]]
+file = "nvidia_cuda_cccl-13.0.85-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl"
+sha256 = "e0da7ad981f3a8aff08241b5bfc1af868742a63e2762f53a5171c492ef242649"
+)";
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string text = kTarget;
+    text = text.substr(0, text.find("[cuda]")) + wheels;
+    auto pos = text.find(from);
+    EXPECT_NE(pos, std::string::npos) << from;
+    if (pos != std::string::npos) text.replace(pos, from.size(), to);
+    return text;
+  };
+  Target t = parse_target(with("", ""), "t", "targets/t.toml").value();
+  ASSERT_EQ(t.cuda_wheels.size(), 2u);
+  EXPECT_EQ(t.cuda_wheels[0].project(), "nvidia-cuda-nvcc");
+  EXPECT_EQ(t.cuda_wheels[1].project(), "nvidia-cuda-cccl");
+  EXPECT_EQ(t.canonical()["cuda"]["wheels"][1]["sha256"], "e0da7ad981f3a8aff08241b5bfc1af868742a63e2762f53a5171c492ef242649");
+  // Another pin is another target as far as the bytes go.
+  Target other = parse_target(with("e0da7", "f0da7"), "t", "x").value();
+  EXPECT_NE(other.canonical(), t.canonical());
+  // The system toolkit's canonical form has no wheels (its keys stay as they were).
+  EXPECT_FALSE(parse_target(kTarget, "t", "x").value().canonical()["cuda"].contains("wheels"));
+
+  EXPECT_EQ(error_of(with("[[cuda.wheel]]", "[[cuda.whl]]")),
+            "targets/t.toml:20:8: unknown key 'cuda.whl' (did you mean 'cuda.wheel'?)");
+  std::string none = kTarget;
+  none.replace(none.find("toolkit = \"system\""), 18, "toolkit = \"wheels\"");
+  EXPECT_EQ(error_of(none), "targets/t.toml:16:1: missing required key 'cuda.wheel' in [cuda]");
+  EXPECT_EQ(error_of(with("toolkit = \"wheels\"", "toolkit = \"system\"")),
+            "targets/t.toml:20:1: 'cuda.wheel' applies only to toolkit = \"wheels\"");
+  EXPECT_EQ(error_of(with("nvidia_cuda_nvcc-13.0.88-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl", "nvcc.tar.gz")),
+            "targets/t.toml:21:8: 'nvcc.tar.gz' is not a wheel file name (NAME-VERSION-PY-ABI-PLATFORM.whl)");
+  EXPECT_EQ(error_of(with("sha256 = \"56fe", "sha256 = \"56FE")),
+            "targets/t.toml:22:10: bad sha256 '56FE502eb77625a12f25172caa3cdddb4e4c8ba2c8c17dba44b164761b380f03': expected 64 lowercase hexadecimal digits");
+  EXPECT_EQ(error_of(with("nvidia_cuda_cccl-13.0.85", "nvidia_cuda_nvcc-13.0.48")),
+            "targets/t.toml:25:8: a second wheel of nvidia-cuda-nvcc (nvidia_cuda_nvcc-13.0.88-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl)");
+  EXPECT_EQ(error_of(with("version = \"13.0\"\n\n", "version = \"13.0\"\nhome = \"/opt/cuda\"\n\n")),
+            "targets/t.toml:19:8: 'cuda.home' applies only to the system toolkit");
+}
+
+TEST(Target, ShippedTargetsParse) {
+  for (const char* name : {"default", "default-wheels-cu130", "torch2.10-cu128"}) {
+    fs::path file = fs::path(KILN_SOURCE_DIR) / "manifests" / "targets" / (std::string(name) + ".toml");
+    Target t = load_target(file, file.string()).value();
+    EXPECT_EQ(t.name, name);
+  }
+  Target w = load_target(fs::path(KILN_SOURCE_DIR) / "manifests/targets/default-wheels-cu130.toml", "w").value();
+  EXPECT_EQ(w.cuda_toolkit, "wheels");
+  EXPECT_EQ(w.cuda_wheels.size(), 5u);
 }
 
 TEST(Target, EmbeddedDefaultIsValid) {
