@@ -9,6 +9,7 @@
 #include <optional>
 #include <thread>
 
+#include "core/fault.h"
 #include "core/fs.h"
 #include "core/interrupt.h"
 #include "core/log.h"
@@ -107,6 +108,7 @@ Expected<JobStats> run_jobs(const std::vector<Job>& jobs, const RunnerOptions& o
       spec.cwd = jobs[i].cwd;
       spec.output = ProcessSpec::Output::Log;
       spec.log_file = jobs[i].log;
+      spec.inherit_fds = jobs[i].inherit_fds;
       KILN_CHECK(ensure_directory(jobs[i].log.parent_path()));
       write_file_atomic(jobs[i].log.string() + ".cmd", format_argv(jobs[i].argv) + "\n").value();
       auto child = spawn(spec);
@@ -119,6 +121,7 @@ Expected<JobStats> run_jobs(const std::vector<Job>& jobs, const RunnerOptions& o
       used_memory += jobs[i].memory_gib;
       running.emplace_back(Running{i, std::move(*child), now()});
       log::info(cat("start ", jobs[i].label));
+      fault_point("compile");
       log::verbose(cat("$ ", format_argv(jobs[i].argv)));
     }
     // Reap finished jobs.

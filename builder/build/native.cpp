@@ -242,6 +242,8 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
     jobs.push_back(std::move(link));
     result.modules.push_back(BuiltModule{rel, out});
   }
+  if (ctx.root_lock_fd >= 0)
+    for (auto& job : jobs) job.inherit_fds = {ctx.root_lock_fd};
   RunnerOptions options;
   options.slots = slots;
   KILN_TRY(JobStats stats, run_jobs(jobs, options));

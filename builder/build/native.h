@@ -33,6 +33,9 @@ struct NativeContext {
   std::filesystem::path object_cache;  // <cache>/objects
   std::string object_salt;             // identities the objects depend on beyond their argv
   int jobs = 0;                        // 0: one per core
+  // The build root's lock: every compiler and linker inherits it, so when kiln dies (SIGKILL) the
+  // root stays locked until its orphaned jobs have exited, and the next build never races them.
+  int root_lock_fd = -1;
 };
 
 struct BuiltModule {

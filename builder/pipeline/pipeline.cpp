@@ -150,7 +150,12 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
     fs::path last = options.cache / "last" / item.target_name / (m.normalized_name() + ".json");
 
     KILN_TRY(cache::Lock lock, store.lock(item.key));
-    if (auto hit = store.lookup(item.key)) {
+    std::string damaged;
+    auto hit = store.lookup_verified(item.key, damaged);
+    if (!damaged.empty())
+      log::warn(cat("cache entry ", item.key.substr(0, 16), " of ", m.name, " was damaged (", damaged,
+                    "); it was removed and is built again"));
+    if (hit) {
       ir.cache_hit = true;
       ir.wheel = hit->wheel;
       ir.sha256 = hit->sha256;
@@ -215,6 +220,7 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
       ctx.object_salt = json{{"recipe", resolve::kRecipeVersion}, {"sources", sources},
                              {"toolchain", rt->toolchain}, {"torch", tc.torch.identity()}}.dump();
       ctx.jobs = options.jobs;
+      ctx.root_lock_fd = root_lock.fd();
       auto built = build::build_native(ctx);
       // Keep the job logs (commands and output) where the user can read them; the root goes.
       fs::path logs = store.logs() / item.key;
@@ -249,7 +255,7 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
     spec.metadata.version = spec.version;
     spec.provenance_json = provenance.dump(2) + "\n";
 
-    KILN_TRY(TempDir staging, TempDir::create(store.tmp_root(), "wheel-"));
+    KILN_TRY(cache::Staging staging, store.staging("wheel-"));
     KILN_TRY(fs::path wheel_path, wheel::write_wheel(spec, staging.path()));
     check_interrupted();
     // The static checks of `kiln validate` before anything is committed: a failure fails the build.
