@@ -73,7 +73,11 @@ class ConcurrencyTest(KilnTestCase):
     def popen(self, cache, *args, **extra):
         proc = subprocess.Popen([KILN, *args], cwd=self.project, env=self.env(cache, **extra), stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
-        self.addCleanup(lambda: proc.poll() is None and (proc.kill(), proc.wait()))
+        def cleanup():
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate()  # (closes the pipes)
+        self.addCleanup(cleanup)
         return proc
 
     def serve(self, cache):
@@ -101,6 +105,10 @@ class ConcurrencyTest(KilnTestCase):
 
     def staging(self, cache):
         return sorted(p.name for p in (cache / "tmp").glob("*")) if (cache / "tmp").exists() else []
+
+    def staging_kinds(self, cache):
+        """The staging directories, by kind: "wheel-" (the wheel written) and "commit-" (the entry)."""
+        return sorted(name.split("-")[0] for name in self.staging(cache))
 
     # --- parallel builds, served and collected meanwhile -----------------------------------------
 
@@ -177,19 +185,19 @@ class ConcurrencyTest(KilnTestCase):
         self.assertNotIn("half", index.projects())
         self.assertEqual(index.get(f"default/simple/half/{wheel_name}", "*/*")[0], 404)
         writing.kill()
-        writing.wait()
-        self.assertEqual(subprocess.run([KILN, "cache", "gc"], env=self.env(cache)).returncode, 0)
+        writing.communicate()
+        self.assertEqual(subprocess.run([KILN, "cache", "gc"], env=self.env(cache), capture_output=True).returncode, 0)
         self.assertEqual(self.staging(cache), [])
         # Frozen with the entry complete in staging (entry.json written), not yet renamed in.
         committing = self.popen(cache, "--json", "build", "half", KILN_FAULT="commit:2:stop")
         wait_stopped(committing)
-        self.assertEqual(len(self.staging(cache)), 1)
+        self.assertEqual(self.staging_kinds(cache), ["commit", "wheel"])
         self.assertNotIn("half", index.projects())
         self.assertEqual(index.get("default/simple/half/")[0], 404)
         # gc, even --all, leaves the staging of a live process alone.
         for args in (["cache", "gc"], ["cache", "gc", "--all"]):
-            self.assertEqual(subprocess.run([KILN, *args], env=self.env(cache)).returncode, 0)
-            self.assertEqual(len(self.staging(cache)), 1)
+            self.assertEqual(subprocess.run([KILN, *args], env=self.env(cache), capture_output=True).returncode, 0)
+            self.assertEqual(self.staging_kinds(cache), ["commit", "wheel"])
         committing.send_signal(signal.SIGCONT)
         out, err = committing.communicate(timeout=600)
         self.assertEqual(committing.returncode, 0, err)
@@ -237,7 +245,7 @@ class ConcurrencyTest(KilnTestCase):
         self.assertEqual(index.get(f"default/simple/gc-served/{f['url']}", "*/*")[0], 404)
         self.assertNotIn("gc-served", index.projects())
         self.assertTrue(Path(wheels["gc-held"]["wheel"]).exists())  # kept: a build holds its key
-        self.assertEqual(len(self.staging(cache)), 1)  # kept: the committing build's staging
+        self.assertEqual(self.staging_kinds(cache), ["commit", "wheel"])  # kept: the committing build's
         self.assertEqual({p: sorted(os.listdir(cache / p)) for p in ("downloads", "sysroots")}, shared)
         building.send_signal(signal.SIGCONT)
         out, err = building.communicate(timeout=600)
@@ -246,7 +254,7 @@ class ConcurrencyTest(KilnTestCase):
         self.assertEqual(sorted(index.projects()), ["gc-building", "gc-held"])
         self.assertEqual(index.check_all(), (2, []))
         fcntl.flock(lock, fcntl.LOCK_UN)
-        self.assertEqual(subprocess.run([KILN, "cache", "gc", "--all"], env=self.env(cache)).returncode, 0)
+        self.assertEqual(subprocess.run([KILN, "cache", "gc", "--all"], env=self.env(cache), capture_output=True).returncode, 0)
         self.assertEqual(index.projects(), [])
         self.assertEqual(self.kiln("--cache", str(cache), "cache", "verify").returncode, 0)
 

@@ -44,7 +44,8 @@ KILN_FUZZ_TARGET(patch) {
   for (const auto& f : *parsed) {
     for (const auto* p : {&f.old_path, &f.new_path}) {
       if (p->empty()) continue;
-      if (p->front() == '/' || fs::path(*p).lexically_normal().string().rfind("..", 0) == 0)
+      fs::path normal = fs::path(*p).lexically_normal();
+      if (p->front() == '/' || (!normal.empty() && *normal.begin() == ".."))
         fail("a parsed path leaves the tree: " + *p);
     }
     for (const auto& h : f.hunks) {

@@ -46,6 +46,12 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, fmt, *args):  # quiet
         pass
 
+    def handle(self):
+        try:
+            super().handle()
+        except (ConnectionResetError, BrokenPipeError):  # the client went away (kiln gave up)
+            pass
+
     def record(self):
         if not self.server.log_path:
             return

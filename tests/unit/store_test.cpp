@@ -84,6 +84,28 @@ TEST(Store, LookupVerifiedRemovesDamagedAndIncompleteEntries) {
   EXPECT_TRUE(store.commit(kKey, make_wheel(dir.path() / "out", "x-1.0-py3-none-any.whl", "wheel bytes"), {}));
 }
 
+TEST(Store, DamagedEntryJsonReadsAsIncompleteAndNamesNothingElsewhere) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-store-").value();
+  Store store(dir.path() / "cache");
+  Entry e = store.commit(kKey, make_wheel(dir.path() / "out", "x-1.0-py3-none-any.whl", "wheel bytes"), {}).value();
+  std::ofstream(dir.path() / "cache" / "secret.whl") << "outside the entry";
+  for (const char* text : {"not json", "[]", R"({"wheel": 7, "sha256": "x"})", R"({"wheel": "x.whl"})",
+                           R"({"wheel": "../../secret.whl", "sha256": "x"})", R"({"wheel": "..", "sha256": "x"})",
+                           R"({"wheel": "x-1.0-py3-none-any.whl", "sha256": "x", "size": "big"})"}) {
+    std::ofstream(e.dir / "entry.json", std::ios::trunc) << text;
+    SCOPED_TRACE(text);
+    auto found = store.lookup(kKey);
+    if (found) {  // the last: a readable name and hash, an unusable size (ignored); verify rehashes
+      EXPECT_EQ(found->wheel, e.wheel);
+      EXPECT_EQ(found->size, 0u);
+    }
+    EXPECT_TRUE(store.list().size() <= 1);
+    auto problems = store.verify();
+    ASSERT_EQ(problems.size(), 1u);
+    EXPECT_EQ(problems[0].key, kKey);
+  }
+}
+
 TEST(Store, GcRemovesOnlyStagingNoLiveProcessHolds) {
   auto dir = TempDir::create(fs::temp_directory_path(), "kiln-store-").value();
   Store store(dir.path() / "cache");
