@@ -118,6 +118,24 @@ fs::path build_root_for(const std::string& source_key) {
   return fs::path("/tmp/kiln-build") / source_key.substr(0, 20);
 }
 
+std::uint64_t remove_abandoned_build_roots() {
+  fs::path base = build_root_for(std::string(20, '0')).parent_path();
+  std::uint64_t removed = 0;
+  std::error_code ec;
+  std::vector<fs::path> roots;
+  for (const auto& d : fs::directory_iterator(base, ec))
+    if (d.is_directory(ec) && !d.is_symlink(ec)) roots.push_back(d.path());
+  for (const auto& root : roots) {
+    // The lock file stays: removing a lock file others may have opened would split the lock.
+    auto lock = FileLock::try_acquire(root.string() + ".lock", /*create=*/true);
+    if (!lock) continue;
+    std::error_code rm;
+    fs::remove_all(root, rm);
+    if (!rm) ++removed;
+  }
+  return removed;
+}
+
 std::vector<std::string> explain_changes(const json& before, const json& after) {
   std::map<std::string, std::string> a, b;
   flatten(before, "", a);

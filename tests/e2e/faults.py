@@ -141,7 +141,7 @@ class FaultRig:
             shutil.rmtree(d)
         if point in ("download", "unpack"):
             shutil.rmtree(cache / "downloads" / self.sdist_sha[:2] / self.sdist_sha, ignore_errors=True)
-        if point in ("download", "unpack", "compile"):
+        if point == "compile":
             shutil.rmtree(cache / "objects", ignore_errors=True)
 
     def wait_for_orphans(self, timeout=1800):
@@ -166,8 +166,8 @@ class FaultRig:
 
     def kill(self, cache, point, nth):
         """A build killed at point:nth, then the checks: no partial entry, `cache verify` passes,
-        `cache gc` removes the staging the killed process left, a killed download is not
-        published, nothing in the project changed. Returns (facts, problems)."""
+        `cache gc` removes the staging and the build root the killed process left, a killed
+        download is not published, nothing in the project changed. Returns (facts, problems)."""
         before = self.project_snapshot()
         out = {"point": point, "nth": nth}
         killed = self.kiln(cache, "--json", "build", "kiln-demo", fault=f"{point}:{nth}")
@@ -189,6 +189,8 @@ class FaultRig:
         leftovers = sorted(p.name for p in (cache / "tmp").glob("*")) if (cache / "tmp").exists() else []
         if gc.returncode != 0 or leftovers:
             problems.append(f"cache gc left {leftovers} (exit {gc.returncode}): {gc.stderr}")
+        if self.build_roots():  # the killed build's root: removed by gc once nothing holds it
+            problems.append(f"build roots left after gc: {self.build_roots()}")
         if point == "download" and self.the_download(cache).exists():
             problems.append("a killed download was published")  # at most a resumable .part
         if self.project_snapshot() != before:

@@ -11,6 +11,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import unittest
@@ -118,7 +119,7 @@ class ConcurrencyTest(KilnTestCase):
             self.pure(name, payload=f"NAME = {name!r}\n".encode(), blob=512 << 10)
         index = self.serve(cache)
         stop = threading.Event()
-        served = {"checked": 0, "problems": [], "gc": []}
+        served = {"checked": 0, "problems": [], "gc": [], "gc_runs": 0}
 
         def watch():  # every listed wheel, downloaded and checked, over and over
             while not stop.is_set():
@@ -129,6 +130,7 @@ class ConcurrencyTest(KilnTestCase):
         def collect():  # `kiln cache gc` (staging leftovers) over and over
             while not stop.is_set():
                 gc = subprocess.run([KILN, "cache", "gc"], env=self.env(cache), capture_output=True, text=True)
+                served["gc_runs"] += 1
                 if gc.returncode != 0:
                     served["gc"].append(gc.stderr)
                 time.sleep(0.2)
@@ -160,6 +162,8 @@ class ConcurrencyTest(KilnTestCase):
             self.assertEqual({(i["wheel"], i["sha256"]) for i in items}, {(built[0]["wheel"], built[0]["sha256"])})
             self.assertEqual(hashlib.sha256(Path(built[0]["wheel"]).read_bytes()).hexdigest(), built[0]["sha256"])
         self.assertEqual(sum(r["compile_jobs"] for r in results), 3)  # kiln-demo: two objects and a link, once
+        print(f"\n4 parallel builds: {served['checked']} wheel downloads checked against their hashes, "
+              f"{served['gc_runs']} `cache gc` runs meanwhile", file=sys.stderr)
         self.assertEqual(served["problems"], [])
         self.assertEqual(served["gc"], [])
         self.assertGreater(served["checked"], 0)
