@@ -16,6 +16,7 @@
 #include <memory>
 #include <utility>
 
+#include "core/fault.h"
 #include "core/fs.h"
 #include "core/strings.h"
 
@@ -636,6 +637,7 @@ Expected<UnpackResult> Unpacker::run(struct archive* a) {
     if (first) KILN_CHECK(check_format(a));  // libarchive names the format on the first header
     if (r == ARCHIVE_EOF) break;
     KILN_CHECK(entry(a, e));
+    fault_point("unpack");
     const char* name = archive_entry_pathname(e);
     last_member_ = name ? name : "";
   }

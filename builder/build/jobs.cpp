@@ -9,6 +9,7 @@
 #include <optional>
 #include <thread>
 
+#include "core/fault.h"
 #include "core/fs.h"
 #include "core/interrupt.h"
 #include "core/log.h"
@@ -45,6 +46,7 @@ Expected<Child> spawn_step(const Job& job, std::size_t step) {
   spec.output = ProcessSpec::Output::Log;
   spec.log_file = job.log;
   spec.append_log = step > 0;
+  spec.inherit_fds = job.inherit_fds;
   log::verbose(cat("$ ", format_argv(spec.argv)));
   return spawn(spec);
 }
@@ -141,6 +143,7 @@ Expected<JobStats> run_jobs(const std::vector<Job>& jobs, const RunnerOptions& o
       used_memory += jobs[i].memory_gib;
       running.emplace_back(Running{i, std::move(*child), now()});
       log::info(cat("start ", jobs[i].label));
+      fault_point("compile");
     }
     // Reap finished jobs.
     bool progressed = false;

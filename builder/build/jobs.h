@@ -24,6 +24,7 @@ struct Job {
   int weight = 1;          // slots it occupies (e.g. nvcc --threads)
   double memory_gib = 1;   // estimated peak memory
   std::vector<std::size_t> deps;  // indices of jobs that must finish first
+  std::vector<int> inherit_fds;   // descriptors the process keeps (ProcessSpec::inherit_fds)
   // Runs right before the first command (e.g. to put inputs from other jobs in place).
   std::function<Expected<void>()> before;
   // Runs after the last command succeeded (e.g. to store the object in the cache).

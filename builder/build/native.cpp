@@ -636,6 +636,8 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
     for (auto& d : job.deps) d = position[d];
     jobs.push_back(std::move(job));
   }
+  if (ctx.root_lock_fd >= 0)
+    for (auto& job : jobs) job.inherit_fds = {ctx.root_lock_fd};
   RunnerOptions options;
   options.slots = slots;
   KILN_TRY(JobStats stats, run_jobs(jobs, options));

@@ -43,6 +43,9 @@ struct NativeContext {
   int jobs = 0;                        // 0: one per core
   // Shard counts chosen by resolve (part of the build key): "<extension>/<source>" -> n.
   std::map<std::string, int> shards;
+  // The build root's lock: every compiler and linker inherits it, so when kiln dies (SIGKILL) the
+  // root stays locked until its orphaned jobs have exited, and the next build never races them.
+  int root_lock_fd = -1;
 };
 
 struct BuiltModule {

@@ -9,8 +9,10 @@
 #include <cstring>
 #include <ctime>
 
+#include "core/fault.h"
 #include "core/fs.h"
 #include "core/hash.h"
+#include "core/log.h"
 #include "core/strings.h"
 
 namespace kiln::cache {
@@ -23,17 +25,68 @@ std::optional<Entry> Store::lookup(const std::string& key) const {
   auto text = read_file(dir / "entry.json");
   if (!text) return std::nullopt;
   nlohmann::json info = nlohmann::json::parse(*text, nullptr, false);
-  if (info.is_discarded() || !info.contains("wheel") || !info.contains("sha256")) return std::nullopt;
+  // entry.json is kiln's, but a damaged one must read as incomplete, never name a file elsewhere.
+  if (info.is_discarded() || !info.is_object() || !info.contains("wheel") || !info["wheel"].is_string() ||
+      !info.contains("sha256") || !info["sha256"].is_string())
+    return std::nullopt;
+  std::string name = info["wheel"].get<std::string>();
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
+      name.find('\0') != std::string::npos)
+    return std::nullopt;
   Entry e;
   e.key = key;
   e.dir = dir;
-  e.wheel = dir / info["wheel"].get<std::string>();
+  e.wheel = dir / name;
   e.sha256 = info["sha256"].get<std::string>();
-  e.size = info.value("size", std::uint64_t{0});
+  e.size = info.contains("size") && info["size"].is_number_unsigned() ? info["size"].get<std::uint64_t>() : 0;
   e.info = std::move(info);
   std::error_code ec;
   if (!fs::is_regular_file(e.wheel, ec)) return std::nullopt;
   return e;
+}
+
+std::optional<std::string> Store::damage(const Entry& e) const {
+  std::error_code ec;
+  auto size = fs::file_size(e.wheel, ec);
+  if (ec) return cat(e.wheel.filename().string(), ": ", ec.message());
+  if (e.size != 0 && size != e.size)
+    return cat(e.wheel.filename().string(), ": ", size, " bytes instead of the recorded ", e.size);
+  auto sha = sha256_file(e.wheel);
+  if (!sha) return sha.error().message;
+  if (*sha != e.sha256)
+    return cat(e.wheel.filename().string(), ": sha256 ", *sha, " does not match the recorded ", e.sha256);
+  return std::nullopt;
+}
+
+std::optional<Entry> Store::lookup_verified(const std::string& key, std::string& removed) const {
+  removed.clear();
+  auto e = lookup(key);
+  std::optional<std::string> problem;
+  if (e) problem = damage(*e);
+  else if (std::error_code ec; fs::exists(entry_dir(key), ec)) problem = "the entry is incomplete";
+  if (!problem) return e;
+  removed = *problem;
+  auto gone = remove(key);
+  if (!gone) removed += cat(" (and it could not be removed: ", gone.error().message, ")");
+  return std::nullopt;
+}
+
+Expected<Staging> Store::staging(std::string_view prefix) const {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    KILN_TRY(TempDir dir, TempDir::create(tmp_root(), prefix));
+    int fd = ::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) continue;  // gc took it between mkdtemp and open
+    while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {
+    }
+    // gc may have locked and removed it between mkdtemp and flock: then make another.
+    struct stat held {}, now{};
+    if (::fstat(fd, &held) == 0 && ::stat(dir.path().c_str(), &now) == 0 && held.st_ino == now.st_ino &&
+        held.st_dev == now.st_dev)
+      return Staging{FileLock::adopt(fd), std::move(dir)};
+    ::close(fd);
+    dir.release();
+  }
+  return Error::failed(cat("cannot create a staging directory in ", tmp_root().string(), ": it keeps disappearing"));
 }
 
 Expected<Lock> Store::lock(const std::string& key) const {
@@ -43,7 +96,7 @@ Expected<Lock> Store::lock(const std::string& key) const {
 Expected<Entry> Store::commit(const std::string& key, const fs::path& wheel, nlohmann::json info) const {
   fs::path final_dir = entry_dir(key);
   KILN_CHECK(ensure_directory(final_dir.parent_path()));
-  KILN_TRY(TempDir staging, TempDir::create(tmp_root(), "commit-"));
+  KILN_TRY(Staging staging, this->staging("commit-"));
   fs::path staged_wheel = staging.path() / wheel.filename();
   std::error_code ec;
   fs::rename(wheel, staged_wheel, ec);
@@ -51,6 +104,7 @@ Expected<Entry> Store::commit(const std::string& key, const fs::path& wheel, nlo
     fs::copy_file(wheel, staged_wheel, ec);
     if (ec) return Error::failed(cat("cannot stage ", wheel.string(), ": ", ec.message()));
   }
+  fault_point("commit");  // #1: the wheel staged
   KILN_TRY(std::string sha, sha256_file(staged_wheel));
   info["key"] = key;
   info["wheel"] = wheel.filename().string();
@@ -65,10 +119,12 @@ Expected<Entry> Store::commit(const std::string& key, const fs::path& wheel, nlo
     }
   }
   KILN_CHECK(write_file_atomic(staging.path() / "entry.json", info.dump(2) + "\n"));
+  fault_point("commit");  // #2: entry.json written, not yet renamed into wheels/
   ::chmod(staging.path().c_str(), 0755);
   if (::rename(staging.path().c_str(), final_dir.c_str()) != 0)
     return Error::failed(cat("cannot commit cache entry ", key, ": ", std::strerror(errno)));
-  staging.release();
+  staging.dir.release();
+  fault_point("commit");  // #3: renamed, the directory not yet synced
   KILN_CHECK(fsync_directory(final_dir.parent_path()));
   auto entry = lookup(key);
   if (!entry) return Error::failed(cat("cache entry ", key, " vanished after commit"));
@@ -82,7 +138,9 @@ std::vector<Entry> Store::list() const {
     if (auto e = lookup(d.path().filename().string())) out.push_back(std::move(*e));
   }
   std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) {
-    return std::tie(a.info["package"], a.info["version"], a.key) < std::tie(b.info["package"], b.info["version"], b.key);
+    auto field = [](const Entry& e, const char* name) { return e.info.value(name, nlohmann::json()).dump(); };
+    return std::tuple(field(a, "package"), field(a, "version"), a.key) <
+           std::tuple(field(b, "package"), field(b, "version"), b.key);
   });
   return out;
 }
@@ -97,10 +155,7 @@ std::vector<VerifyProblem> Store::verify() const {
       problems.push_back({key, "entry is incomplete (no entry.json or no wheel)"});
       continue;
     }
-    auto sha = sha256_file(e->wheel);
-    if (!sha) problems.push_back({key, sha.error().message});
-    else if (*sha != e->sha256)
-      problems.push_back({key, cat(e->wheel.filename().string(), ": sha256 ", *sha, " does not match the recorded ", e->sha256)});
+    if (auto problem = damage(*e)) problems.push_back({key, *problem});
   }
   std::sort(problems.begin(), problems.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
   return problems;
@@ -120,17 +175,24 @@ Expected<void> Store::remove(const std::string& key) const {
 Expected<std::uint64_t> Store::gc(bool all) const {
   std::uint64_t removed = 0;
   std::error_code ec;
-  // Staging directories of processes that are gone: kiln holds no lock on tmp/, so gc removes only
-  // entries older than an hour (a live build touches its staging dir as it works).
-  for (const auto& d : fs::directory_iterator(tmp_root(), ec)) {
-    auto age = fs::file_time_type::clock::now() - fs::last_write_time(d.path(), ec);
-    if (ec || age < std::chrono::hours(1)) continue;
-    removed += static_cast<std::uint64_t>(fs::remove_all(d.path(), ec));
+  // Staging leftovers: a live process holds the lock of its staging directory (see staging()), so
+  // what can be locked here belongs to a process that is gone (killed, or crashed).
+  std::vector<fs::path> leftovers;
+  for (const auto& d : fs::directory_iterator(tmp_root(), ec)) leftovers.push_back(d.path());
+  for (const auto& path : leftovers) {
+    auto lock = FileLock::try_acquire(path);
+    if (!lock) continue;
+    std::error_code rm;
+    auto n = fs::remove_all(path, rm);
+    if (!rm) removed += static_cast<std::uint64_t>(n);
   }
   if (all) {
     for (const auto& e : list()) {
-      auto lock = this->lock(e.key);  // never delete what a build holds
-      if (!lock) continue;
+      auto lock = FileLock::try_acquire(root_ / "locks" / (e.key + ".lock"), /*create=*/true);
+      if (!lock) {  // never delete what a build holds
+        log::info(cat("kept ", e.wheel.filename().string(), ": a build holds its key (", e.key.substr(0, 16), ")"));
+        continue;
+      }
       KILN_CHECK(remove(e.key));
       ++removed;
     }

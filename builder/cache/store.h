@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/expected.h"
+#include "core/fs.h"
 #include "core/lock.h"
 
 namespace kiln::cache {
@@ -28,6 +29,15 @@ struct Entry {
 // The per-key build lock.
 using Lock = FileLock;
 
+// A staging directory under <cache>/tmp, locked by its process while it lives, so that `gc` removes
+// only the staging directories of processes that are gone. Removed with its contents when
+// destroyed, unless released.
+struct Staging {
+  FileLock lock;
+  TempDir dir;  // (declared after the lock: removed before the lock is let go)
+  const std::filesystem::path& path() const { return dir.path(); }
+};
+
 struct VerifyProblem {
   std::string key;
   std::string message;
@@ -39,6 +49,12 @@ class Store {
   const std::filesystem::path& root() const { return root_; }
 
   std::optional<Entry> lookup(const std::string& key) const;
+  // What is wrong with a committed entry (its wheel missing, resized or rehashed to another
+  // sha256), or nullopt when it is whole.
+  std::optional<std::string> damage(const Entry& entry) const;
+  // The entry when it is whole. A damaged or incomplete entry is removed (the caller holds the
+  // key's lock) and described in `removed`, so that the caller builds it again.
+  std::optional<Entry> lookup_verified(const std::string& key, std::string& removed) const;
   // Blocks until this process holds the key's lock.
   Expected<Lock> lock(const std::string& key) const;
   // Moves `wheel` into a new entry for `key` (which must not exist yet) and returns it.
@@ -48,10 +64,12 @@ class Store {
   std::vector<VerifyProblem> verify() const;
   // Removes a damaged entry so the next build rebuilds it.
   Expected<void> remove(const std::string& key) const;
-  // Removes staging leftovers (tmp/, build roots of dead processes); with `all`, every entry.
+  // Removes staging leftovers (what <cache>/tmp holds that no live process has locked); with `all`,
+  // every entry as well, except those a build holds the key's lock of (they are kept and named).
   Expected<std::uint64_t> gc(bool all) const;
 
-  // A fresh staging directory under <cache>/tmp (removed with the TempDir unless released).
+  // A fresh, locked staging directory under <cache>/tmp: "<tmp>/<prefix>XXXXXX".
+  Expected<Staging> staging(std::string_view prefix) const;
   std::filesystem::path tmp_root() const { return root_ / "tmp"; }
   std::filesystem::path downloads() const { return root_ / "downloads"; }
   std::filesystem::path sysroots() const { return root_ / "sysroots"; }

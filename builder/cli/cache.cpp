@@ -8,6 +8,7 @@
 #include "cli/table.h"
 #include "core/log.h"
 #include "core/strings.h"
+#include "pipeline/pipeline.h"
 
 namespace kiln::cli {
 
@@ -17,7 +18,7 @@ std::function<int()> configure_cache(CLI::App& sub, Context& ctx) {
   sub.require_subcommand(1);
   CLI::App* ls = sub.add_subcommand("ls", "List the cached wheels");
   CLI::App* verify = sub.add_subcommand("verify", "Rehash every cached wheel; exit 1 on any damage");
-  CLI::App* gc = sub.add_subcommand("gc", "Remove staging leftovers (--all: every wheel too)");
+  CLI::App* gc = sub.add_subcommand("gc", "Remove what killed processes left (staging, build roots); --all: every wheel too");
   gc->add_flag("--all", *all, "Remove every cached wheel as well");
   for (CLI::App* s : {ls, verify, gc}) s->callback([action, s] { *action = s->get_name(); });
   return [&ctx, action, all] {
@@ -54,7 +55,8 @@ std::function<int()> configure_cache(CLI::App& sub, Context& ctx) {
       return problems.empty() ? 0 : 1;
     }
     std::uint64_t removed = store.gc(*all).value();
-    log::info(cat("removed ", removed, " items"));
+    std::uint64_t roots = pipeline::remove_abandoned_build_roots();
+    log::info(cat("removed ", removed, " items", roots ? cat(" and ", roots, " abandoned build roots") : std::string()));
     return 0;
   };
 }

@@ -31,7 +31,7 @@ std::function<int()> configure_fetch(CLI::App& sub, Context& ctx) {
       const manifest::Manifest* m = ctx.repository().select(spec).value();
       // A git source is checked out into a scratch directory that is removed afterwards; the
       // mirror in the cache is what stays.
-      TempDir scratch = TempDir::create(store.tmp_root(), "fetch-").value();
+      cache::Staging scratch = store.staging("fetch-").value();
       fetch::Fetched got = pipeline::fetch_package(*m, *fetching, scratch.path() / "checkout").value();
       std::string where = got.is_directory && m->source.kind == manifest::Source::Kind::Git
                               ? fetch::git_mirror_path(ctx.cache_path(), m->source.url).string()

@@ -33,7 +33,7 @@ std::function<int()> configure_prepare(CLI::App& sub, Context& ctx) {
     if (fs::exists(dest, ec)) raise(Error::bad_input(cat("output directory ", opts->output, " already exists")));
     auto fetching = pipeline::Fetching::create(ctx.cache_path(), opts->offline, opts->index_url).value();
     cache::Store store(ctx.cache_path());
-    TempDir scratch = TempDir::create(store.tmp_root(), "prepare-").value();
+    cache::Staging scratch = store.staging("prepare-").value();
     pipeline::prepare_tree(*m, *fetching, scratch.path() / "work", dest).value();
     if (ctx.json) {
       std::cout << nlohmann::json{{"package", m->name}, {"version", m->version}, {"path", dest.string()},

@@ -26,6 +26,21 @@ Expected<FileLock> FileLock::acquire(const std::filesystem::path& path) {
   return FileLock(fd);
 }
 
+std::optional<FileLock> FileLock::try_acquire(const std::filesystem::path& path, bool create) {
+  int fd = create ? ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)
+                  : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  int rc;
+  do {
+    rc = ::flock(fd, LOCK_EX | LOCK_NB);
+  } while (rc != 0 && errno == EINTR);
+  if (rc != 0) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  return FileLock(fd);
+}
+
 FileLock::~FileLock() {
   if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the flock
 }

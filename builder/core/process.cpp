@@ -192,6 +192,8 @@ Expected<Child> spawn(const ProcessSpec& spec) {
       break;
   }
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  // dup2 onto itself clears close-on-exec in the child (POSIX 2024, glibc >= 2.29).
+  for (int fd : spec.inherit_fds) posix_spawn_file_actions_adddup2(&actions, fd, fd);
   if (!spec.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, spec.cwd.c_str());
 
   std::vector<std::string> env = build_environment(spec);

@@ -24,6 +24,9 @@ struct ProcessSpec {
   std::filesystem::path log_file;   // with Output::Log
   bool append_log = false;          // add to log_file instead of replacing it
   bool new_process_group = true;    // so an interrupt can stop the child and its children
+  // Descriptors the child keeps open under the same numbers (all others are close-on-exec), e.g. a
+  // lock it must hold for as long as it runs.
+  std::vector<int> inherit_fds;
 };
 
 struct ProcessResult {

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "core/fault.h"
 #include "core/interrupt.h"
 #include "core/strings.h"
 #include "fetch/http.h"
@@ -143,6 +144,7 @@ size_t on_file_data(char* data, size_t size, size_t count, void* user) {
     left -= static_cast<std::size_t>(n);
   }
   t->bytes += len;
+  fault_point("download");
   return len;
 }
 

@@ -227,6 +227,10 @@ Expected<CachedFile> Downloader::download_locked(const std::string& url,
     }
     last = r.describe();
     remove_if_empty_file(part);
+    if (r.transport == Transport::Failed) {  // e.g. a local write error (disk full): nothing to resume
+      std::error_code ec;
+      fs::remove(part, ec);
+    }
     if (!r.retryable()) break;
   }
   std::string detail;

@@ -126,6 +126,24 @@ fs::path build_root_for(const std::string& source_key) {
   return fs::path("/tmp/kiln-build") / source_key.substr(0, 20);
 }
 
+std::uint64_t remove_abandoned_build_roots() {
+  fs::path base = build_root_for(std::string(20, '0')).parent_path();
+  std::uint64_t removed = 0;
+  std::error_code ec;
+  std::vector<fs::path> roots;
+  for (const auto& d : fs::directory_iterator(base, ec))
+    if (d.is_directory(ec) && !d.is_symlink(ec)) roots.push_back(d.path());
+  for (const auto& root : roots) {
+    // The lock file stays: removing a lock file others may have opened would split the lock.
+    auto lock = FileLock::try_acquire(root.string() + ".lock", /*create=*/true);
+    if (!lock) continue;
+    std::error_code rm;
+    fs::remove_all(root, rm);
+    if (!rm) ++removed;
+  }
+  return removed;
+}
+
 std::vector<std::string> explain_changes(const json& before, const json& after) {
   std::map<std::string, std::string> a, b;
   flatten(before, "", a);
@@ -158,7 +176,12 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
     fs::path last = options.cache / "last" / item.target_name / (m.normalized_name() + ".json");
 
     KILN_TRY(cache::Lock lock, store.lock(item.key));
-    if (auto hit = store.lookup(item.key)) {
+    std::string damaged;
+    auto hit = store.lookup_verified(item.key, damaged);
+    if (!damaged.empty())
+      log::warn(cat("cache entry ", item.key.substr(0, 16), " of ", m.name, " was damaged (", damaged,
+                    "); it was removed and is built again"));
+    if (hit) {
       ir.cache_hit = true;
       ir.wheel = hit->wheel;
       ir.sha256 = hit->sha256;
@@ -224,6 +247,7 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
                              {"toolchain", rt->toolchain}, {"torch", tc.torch.identity()}}.dump();
       ctx.jobs = options.jobs;
       if (item.inputs.contains("shards")) ctx.shards = item.inputs["shards"].get<std::map<std::string, int>>();
+      ctx.root_lock_fd = root_lock.fd();
       auto built = build::build_native(ctx);
       // Keep the job logs (commands and output) where the user can read them; the root goes.
       fs::path logs = store.logs() / item.key;
@@ -258,7 +282,7 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
     spec.metadata.version = spec.version;
     spec.provenance_json = provenance.dump(2) + "\n";
 
-    KILN_TRY(TempDir staging, TempDir::create(store.tmp_root(), "wheel-"));
+    KILN_TRY(cache::Staging staging, store.staging("wheel-"));
     KILN_TRY(fs::path wheel_path, wheel::write_wheel(spec, staging.path()));
     check_interrupted();
     // The static checks of `kiln validate` before anything is committed: a failure fails the build.

@@ -2,6 +2,7 @@
 // wheel -> check -> atomic commit, under the key's lock.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -42,6 +43,9 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options);
 // Where a package's sources are built: a path that depends only on its sources, so compilers
 // record the same paths on every build of the same inputs.
 std::filesystem::path build_root_for(const std::string& source_key);
+// Removes the build roots no build holds the lock of: what killed builds left (a live build, and
+// the compilers of a killed one, hold their root's lock). Returns how many were removed.
+std::uint64_t remove_abandoned_build_roots();
 
 // The differences between two key-input documents, as "path: old -> new" lines.
 std::vector<std::string> explain_changes(const nlohmann::json& before, const nlohmann::json& after);

@@ -45,6 +45,8 @@ struct LoadedWheel {
 
 // Reads the archive once: hashes every entry, keeps the dist-info texts and the ELF files.
 Expected<LoadedWheel> load_wheel(const std::filesystem::path& path);
+// The same from a wheel's bytes in memory (fuzzing, tests); `filename` stands for its file name.
+Expected<LoadedWheel> load_wheel_image(std::string image, const std::string& filename);
 
 CheckResult check_archive(const LoadedWheel& wheel);
 CheckResult check_metadata(const LoadedWheel& wheel);

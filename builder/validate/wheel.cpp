@@ -119,13 +119,33 @@ std::set<std::string> dist_info_dirs(const archive::ZipReader& zip) {
 
 }  // namespace
 
+namespace {
+
+// The rest of loading, once the zip is opened (or failed to open).
+Expected<LoadedWheel> load_opened(LoadedWheel w, Expected<archive::ZipReader> zip);
+
+}  // namespace
+
 Expected<LoadedWheel> load_wheel(const fs::path& path) {
   KILN_CHECK(check_wheel_path(path));
   LoadedWheel w;
   w.path = path;
   w.filename = path.filename().string();
   KILN_TRY(w.name, parse_wheel_filename(w.filename));
-  auto zip = archive::ZipReader::open(path);
+  return load_opened(std::move(w), archive::ZipReader::open(path));
+}
+
+Expected<LoadedWheel> load_wheel_image(std::string image, const std::string& filename) {
+  LoadedWheel w;
+  w.path = filename;
+  w.filename = filename;
+  KILN_TRY(w.name, parse_wheel_filename(w.filename));
+  return load_opened(std::move(w), archive::ZipReader::from_bytes(std::move(image), filename));
+}
+
+namespace {
+
+Expected<LoadedWheel> load_opened(LoadedWheel w, Expected<archive::ZipReader> zip) {
   if (!zip) {
     if (zip.error().kind != ErrorKind::BadInput) return std::move(zip).error();
     w.zip_error = zip.error().message;
@@ -190,6 +210,8 @@ Expected<LoadedWheel> load_wheel(const fs::path& path) {
   }
   return w;
 }
+
+}  // namespace
 
 Expected<WheelSummary> summarize(const fs::path& path) {
   KILN_CHECK(check_wheel_path(path));

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "archive/zip_writer.h"
+#include "core/fault.h"
 #include "core/strings.h"
 
 #ifndef KILN_VERSION
@@ -45,12 +46,14 @@ Expected<std::filesystem::path> write_wheel(const WheelSpec& spec, const std::fi
   for (const auto* list : {&files, &meta}) {
     for (const auto& f : *list) {
       KILN_CHECK(zip.add(f.path, f.data, f.executable));
+      fault_point("wheel");
       rows.push_back({f.path, record_hash(f.data), std::to_string(f.data.size())});
     }
   }
   rows.push_back({info + "/RECORD", "", ""});
   KILN_CHECK(zip.add(info + "/RECORD", render_record(rows), false));
   KILN_CHECK(zip.finish());
+  fault_point("wheel");
   return path;
 }
 

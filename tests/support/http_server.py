@@ -15,6 +15,8 @@ Routes (GET only):
   /truncate/<k>/<path>         the first request of this URL announces the full length but sends
                                only <k> bytes and closes; later requests serve /<path>
   /always-truncate/<k>/<path>  every answer sends only <k> bytes of what it announces
+  /cut/<n>/<k>/<path>          the first <n> requests of this URL send only <k> bytes of what they
+                               announce (from the range asked for) and close: a network cut
   /norange/<path>              /<path>, ignoring Range (always 200 and the whole file)
   /stall/<path>                announces /<path>, sends 10 bytes, then sends nothing for 30 s
   /redirect/<path>             302 to /<path>
@@ -43,6 +45,12 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, fmt, *args):  # quiet
         pass
+
+    def handle(self):
+        try:
+            super().handle()
+        except (ConnectionResetError, BrokenPipeError):  # the client went away (kiln gave up)
+            pass
 
     def record(self):
         if not self.server.log_path:
@@ -130,6 +138,11 @@ class Handler(BaseHTTPRequestHandler):
                 if count(self.path) == 1:
                     return self.serve("/" + parts[3], send_only=int(parts[2]))
                 return self.serve("/" + parts[3])
+            if route == "cut":
+                _, _, n, k, rest = self.path.split("/", 4)
+                if count(self.path) <= int(n):
+                    return self.serve("/" + rest, send_only=int(k))
+                return self.serve("/" + rest)
             if route == "always-truncate":
                 return self.serve("/" + parts[3], send_only=int(parts[2]))
             if route == "norange":

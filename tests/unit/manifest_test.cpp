@@ -7,6 +7,7 @@
 #include "core/fs.h"
 #include "core/hash.h"
 #include "core/strings.h"
+#include "manifest/toml_reader.h"
 
 namespace kiln::manifest {
 
@@ -230,6 +231,19 @@ TEST_F(ManifestTest, CaretPointsAtTheColumn) {
   auto m = parse(edit("backend = \"native\"", "backend = \"natve\""));
   ASSERT_FALSE(m);
   EXPECT_EQ(m.error().detail, "  backend = \"natve\"\n            ^");
+}
+
+// Fuzzing found toml++ 3.3.0 reaching __builtin_unreachable on non-ASCII code points
+// (tests/fuzz/corpus/manifest/crash-toml-unreachable): now a plain syntax error, and valid TOML
+// with such a code point after a line-ending backslash parses.
+TEST(TomlReader, NonAsciiWhereWhitespaceMayBeIsDefined) {
+  auto m = parse_manifest("z \xEF\xBA\xBF-c", "/x/manifests/demo/1.0.toml", "manifests/demo/1.0.toml", "/x/patches");
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.error().kind, ErrorKind::BadInput);
+  EXPECT_NE(m.error().message.find("manifests/demo/1.0.toml:1:3: TOML syntax error"), std::string::npos)
+      << m.error().message;
+  toml::table t = parse_toml(SourceText{"t.toml", "s = \"\"\"\\\n\xC2\xA7 and \xC2\xA1\"\"\"\n"});
+  EXPECT_EQ(t["s"].value_or(std::string()), "\xC2\xA7 and \xC2\xA1");
 }
 
 }  // namespace kiln::manifest

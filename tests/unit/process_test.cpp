@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include "core/fs.h"
+#include "core/lock.h"
 
 namespace kiln {
 
@@ -62,6 +65,32 @@ TEST(Process, KillGroupStopsChildren) {
 TEST(Process, TailLines) {
   EXPECT_EQ(tail_lines("a\nb\nc\n", 2), "b\nc\n");
   EXPECT_EQ(tail_lines("a\nb", 5), "a\nb");
+}
+
+}  // namespace kiln
+
+namespace kiln {
+
+TEST(Process, InheritedDescriptorKeepsALockUntilTheChildExits) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-process-").value();
+  fs::path lock_path = dir.path() / "root.lock";
+  std::optional<FileLock> lock = FileLock::acquire(lock_path).value();
+  ProcessSpec spec;
+  spec.argv = {"sleep", "1"};
+  spec.inherit_fds = {lock->fd()};
+  Child child = spawn(spec).value();
+  lock.reset();  // the parent lets go (as a killed kiln would); the child still holds it
+  EXPECT_FALSE(FileLock::try_acquire(lock_path));
+  child.wait().value();
+  EXPECT_TRUE(FileLock::try_acquire(lock_path));
+  // Without inherit_fds the child holds nothing (descriptors are close-on-exec).
+  lock.emplace(FileLock::acquire(lock_path).value());
+  ProcessSpec plain;
+  plain.argv = {"sleep", "1"};
+  Child other = spawn(plain).value();
+  lock.reset();
+  EXPECT_TRUE(FileLock::try_acquire(lock_path));
+  other.wait().value();
 }
 
 }  // namespace kiln

@@ -59,3 +59,82 @@ TEST(Store, LockSerialisesOneKey) {
 }
 
 }  // namespace kiln::cache
+
+namespace kiln::cache {
+
+TEST(Store, LookupVerifiedRemovesDamagedAndIncompleteEntries) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-store-").value();
+  Store store(dir.path() / "cache");
+  std::string removed;
+  EXPECT_FALSE(store.lookup_verified(kKey, removed));
+  EXPECT_EQ(removed, "");
+  Entry e = store.commit(kKey, make_wheel(dir.path() / "out", "x-1.0-py3-none-any.whl", "wheel bytes"), {}).value();
+  EXPECT_EQ(store.lookup_verified(kKey, removed)->sha256, e.sha256);
+  EXPECT_EQ(removed, "");
+  std::ofstream(e.wheel, std::ios::binary | std::ios::in) << "W";  // same size, other bytes
+  EXPECT_FALSE(store.lookup_verified(kKey, removed));
+  EXPECT_NE(removed.find("does not match the recorded"), std::string::npos) << removed;
+  EXPECT_FALSE(fs::exists(e.dir));
+  // An entry without entry.json (not something commit() leaves, but a hand's or a disk's doing).
+  fs::create_directories(e.dir);
+  std::ofstream(e.dir / "x-1.0-py3-none-any.whl") << "wheel bytes";
+  EXPECT_FALSE(store.lookup_verified(kKey, removed));
+  EXPECT_EQ(removed, "the entry is incomplete");
+  EXPECT_FALSE(fs::exists(e.dir));
+  EXPECT_TRUE(store.commit(kKey, make_wheel(dir.path() / "out", "x-1.0-py3-none-any.whl", "wheel bytes"), {}));
+}
+
+TEST(Store, DamagedEntryJsonReadsAsIncompleteAndNamesNothingElsewhere) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-store-").value();
+  Store store(dir.path() / "cache");
+  Entry e = store.commit(kKey, make_wheel(dir.path() / "out", "x-1.0-py3-none-any.whl", "wheel bytes"), {}).value();
+  std::ofstream(dir.path() / "cache" / "secret.whl") << "outside the entry";
+  for (const char* text : {"not json", "[]", R"({"wheel": 7, "sha256": "x"})", R"({"wheel": "x.whl"})",
+                           R"({"wheel": "../../secret.whl", "sha256": "x"})", R"({"wheel": "..", "sha256": "x"})",
+                           R"({"wheel": "x-1.0-py3-none-any.whl", "sha256": "x", "size": "big"})"}) {
+    std::ofstream(e.dir / "entry.json", std::ios::trunc) << text;
+    SCOPED_TRACE(text);
+    auto found = store.lookup(kKey);
+    if (found) {  // the last: a readable name and hash, an unusable size (ignored); verify rehashes
+      EXPECT_EQ(found->wheel, e.wheel);
+      EXPECT_EQ(found->size, 0u);
+    }
+    EXPECT_TRUE(store.list().size() <= 1);
+    auto problems = store.verify();
+    ASSERT_EQ(problems.size(), 1u);
+    EXPECT_EQ(problems[0].key, kKey);
+  }
+}
+
+TEST(Store, GcRemovesOnlyStagingNoLiveProcessHolds) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-store-").value();
+  Store store(dir.path() / "cache");
+  auto live = store.staging("wheel-").value();
+  std::ofstream(live.path() / "half.whl") << "half";
+  // What a killed process left: a staging directory nobody holds, and a stray file.
+  fs::create_directories(store.tmp_root() / "commit-dead");
+  std::ofstream(store.tmp_root() / "commit-dead" / "entry.json") << "{}";
+  std::ofstream(store.tmp_root() / "stray") << "x";
+  EXPECT_EQ(store.gc(false).value(), 3u);  // the directory, its file and the stray file
+  EXPECT_TRUE(fs::exists(live.path() / "half.whl"));
+  EXPECT_FALSE(fs::exists(store.tmp_root() / "commit-dead"));
+  EXPECT_FALSE(fs::exists(store.tmp_root() / "stray"));
+}
+
+TEST(Store, GcAllKeepsEntriesWhoseKeyABuildHolds) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-store-").value();
+  Store store(dir.path() / "cache");
+  const std::string other = std::string(64, 'b');
+  store.commit(kKey, make_wheel(dir.path() / "o1", "x-1.0-py3-none-any.whl", "x"), {}).value();
+  store.commit(other, make_wheel(dir.path() / "o2", "y-1.0-py3-none-any.whl", "y"), {}).value();
+  {
+    Lock held = store.lock(kKey).value();
+    EXPECT_EQ(store.gc(true).value(), 1u);  // without waiting for the lock
+    EXPECT_TRUE(store.lookup(kKey));
+    EXPECT_FALSE(store.lookup(other));
+  }
+  EXPECT_EQ(store.gc(true).value(), 1u);
+  EXPECT_TRUE(store.list().empty());
+}
+
+}  // namespace kiln::cache
