@@ -104,6 +104,7 @@ Expected<JobStats> run_jobs(const std::vector<Job>& jobs, const RunnerOptions& o
       ProcessSpec spec;
       spec.argv = jobs[i].argv;
       spec.env_set = jobs[i].env;
+      spec.env_unset = jobs[i].env_unset;
       spec.cwd = jobs[i].cwd;
       spec.output = ProcessSpec::Output::Log;
       spec.log_file = jobs[i].log;
@@ -155,7 +156,7 @@ Expected<JobStats> run_jobs(const std::vector<Job>& jobs, const RunnerOptions& o
       ++done;
       stats.run++;
       stats.cpu_seconds += seconds;
-      stats.timings.push_back({job.label, seconds, result.max_rss_kib});
+      stats.timings.push_back({job.label, seconds, result.max_rss_kib, result.cpu_seconds});
       log::info(cat("[", done, "/", total, "] ", job.label, " (", static_cast<int>(seconds + 0.5), " s)"));
     }
     if (!progressed) std::this_thread::sleep_for(std::chrono::milliseconds(20));

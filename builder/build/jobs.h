@@ -16,6 +16,7 @@ struct Job {
   std::string label;  // "nvcc causal_conv1d_bwd.cu sm_90"
   std::vector<std::string> argv;
   std::vector<std::pair<std::string, std::string>> env;
+  std::vector<std::string> env_unset;
   std::filesystem::path cwd;
   std::filesystem::path log;
   int weight = 1;          // slots it occupies (e.g. nvcc --threads)
@@ -33,6 +34,7 @@ struct JobStats {
     std::string label;
     double seconds;
     long max_rss_kib;
+    double cpu_seconds = 0;  // user + system, the job's descendants included
   };
   std::vector<Timing> timings;
 };

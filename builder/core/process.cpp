@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 
 #include "core/strings.h"
 
@@ -70,6 +71,24 @@ std::string tail_lines(const std::string& text, std::size_t lines) {
   return text.substr(pos == 0 ? 0 : pos + 1);
 }
 
+std::vector<std::string> unshare_prefix(const std::vector<std::string>& flags) {
+  static std::mutex mutex;
+  static std::map<std::vector<std::string>, std::vector<std::string>> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = known.find(flags); it != known.end()) return it->second;
+  std::vector<std::string> prefix = {"unshare"};
+  prefix.insert(prefix.end(), flags.begin(), flags.end());
+  prefix.push_back("--");
+  ProcessSpec probe;
+  probe.argv = prefix;
+  probe.argv.push_back("true");
+  probe.output = ProcessSpec::Output::Discard;
+  auto r = run_process(probe);
+  if (!r || !r->ok()) prefix.clear();
+  known.emplace(flags, prefix);
+  return prefix;
+}
+
 std::filesystem::path find_program(const std::string& name) {
   if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
   const char* path = std::getenv("PATH");
@@ -113,6 +132,8 @@ ProcessResult Child::finish(int status, const ::rusage& usage) {
   if (WIFSIGNALED(status)) result.term_signal = WTERMSIG(status);
   result.seconds = now_seconds() - start_;
   result.max_rss_kib = usage.ru_maxrss;
+  result.cpu_seconds = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                       static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
   if (out_fd_ >= 0) {
     read_available(out_fd_, output_);
     ::close(out_fd_);

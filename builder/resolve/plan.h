@@ -2,6 +2,8 @@
 // key: sha256 over a canonical serialisation of every input that can change the wheel's bytes.
 #pragma once
 
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,17 +34,23 @@ struct PlanItem {
 struct Plan {
   std::vector<ResolvedTarget> targets;
   std::vector<PlanItem> items;
+  manifest::BuildEnvPins build_env;  // the setuptools backend's pins
+  std::vector<std::shared_ptr<const manifest::Manifest>> overridden;  // copies with another backend
 };
 
 // Probes the target's Python, CUDA toolkit and host compiler; checks CUDA against the target.
 Expected<ResolvedTarget> resolve_target(const manifest::Target& target);
 
-// The inputs a package's key covers, given its target (null toolchain for pure packages).
-Expected<nlohmann::json> key_inputs(const manifest::Manifest& manifest, const ResolvedTarget& target);
+// The inputs a package's key covers, given its target (null toolchain for pure packages) and, for
+// the setuptools backend, the pins of its build environment.
+Expected<nlohmann::json> key_inputs(const manifest::Manifest& manifest, const ResolvedTarget& target,
+                                    const manifest::BuildEnvPins* build_env = nullptr);
 std::string key_of(const nlohmann::json& inputs);
 
-// `packages` empty: the newest manifest of every package.
+// `packages` empty: the newest manifest of every package. `backend`: build them with this backend
+// instead of their manifests' (it is part of their keys).
 Expected<Plan> make_plan(const manifest::Repository& repo, const std::vector<std::string>& packages,
-                         const std::vector<manifest::Target>& targets);
+                         const std::vector<manifest::Target>& targets,
+                         std::optional<manifest::Backend> backend = std::nullopt);
 
 }  // namespace kiln::resolve
