@@ -192,13 +192,12 @@ Expected<SetuptoolsResult> build_setuptools(const SetuptoolsContext& ctx) {
   Job job;
   job.label = cat("pip wheel ", ctx.manifest->name);
   job.argv = network_prefix();
-  for (const std::string& a : {(ctx.root / "env" / "bin" / "python").string(), std::string("-m"), std::string("pip"),
-                               std::string("wheel"), std::string("--isolated"), std::string("--no-build-isolation"),
-                               std::string("--no-deps"), std::string("--no-index"), std::string("--no-cache-dir"),
-                               std::string("-v"), std::string("-w"), dist.string(), (ctx.root / "src").string()})
-    job.argv.push_back(a);
+  const std::vector<std::string> pip = {(ctx.root / "env" / "bin" / "python").string(), "-m", "pip", "wheel",
+                                        "--isolated", "--no-build-isolation", "--no-deps", "--no-index",
+                                        "--no-cache-dir", "-v", "-w", dist.string(), (ctx.root / "src").string()};
+  job.argv.insert(job.argv.end(), pip.begin(), pip.end());
   job.env = python_env();
-  for (auto kv : std::vector<std::pair<std::string, std::string>>{
+  for (const auto& kv : std::vector<std::pair<std::string, std::string>>{
            {"PATH", cat((ctx.root / "env" / "bin").string(), ":", (ctx.cuda.home / "bin").string(), path ? cat(":", path) : "")},
            {"CUDA_HOME", ctx.cuda.home.string()},
            {"TORCH_CUDA_ARCH_LIST", arch_list},
