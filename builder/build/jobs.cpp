@@ -42,6 +42,7 @@ Expected<Child> spawn_step(const Job& job, std::size_t step) {
   ProcessSpec spec;
   spec.argv = step_argv(job, step);
   spec.env_set = job.env;
+  spec.env_unset = job.env_unset;
   spec.cwd = job.cwd;
   spec.output = ProcessSpec::Output::Log;
   spec.log_file = job.log;

@@ -19,6 +19,7 @@ struct Job {
   // the job fails at the first that fails. All write to the job's log.
   std::vector<std::vector<std::string>> then;
   std::vector<std::pair<std::string, std::string>> env;
+  std::vector<std::string> env_unset;
   std::filesystem::path cwd;
   std::filesystem::path log;
   int weight = 1;          // slots it occupies (e.g. nvcc --threads)

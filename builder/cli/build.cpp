@@ -1,4 +1,4 @@
-// kiln build [PACKAGES…] [--target T]… [--archs SPEC] [--jobs N] [--explain] [--offline]
+// kiln build [PACKAGES…] [--target T]… [--archs SPEC] [--backend B] [--jobs N] [--explain] [--offline]
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -13,7 +13,7 @@ namespace kiln::cli {
 std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
   struct Options {
     std::vector<std::string> packages, targets;
-    std::string archs, index_url;
+    std::string archs, index_url, backend;
     int jobs = 0;
     bool explain = false, offline = false;
   };
@@ -22,13 +22,19 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
   sub.add_option("-t,--target", opts->targets, "Target name or file (repeatable; default: default)")
       ->allow_extra_args(false);
   sub.add_option("--archs", opts->archs, "Override the targets' archs, e.g. \"9.0;12.0+PTX\"");
+  sub.add_option("--backend", opts->backend, "Build with this backend instead of the manifests' (native, setuptools, pure)")
+      ->check(CLI::IsMember({"native", "setuptools", "pure"}));
   sub.add_option("-j,--jobs", opts->jobs, "Parallel jobs (default: one per core)")->check(CLI::NonNegativeNumber);
   sub.add_flag("--explain", opts->explain, "Say why each package is built (which input changed)");
   sub.add_flag("--offline", opts->offline, "Never use the network; fail when something is not cached");
   sub.add_option("--index-url", opts->index_url, "Package index for sources and torch (default: pip's)");
   return [&ctx, opts] {
     auto targets = ctx.targets(opts->targets, opts->archs);
-    resolve::Plan plan = resolve::make_plan(ctx.repository(), opts->packages, targets, opts->jobs).value();
+    std::optional<manifest::Backend> backend;
+    if (opts->backend == "native") backend = manifest::Backend::Native;
+    if (opts->backend == "setuptools") backend = manifest::Backend::Setuptools;
+    if (opts->backend == "pure") backend = manifest::Backend::Pure;
+    resolve::Plan plan = resolve::make_plan(ctx.repository(), opts->packages, targets, opts->jobs, backend).value();
     pipeline::Options po;
     po.cache = ctx.cache_path();
     po.jobs = opts->jobs;

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 
 #include "core/strings.h"
 
@@ -68,6 +69,24 @@ std::string tail_lines(const std::string& text, std::size_t lines) {
     if (pos == std::string::npos) return text;
   }
   return text.substr(pos == 0 ? 0 : pos + 1);
+}
+
+std::vector<std::string> unshare_prefix(const std::vector<std::string>& flags) {
+  static std::mutex mutex;
+  static std::map<std::vector<std::string>, std::vector<std::string>> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = known.find(flags); it != known.end()) return it->second;
+  std::vector<std::string> prefix = {"unshare"};
+  prefix.insert(prefix.end(), flags.begin(), flags.end());
+  prefix.push_back("--");
+  ProcessSpec probe;
+  probe.argv = prefix;
+  probe.argv.push_back("true");
+  probe.output = ProcessSpec::Output::Discard;
+  auto r = run_process(probe);
+  if (!r || !r->ok()) prefix.clear();
+  known.emplace(flags, prefix);
+  return prefix;
 }
 
 std::filesystem::path find_program(const std::string& name) {

@@ -34,8 +34,8 @@ struct ProcessResult {
   int term_signal = 0;  // the signal that ended it, or 0
   std::string output;   // with Output::Capture
   double seconds = 0;
-  long max_rss_kib = 0;
   double cpu_seconds = 0;  // user + system time of the child and the descendants it waited for
+  long max_rss_kib = 0;
   bool ok() const { return exit_code == 0; }
 };
 
@@ -70,6 +70,10 @@ Expected<ProcessResult> run_process(const ProcessSpec& spec);
 
 // Runs argv, returns its output (stdout+stderr); a non-zero exit is an error naming the command.
 Expected<std::string> run_capture(const std::vector<std::string>& argv);
+
+// ["unshare", <flags>..., "--"] when this process may create those namespaces (tried once per
+// set of flags by running `true` in them), else empty: a prefix for argv vectors.
+std::vector<std::string> unshare_prefix(const std::vector<std::string>& flags);
 
 // The full path of `name` on PATH (or `name` itself when it holds a '/'), or empty.
 std::filesystem::path find_program(const std::string& name);

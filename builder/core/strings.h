@@ -29,7 +29,7 @@ std::string printable_excerpt(std::string_view text, std::size_t max = 60);
 std::size_t edit_distance(std::string_view a, std::string_view b);
 // The candidate closest to `word` when it is close enough to be a likely typo, else "".
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
-// Quote a string for a shell line shown to a person (never executed by kiln).
+// Quote a string for a shell line shown to a person (or in a script kiln writes: POSIX quoting).
 std::string shell_quote(std::string_view word);
 
 }  // namespace kiln

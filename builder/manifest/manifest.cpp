@@ -270,7 +270,8 @@ Manifest parse(const std::string& text, const std::filesystem::path& file,
   }
   if (m.backend == Backend::Native && m.extensions.empty())
     br.fail("backend", "the native backend needs at least one [[build.extension]]");
-  if (m.backend != Backend::Native && !m.extensions.empty())
+  // A setuptools manifest may keep its native recipe (for `kiln build --backend native`).
+  if (m.backend == Backend::Pure && !m.extensions.empty())
     br.fail("extension", cat("[[build.extension]] applies only to the native backend, not '", backend, "'"));
   if (m.backend == Backend::Pure && m.packages.empty())
     br.fail("backend", "the pure backend needs 'build.packages': the Python packages to ship");

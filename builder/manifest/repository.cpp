@@ -21,7 +21,8 @@ Expected<Repository> Repository::load(const fs::path& dir, const fs::path& patch
     return Error::bad_input(cat("manifests directory '", display_root, "' does not exist"));
   std::vector<fs::path> files;
   for (const auto& pkg_dir : fs::directory_iterator(dir, ec)) {
-    if (!pkg_dir.is_directory() || pkg_dir.path().filename() == "targets") continue;
+    if (!pkg_dir.is_directory() || pkg_dir.path().filename() == "targets" || pkg_dir.path().filename() == "tools")
+      continue;
     for (const auto& entry : fs::directory_iterator(pkg_dir.path(), ec))
       if (entry.is_regular_file() && entry.path().extension() == ".toml") files.push_back(entry.path());
   }
@@ -92,6 +93,17 @@ std::vector<std::string> Repository::target_names() const {
   for (const auto& entry : fs::directory_iterator(dir_ / "targets", ec))
     if (entry.path().extension() == ".toml") names.insert(entry.path().stem().string());
   return {names.begin(), names.end()};
+}
+
+Expected<BuildEnvPins> Repository::build_env() const {
+  fs::path file = dir_ / "tools" / "setuptools-env.toml";
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec))
+    return parse_build_env(kEmbeddedBuildEnv, "<built-in setuptools-env.toml>");
+  auto text = read_file(file);
+  std::string display = cat(display_root_, "/tools/setuptools-env.toml");
+  if (!text) return Error::bad_input(cat(display, ": cannot read"));
+  return parse_build_env(*text, display);
 }
 
 Expected<Target> Repository::target(const std::string& name_or_path) const {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/expected.h"
+#include "manifest/build_env.h"
 #include "manifest/manifest.h"
 #include "manifest/target.h"
 
@@ -34,6 +35,9 @@ class Repository {
   // "default" falls back to the default target built into kiln when the file is absent.
   Expected<Target> target(const std::string& name_or_path) const;
   std::vector<std::string> target_names() const;
+
+  // The setuptools backend's pins: tools/setuptools-env.toml, else the copy built into kiln.
+  Expected<BuildEnvPins> build_env() const;
 
  private:
   std::filesystem::path dir_;

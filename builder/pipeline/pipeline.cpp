@@ -1,10 +1,12 @@
 #include "pipeline/pipeline.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
 #include "build/native.h"
 #include "build/pure.h"
+#include "build/setuptools.h"
 #include "cache/store.h"
 #include "core/clock.h"
 #include "core/fs.h"
@@ -61,6 +63,7 @@ struct Toolchain {
   toolchain::CudaToolkit cuda;
   toolchain::HostCompiler cxx;
   toolchain::TorchSysroot torch;
+  fs::path torch_wheel;  // the pinned wheel (empty for a torch from an environment)
 };
 
 Expected<Toolchain> prepare_toolchain(const resolve::ResolvedTarget& rt, Fetching& fetching,
@@ -85,6 +88,7 @@ Expected<Toolchain> prepare_toolchain(const resolve::ResolvedTarget& rt, Fetchin
     if (!wheel) return Error::failed(cat("target ", target.name, " pins no torch wheel for ", tc.python.abi_tag));
     KILN_TRY(fetch::Fetched got, fetch::fetch_index_file(fetching.context(), "torch", wheel->file, wheel->sha256));
     KILN_TRY(tc.torch, toolchain::torch_from_wheel(got.path, wheel->sha256, store.sysroots()));
+    tc.torch_wheel = got.path;
   } else {
     KILN_TRY(tc.torch, toolchain::torch_from_environment(tc.python.executable));
   }
@@ -118,6 +122,63 @@ Expected<std::vector<wheel::WheelEntry>> license_entries(const manifest::Manifes
     out.push_back({f, std::move(*data), false});
   }
   return out;
+}
+
+// The setuptools backend's environment for a target: <cache>/envs/setuptools-<identity>, made
+// (its pinned files fetched first) when missing.
+Expected<fs::path> setuptools_env(const manifest::BuildEnvPins& pins, const resolve::ResolvedTarget& rt,
+                                  const Toolchain& tc, Fetching& fetching, const cache::Store& store) {
+  const bool pinned_torch = rt.target.torch_source == manifest::Target::TorchSource::Pypi;
+  const auto* runtime = pinned_torch ? pins.runtime_for(rt.target.torch_version) : nullptr;
+  if (pinned_torch && !runtime)
+    return Error::bad_input(cat("the setuptools backend cannot import torch ", rt.target.torch_version, " of target ",
+                                rt.target.name, ": ", pins.display_path, " pins no [[torch-runtime]] for it (add one, ",
+                                "or use a target with torch.source = \"environment\")"));
+  json identity = {{"python", {{"executable", tc.python.executable}, {"version", tc.python.version}}},
+                   {"torch", tc.torch.identity()},
+                   {"pins", pins.identity(pinned_torch ? rt.target.torch_version : "")}};
+  if (!pinned_torch) identity["torch"]["site"] = tc.torch.root.parent_path().string();
+  build::BuildEnvSpec spec;
+  spec.dir = store.envs() / cat("setuptools-", sha256_hex(identity.dump()).substr(0, 16));
+  spec.identity = identity.dump(2) + "\n";
+  std::error_code ec;
+  if (fs::is_regular_file(spec.dir / "kiln-env.json", ec)) return spec.dir;
+  spec.staging = store.tmp_root();
+  spec.interpreter = tc.python.executable;
+  std::vector<manifest::PinnedWheel> files = pins.tools;
+  if (runtime) files.insert(files.end(), runtime->begin(), runtime->end());
+  for (const auto& w : files) {
+    KILN_TRY(fetch::Fetched got, fetch::fetch_index_file(fetching.context(), w.project, w.file, w.sha256));
+    if (spec.pip.empty()) spec.pip = got.path;  // pins.tools starts with pip
+    spec.wheels.push_back(got.path);
+  }
+  if (pinned_torch) spec.wheels.push_back(tc.torch_wheel);
+  else spec.torch_site = tc.torch.root.parent_path();
+  KILN_CHECK(build::ensure_build_env(spec));
+  return spec.dir;
+}
+
+// What compiled wheels share, whichever backend built their modules: version with the local
+// label, tags (manylinux from the ELF files), the torch pin, provenance.
+Expected<void> finish_compiled(const manifest::Manifest& m, const resolve::ResolvedTarget& rt, const Toolchain& tc,
+                               const std::vector<elf::ElfInfo>& elves, wheel::WheelSpec& spec, json& provenance) {
+  KILN_TRY(wheel::PlatformTag platform, wheel::manylinux_tag(elves));
+  spec.version = cat(m.version, "+", wheel::local_label(rt.target.cuda_version, tc.torch.version));
+  spec.tag = cat(tc.python.python_tag, "-", tc.python.abi_tag, "-", platform.tag);
+  spec.metadata.requires_dist = wheel::pin_torch(m.requires_dist, rt.target.torch_minor(), true);
+  provenance["archs"] = rt.target.archs.canonical();
+  provenance["tools"] = {{"nvcc", tc.cuda.version_text}, {"cxx", tc.cxx.version_text},
+                         {"python", tc.python.version}, {"torch", tc.torch.identity()}};
+  provenance["platform"] = {{"tag", platform.tag}, {"limited_by", platform.limiting}, {"highest", platform.highest}};
+  return {};
+}
+
+// Keeps a build's job logs (commands and output) where the user can read them; the root goes.
+void keep_logs(const fs::path& root, const fs::path& dest) {
+  std::error_code ec;
+  fs::remove_all(dest, ec);
+  fs::create_directories(dest.parent_path(), ec);
+  fs::copy(root / "logs", dest, fs::copy_options::recursive, ec);
 }
 
 }  // namespace
@@ -197,6 +258,7 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
       else ir.why = explain_changes(before, item.inputs);
       if (ir.why.empty()) ir.why.push_back("the cache has no entry for this key (removed or never committed)");
     }
+    if (m.backend == manifest::Backend::Setuptools) KILN_CHECK(build::torch_cuda_arch_list(rt->target.archs));
     log::info(cat("building ", m.name, " ", m.version, " for ", item.target_name, " (", manifest::backend_name(m.backend), ")"));
 
     // Sources: fetch, unpack or copy, patch — in a build root named after the sources.
@@ -219,7 +281,9 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
     for (const auto& f : m.license_files) spec.metadata.license_files.push_back("licenses/" + f);
     add_description(m, src, spec.metadata);
     KILN_TRY(spec.license_files, license_entries(m, src));
-    KILN_TRY(spec.files, build::collect_packages(src, m.packages));
+    if (m.backend != manifest::Backend::Setuptools) {  // the setuptools build says what it ships
+      KILN_TRY(spec.files, build::collect_packages(src, m.packages));
+    }
     json provenance = {{"kiln", KILN_VERSION}, {"recipe", resolve::kRecipeVersion}, {"build_key", item.key},
                        {"backend", manifest::backend_name(m.backend)}, {"inputs", item.inputs}};
 
@@ -249,11 +313,7 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
       if (item.inputs.contains("shards")) ctx.shards = item.inputs["shards"].get<std::map<std::string, int>>();
       ctx.root_lock_fd = root_lock.fd();
       auto built = build::build_native(ctx);
-      // Keep the job logs (commands and output) where the user can read them; the root goes.
-      fs::path logs = store.logs() / item.key;
-      fs::remove_all(logs, ec);
-      fs::create_directories(logs.parent_path(), ec);
-      fs::copy(root / "logs", logs, fs::copy_options::recursive, ec);
+      keep_logs(root, store.logs() / item.key);
       if (!built) {
         fs::remove_all(root, ec);
         return std::move(built).error();
@@ -268,16 +328,45 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
         elves.push_back(std::move(info));
         spec.files.push_back({mod.wheel_path, std::move(data), true});
       }
-      KILN_TRY(wheel::PlatformTag platform, wheel::manylinux_tag(elves));
-      spec.version = cat(m.version, "+", wheel::local_label(rt->target.cuda_version, tc.torch.version));
-      spec.tag = cat(tc.python.python_tag, "-", tc.python.abi_tag, "-", platform.tag);
-      spec.metadata.requires_dist = wheel::pin_torch(m.requires_dist, rt->target.torch_minor(), true);
-      provenance["archs"] = rt->target.archs.canonical();
-      provenance["tools"] = {{"nvcc", tc.cuda.version_text}, {"cxx", tc.cxx.version_text},
-                             {"python", tc.python.version}, {"torch", tc.torch.identity()}};
-      provenance["platform"] = {{"tag", platform.tag}, {"limited_by", platform.limiting}, {"highest", platform.highest}};
-    } else {
-      return Error::failed(cat(m.name, ": the setuptools backend is not available yet; use backend = \"native\" or \"pure\""));
+      KILN_CHECK(finish_compiled(m, *rt, tc, elves, spec, provenance));
+    } else {  // setuptools
+      if (!toolchains.count(rt->target.name)) {
+        KILN_TRY(Toolchain tc, prepare_toolchain(*rt, *fetching, store));
+        toolchains.emplace(rt->target.name, std::move(tc));
+      }
+      const Toolchain& tc = toolchains.at(rt->target.name);
+      build::SetuptoolsContext ctx;
+      ctx.manifest = &m;
+      ctx.root = root;
+      ctx.python = tc.python;
+      ctx.cuda = tc.cuda;
+      ctx.cxx = tc.cxx;
+      ctx.archs = rt->target.archs;
+      ctx.jobs = options.jobs;
+      auto env = setuptools_env(plan.build_env, *rt, tc, *fetching, store);
+      if (!env) {
+        fs::remove_all(root, ec);
+        return std::move(env).error();
+      }
+      ctx.env = *env;
+      auto built = build::build_setuptools(ctx);
+      keep_logs(root, store.logs() / item.key);
+      if (!built) {
+        fs::remove_all(root, ec);
+        return std::move(built).error();
+      }
+      result.compile_jobs += built->stats.run;
+      for (const auto& t : built->stats.timings) result.timings.push_back(t);
+      std::vector<elf::ElfInfo> elves;
+      for (const auto& f : built->files) {
+        if (std::find(built->modules.begin(), built->modules.end(), f.path) == built->modules.end()) continue;
+        KILN_TRY(elf::ElfInfo info, elf::read_elf(f.data, f.path));
+        elves.push_back(std::move(info));
+      }
+      spec.files = std::move(built->files);
+      KILN_CHECK(finish_compiled(m, *rt, tc, elves, spec, provenance));
+      provenance["setuptools"] = {{"built_wheel", built->built_wheel},
+                                  {"torch_cuda_arch_list", rt->target.archs.torch_arch_list()}};
     }
     spec.metadata.version = spec.version;
     spec.provenance_json = provenance.dump(2) + "\n";
@@ -288,7 +377,7 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
     // The static checks of `kiln validate` before anything is committed: a failure fails the build.
     {
       validate::Options checks;
-      if (m.backend == manifest::Backend::Native) {
+      if (m.backend != manifest::Backend::Pure) {
         checks.torch = toolchains.at(rt->target.name).torch;
         checks.torch_note = cat("target ", rt->target.name);
         checks.archs = rt->target.archs;

@@ -84,7 +84,8 @@ int shard_count(int units, int slots) {
   return (units + per_shard - 1) / per_shard;
 }
 
-Expected<json> key_inputs(const Manifest& manifest, const ResolvedTarget& target, int slots) {
+Expected<json> key_inputs(const Manifest& manifest, const ResolvedTarget& target, int slots,
+                          const manifest::BuildEnvPins* build_env) {
   json inputs = {{"recipe", kRecipeVersion}, {"package", manifest.canonical()}};
   if (manifest.source.kind == manifest::Source::Kind::Local && manifest.source.sha256.empty()) {
     KILN_TRY(std::string tree, tree_sha256(manifest.source.path));
@@ -101,13 +102,17 @@ Expected<json> key_inputs(const Manifest& manifest, const ResolvedTarget& target
       for (const auto& s : e.shards) shards[e.name + "/" + s.source] = shard_count(s.units, slots);
     if (!shards.empty()) inputs["shards"] = shards;
   }
+  if (manifest.backend == Backend::Setuptools && build_env) {
+    bool pinned_torch = target.target.torch_source == Target::TorchSource::Pypi;
+    inputs["build_env"] = build_env->identity(pinned_torch ? target.target.torch_version : "");
+  }
   return inputs;
 }
 
 std::string key_of(const json& inputs) { return sha256_hex(inputs.dump()); }
 
 Expected<Plan> make_plan(const manifest::Repository& repo, const std::vector<std::string>& packages,
-                         const std::vector<Target>& targets, int slots) {
+                         const std::vector<Target>& targets, int slots, std::optional<Backend> backend) {
   std::vector<const Manifest*> selected;
   if (packages.empty()) {
     selected = repo.newest_of_each();
@@ -120,6 +125,26 @@ Expected<Plan> make_plan(const manifest::Repository& repo, const std::vector<std
     }
   }
   Plan plan;
+  if (backend) {
+    for (const Manifest*& m : selected) {
+      if (m->backend == *backend) continue;
+      if (*backend == Backend::Native && m->extensions.empty())
+        return Error::bad_input(cat("--backend native: ", m->name, " ", m->version,
+                                    " declares no [[build.extension]] (", m->display_path, ")"));
+      if (*backend == Backend::Pure && m->packages.empty())
+        return Error::bad_input(cat("--backend pure: ", m->name, " ", m->version,
+                                    " declares no build.packages (", m->display_path, ")"));
+      auto copy = std::make_shared<Manifest>(*m);
+      copy->backend = *backend;
+      plan.overridden.push_back(copy);
+      m = copy.get();
+    }
+  }
+  bool setuptools = false;
+  for (const Manifest* m : selected) setuptools = setuptools || m->backend == Backend::Setuptools;
+  if (setuptools) {
+    KILN_TRY(plan.build_env, repo.build_env());
+  }
   // Pure packages depend on no toolchain: a plan of only those probes nothing (no Python, CUDA
   // or compiler needed on the machine).
   bool compiled = std::any_of(selected.begin(), selected.end(), [](const Manifest* m) { return m->backend != Backend::Pure; });
@@ -133,7 +158,7 @@ Expected<Plan> make_plan(const manifest::Repository& repo, const std::vector<std
   }
   for (const auto& rt : plan.targets) {
     for (const Manifest* m : selected) {
-      KILN_TRY(json inputs, key_inputs(*m, rt, slots));
+      KILN_TRY(json inputs, key_inputs(*m, rt, slots, &plan.build_env));
       plan.items.push_back(PlanItem{m, rt.target.name, key_of(inputs), std::move(inputs)});
     }
   }

@@ -2,6 +2,8 @@
 // key: sha256 over a canonical serialisation of every input that can change the wheel's bytes.
 #pragma once
 
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,8 @@ struct PlanItem {
 struct Plan {
   std::vector<ResolvedTarget> targets;
   std::vector<PlanItem> items;
+  manifest::BuildEnvPins build_env;  // the setuptools backend's pins
+  std::vector<std::shared_ptr<const manifest::Manifest>> overridden;  // copies with another backend
 };
 
 // What the target asks of the CUDA toolkit, for toolchain::make_cuda_source.
@@ -50,12 +54,16 @@ int shard_count(int units, int slots);
 // The inputs a package's key covers, given its target (null toolchain for pure packages). The
 // shard counts of its shardable sources ("shards": {"<extension>/<source>": n}) are among them:
 // they depend on `slots` (0: one per core), and the objects, hence the wheel's bytes, on them.
+// For the setuptools backend, the pins of its build environment are too.
 Expected<nlohmann::json> key_inputs(const manifest::Manifest& manifest, const ResolvedTarget& target,
-                                    int slots = 0);
+                                    int slots = 0,
+                                    const manifest::BuildEnvPins* build_env = nullptr);
 std::string key_of(const nlohmann::json& inputs);
 
-// `packages` empty: the newest manifest of every package.
+// `packages` empty: the newest manifest of every package. `backend`: build them with this backend
+// instead of their manifests' (it is part of their keys).
 Expected<Plan> make_plan(const manifest::Repository& repo, const std::vector<std::string>& packages,
-                         const std::vector<manifest::Target>& targets, int slots = 0);
+                         const std::vector<manifest::Target>& targets, int slots = 0,
+                         std::optional<manifest::Backend> backend = std::nullopt);
 
 }  // namespace kiln::resolve

@@ -8,8 +8,8 @@ import unittest
 from pathlib import Path
 
 KILN = os.environ.get("KILN") or shutil.which("kiln")
-# Downloads and unpacked torch sysroots are shared by every test (and kept between runs) through
-# this cache; wheels and objects are not, so each test builds from scratch.
+# Downloads, unpacked torch sysroots and build environments are shared by every test (and kept
+# between runs) through this cache; wheels and objects are not, so each test builds from scratch.
 SHARED_CACHE = Path(os.environ.get("KILN_CACHE") or Path.home() / ".cache/kiln/cache")
 TOOLS = Path(os.environ.get("KILN_TOOLS") or Path.home() / ".cache/kiln/tools")
 SOURCE_DIR = Path(os.environ.get("KILN_SOURCE_DIR", Path(__file__).resolve().parents[2]))
@@ -43,10 +43,11 @@ class KilnTestCase(unittest.TestCase):
         return proc
 
     def fresh_cache(self, name):
-        """A cache with no wheels or objects that shares downloads and sysroots with every test."""
+        """A cache with no wheels or objects that shares downloads, sysroots and the setuptools
+        backend's environments with every test."""
         cache = self.tmp / name
         cache.mkdir()
-        for part in ("downloads", "sysroots", "toolkits"):
+        for part in ("downloads", "sysroots", "toolkits", "envs"):
             (SHARED_CACHE / part).mkdir(parents=True, exist_ok=True)
             (cache / part).symlink_to(SHARED_CACHE / part)
         return cache

@@ -13,7 +13,7 @@ class ResolveTest(KilnTestCase):
 
     def test_default_plan_lists_every_package_with_a_stable_key(self):
         first = self.plan()
-        names = {p.name for p in (self.project / "manifests").iterdir() if p.name != "targets"}
+        names = {p.name for p in (self.project / "manifests").iterdir() if p.name not in ("targets", "tools")}
         self.assertEqual({n.replace("_", "-") for n in first}, names)
         for item in first.values():
             self.assertRegex(item["key"], r"^[0-9a-f]{64}$")
@@ -59,6 +59,19 @@ class ResolveTest(KilnTestCase):
         self.edit("manifests/targets/default.toml", 'archs = "9.0"', 'archs = "9.0;10.0"')
         after = self.plan()
         self.assertNotEqual(after["kiln-demo"]["key"], before["kiln-demo"]["key"])
+
+    def test_setuptools_keys_cover_the_pinned_environment(self):
+        self.edit("manifests/kiln-demo/0.1.0.toml", 'backend = "native"', 'backend = "setuptools"')
+        before = self.plan()
+        self.assertEqual(before["kiln-demo"]["backend"], "setuptools")
+        self.assertEqual(before["kiln-demo"]["inputs"]["build_env"]["tools"][0]["file"], "pip-25.3-py3-none-any.whl")
+        self.assertNotIn("build_env", before["causal-conv1d"]["inputs"])
+        self.edit("manifests/tools/setuptools-env.toml", 'file = "ninja-1.13.0-', 'file = "ninja-1.13.0.post1-')
+        after = self.plan()
+        self.assertNotEqual(after["kiln-demo"]["key"], before["kiln-demo"]["key"])
+        for name in before:
+            if name != "kiln-demo":
+                self.assertEqual(after[name]["key"], before[name]["key"], name)
 
     def test_bad_manifest_gives_file_line_col_and_caret(self):
         self.edit("manifests/kiln-demo/0.1.0.toml", 'backend = "native"', 'backend = "natve"')

@@ -1,0 +1,270 @@
+#include "build/setuptools.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+
+#include "archive/zip_reader.h"
+#include "core/fs.h"
+#include "core/lock.h"
+#include "core/log.h"
+#include "core/process.h"
+#include "core/strings.h"
+
+namespace kiln::build {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// pip and Python settings that would let a user's configuration into the build.
+const std::vector<std::string> kUnsetForPython = {
+    "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS",
+    "PIP_CONSTRAINT", "PIP_REQUIREMENT", "PIP_TARGET", "PIP_PREFIX", "PIP_USER", "VIRTUAL_ENV"};
+// Compiler settings the build sets itself or that would change the objects behind kiln's back.
+const std::vector<std::string> kUnsetForBuild = {
+    "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN",
+    "TORCH_EXTENSIONS_DIR", "TORCH_NVCC_FLAGS", "CUDA_PATH", "CUDACXX"};
+
+std::vector<std::pair<std::string, std::string>> python_env() {
+  return {{"PIP_CONFIG_FILE", "/dev/null"}, {"PIP_NO_INDEX", "1"}, {"PIP_NO_CACHE_DIR", "1"},
+          {"PIP_DISABLE_PIP_VERSION_CHECK", "1"}, {"PIP_NO_INPUT", "1"}, {"PYTHONNOUSERSITE", "1"},
+          {"PYTHONDONTWRITEBYTECODE", "1"}, {"LC_ALL", "C"}};
+}
+
+std::vector<std::string> unset_list(bool build) {
+  std::vector<std::string> out = kUnsetForPython;
+  if (build) out.insert(out.end(), kUnsetForBuild.begin(), kUnsetForBuild.end());
+  return out;
+}
+
+// The build runs in a network namespace of its own: nothing it runs can download anything.
+const std::vector<std::string>& network_prefix() {
+  static const std::vector<std::string> prefix = [] {
+    auto p = unshare_prefix({"--net"});
+    if (p.empty()) p = unshare_prefix({"--user", "--map-root-user", "--net"});
+    if (p.empty())
+      log::warn("cannot run the setuptools build without a network (unshare --net): it runs with pip's "
+                "index switched off, but could reach the network");
+    return p;
+  }();
+  return prefix;
+}
+
+// nvcc as the package's build calls it (PYTORCH_NVCC): intermediates named after the object,
+// beside it, instead of /tmp/tmpxft_<pid>_* files whose names end up in the object, and a PID
+// namespace of its own, where the ids cudafe++ names anonymous namespaces after are the same on
+// every run (see the native backend).
+std::string nvcc_wrapper(const fs::path& nvcc) {
+  std::vector<std::string> exec = unshare_prefix({"--pid", "--fork", "--kill-child"});
+  exec.push_back(nvcc.string());
+  return cat("#!/bin/sh\n",
+             "# Written by kiln for the setuptools backend: nvcc with named intermediates beside the object\n",
+             "# and, where permitted, in a PID namespace of its own (objects the same on every build).\n",
+             "out=\nprev=\n",
+             "for arg in \"$@\"; do\n  if [ \"$prev\" = \"-o\" ]; then out=$arg; fi\n  prev=$arg\ndone\n",
+             "if [ -n \"$out\" ]; then\n  mkdir -p \"$out.keep\" && set -- \"$@\" --keep --keep-dir \"$out.keep\"\nfi\n",
+             "exec ", format_argv(exec), " \"$@\"\n");
+}
+
+bool is_elf(std::string_view data) { return data.size() >= 4 && data.substr(0, 4) == "\x7f" "ELF"; }
+
+// The .ninja_log files a setuptools build leaves under src/build/.
+std::vector<fs::path> find_ninja_logs(const fs::path& build_dir) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(build_dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec))
+    if (it->path().filename() == ".ninja_log" && it->is_regular_file()) out.push_back(it->path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+Expected<std::string> torch_cuda_arch_list(const manifest::ArchList& archs) {
+  if (archs.empty()) return Error::bad_input("the setuptools backend needs at least one arch");
+  for (const auto& a : archs.archs()) {
+    if (!a.sass)
+      return Error::bad_input(cat("the setuptools backend cannot build PTX alone (", a.compute_name(),
+                                  "): TORCH_CUDA_ARCH_LIST has no way to say it; use ", a.major, ".", a.minor,
+                                  a.suffix ? std::string(1, a.suffix) : std::string(), "+PTX or the native backend"));
+    if (a.suffix == 'f')
+      return Error::bad_input(cat("the setuptools backend cannot build ", a.sm_name(),
+                                  ": torch's TORCH_CUDA_ARCH_LIST has no 'f' variants; use the native backend"));
+  }
+  return archs.torch_arch_list();
+}
+
+std::vector<std::pair<std::string, double>> parse_ninja_log(const std::string& text) {
+  std::vector<std::pair<std::string, double>> out;
+  std::map<std::string, std::size_t> index;
+  for (const auto& line : split(text, "\n")) {
+    if (line.empty() || line[0] == '#') continue;
+    auto fields = split(line, "\t");
+    if (fields.size() < 4) continue;
+    char* end = nullptr;
+    double start = std::strtod(fields[0].c_str(), &end);
+    if (end == fields[0].c_str()) continue;
+    double stop = std::strtod(fields[1].c_str(), &end);
+    if (end == fields[1].c_str()) continue;
+    std::pair<std::string, double> entry{fields[3], (stop - start) / 1000.0};
+    if (auto it = index.find(fields[3]); it != index.end()) {
+      out[it->second] = entry;
+    } else {
+      index.emplace(fields[3], out.size());
+      out.push_back(entry);
+    }
+  }
+  return out;
+}
+
+Expected<void> ensure_build_env(const BuildEnvSpec& spec) {
+  const fs::path marker = spec.dir / "kiln-env.json";
+  std::error_code ec;
+  if (fs::is_regular_file(marker, ec)) return {};
+  KILN_CHECK(ensure_directory(spec.dir.parent_path()));
+  KILN_TRY(FileLock lock, FileLock::acquire(spec.dir.string() + ".lock"));
+  if (fs::is_regular_file(marker, ec)) return {};  // another kiln made it meanwhile
+  fs::remove_all(spec.dir, ec);
+  KILN_CHECK(ensure_directory(spec.staging));
+  KILN_TRY(TempDir tmp, TempDir::create(spec.staging, "env-"));
+  const fs::path env = tmp.path() / "env";
+  const std::string python = (env / "bin" / "python").string();
+  log::info(cat("making the setuptools build environment ", spec.dir.filename().string(), " (once)"));
+  const auto started = std::chrono::steady_clock::now();
+
+  std::vector<Job> steps;
+  auto step = [&](std::string label, std::vector<std::string> argv) {
+    Job job;
+    job.label = std::move(label);
+    job.argv = std::move(argv);
+    job.env = python_env();
+    job.env_unset = unset_list(false);
+    job.cwd = tmp.path();
+    job.log = tmp.path() / "logs" / cat(steps.size(), ".log");
+    if (!steps.empty()) job.deps = {steps.size() - 1};
+    steps.push_back(std::move(job));
+  };
+  step("venv", {spec.interpreter, "-m", "venv", "--without-pip", env.string()});
+  std::vector<std::string> install = {python, (spec.pip / "pip").string(), "install", "--isolated", "--no-index",
+                                      "--no-deps", "--no-compile", "--no-cache-dir", "--disable-pip-version-check",
+                                      "--quiet"};
+  for (const auto& w : spec.wheels) install.push_back(w.string());
+  step("pip install (the pinned tools and torch)", install);
+  if (!spec.torch_site.empty())
+    step("torch of the environment",
+         {python, "-c",
+          "import sys, sysconfig; open(sysconfig.get_paths()['purelib'] + '/kiln-torch.pth', 'w').write(sys.argv[1] + '\\n')",
+          spec.torch_site.string()});
+  step("import torch", {python, "-c", "import setuptools, wheel, packaging, torch.utils.cpp_extension"});
+  RunnerOptions options;
+  options.slots = 1;
+  auto ran = run_jobs(steps, options);
+  if (!ran) return Error::failed(cat("cannot make the setuptools build environment: ", ran.error().message), ran.error().detail);
+  KILN_CHECK(write_file_atomic(env / "kiln-env.json", spec.identity));
+  fs::rename(env, spec.dir, ec);
+  if (ec) return Error::failed(cat("cannot move the build environment to ", spec.dir.string(), ": ", ec.message()));
+  KILN_CHECK(fsync_directory(spec.dir.parent_path()));
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  log::info(cat("made the setuptools build environment ", spec.dir.filename().string(), " in ",
+                static_cast<int>(seconds + 0.5), " s"));
+  return {};
+}
+
+Expected<SetuptoolsResult> build_setuptools(const SetuptoolsContext& ctx) {
+  KILN_TRY(std::string arch_list, torch_cuda_arch_list(ctx.archs));
+  const int slots = ctx.jobs > 0 ? ctx.jobs : default_slots();
+  // The environment through a fixed path: the torch headers' paths are recorded in the objects.
+  std::error_code ec;
+  fs::remove(ctx.root / "env", ec);
+  fs::create_directory_symlink(ctx.env, ctx.root / "env", ec);
+  if (ec) return Error::failed(cat("cannot link ", (ctx.root / "env").string(), ": ", ec.message()));
+  const fs::path nvcc = ctx.root / "bin" / "nvcc";
+  KILN_CHECK(ensure_directory(nvcc.parent_path()));
+  KILN_CHECK(write_file_atomic(nvcc, nvcc_wrapper(ctx.cuda.nvcc), 0755));
+  const fs::path dist = ctx.root / "dist";
+  fs::remove_all(dist, ec);
+  KILN_CHECK(ensure_directory(dist));
+
+  const char* path = std::getenv("PATH");
+  Job job;
+  job.label = cat("pip wheel ", ctx.manifest->name);
+  job.argv = network_prefix();
+  const std::vector<std::string> pip = {(ctx.root / "env" / "bin" / "python").string(), "-m", "pip", "wheel",
+                                        "--isolated", "--no-build-isolation", "--no-deps", "--no-index",
+                                        "--no-cache-dir", "-v", "-w", dist.string(), (ctx.root / "src").string()};
+  job.argv.insert(job.argv.end(), pip.begin(), pip.end());
+  job.env = python_env();
+  for (const auto& kv : std::vector<std::pair<std::string, std::string>>{
+           {"PATH", cat((ctx.root / "env" / "bin").string(), ":", (ctx.cuda.home / "bin").string(), path ? cat(":", path) : "")},
+           {"CUDA_HOME", ctx.cuda.home.string()},
+           {"TORCH_CUDA_ARCH_LIST", arch_list},
+           {"MAX_JOBS", std::to_string(slots)},
+           {"PYTORCH_NVCC", nvcc.string()},
+           // The target's compiler for everything (nvcc's host compiler too: cpp_extension adds
+           // -ccbin $CC) with the host flags of the native backend (Python's usual ones without
+           // -g: setuptools puts CFLAGS in place of the interpreter's), linked without the
+           // interpreter's own flags (a Python built with an rpath would put it into the module).
+           {"CC", ctx.cxx.path},
+           {"CXX", ctx.cxx.path},
+           {"CFLAGS", "-fno-strict-overflow -Wsign-compare -DNDEBUG -O2 -Wall"},
+           {"LDSHARED", cat(ctx.cxx.path, " -shared")},
+           {"LDCXXSHARED", cat(ctx.cxx.path, " -shared")},
+           {"SOURCE_DATE_EPOCH", "315532800"},
+           {"PYTHONHASHSEED", "0"}})
+    job.env.push_back(kv);
+  job.env_unset = unset_list(true);
+  job.cwd = ctx.root / "src";
+  job.log = ctx.root / "logs" / "setuptools.log";
+  job.weight = slots;
+  job.memory_gib = 1;
+  RunnerOptions options;
+  options.slots = slots;
+  KILN_TRY(JobStats stats, run_jobs({job}, options));
+
+  SetuptoolsResult result;
+  result.stats = std::move(stats);
+  for (const auto& log_path : find_ninja_logs(ctx.root / "src" / "build")) {
+    auto text = read_file(log_path);
+    if (!text) continue;
+    // Kept with the job logs: what each compile took.
+    auto kept = write_file_atomic(ctx.root / "logs" / cat("ninja_log.", log_path.parent_path().filename().string()), *text);
+    (void)kept;
+    const std::string dir = log_path.parent_path().string() + "/";
+    for (const auto& [output, seconds] : parse_ninja_log(*text)) {
+      std::string name = output.rfind(dir, 0) == 0 ? output.substr(dir.size()) : output;
+      result.stats.timings.push_back({cat("ninja ", name), seconds, 0, 0});
+    }
+  }
+
+  std::vector<fs::path> wheels;
+  for (const auto& entry : fs::directory_iterator(dist, ec))
+    if (entry.path().extension() == ".whl") wheels.push_back(entry.path());
+  if (wheels.size() != 1)
+    return Error::failed(cat("pip wheel of ", ctx.manifest->name, " wrote ", wheels.size(), " wheels into ", dist.string(),
+                             ", expected one; log: ", job.log.string()));
+  result.built_wheel = wheels[0].filename().string();
+  KILN_TRY(archive::ZipReader zip, archive::ZipReader::open(wheels[0]));
+  for (const auto& e : zip.entries()) {
+    if (e.is_directory()) continue;
+    std::string top = e.name.substr(0, e.name.find('/'));
+    if (top.size() < e.name.size() && top.ends_with(".dist-info")) continue;  // kiln writes its own
+    if (top.size() < e.name.size() && top.ends_with(".data"))
+      return Error::failed(cat(result.built_wheel, " installs files outside the package (", e.name,
+                               "): the setuptools backend ships packages and extension modules only"));
+    if (e.is_symlink()) return Error::failed(cat(result.built_wheel, ": ", e.name, " is a symlink"));
+    KILN_TRY(std::string data, zip.read(e));
+    bool elf = is_elf(data);
+    if (elf) result.modules.push_back(e.name);
+    if (e.name.ends_with(".pyc") || e.name.find("__pycache__/") != std::string::npos) continue;
+    result.files.push_back({e.name, std::move(data), elf || e.is_executable()});
+  }
+  if (result.modules.empty())
+    return Error::failed(cat("the setuptools build of ", ctx.manifest->name, " wrote no extension module (",
+                             result.built_wheel, "); a pure-Python package wants backend = \"pure\""));
+  return result;
+}
+
+}  // namespace kiln::build

@@ -1,0 +1,66 @@
+// The setuptools backend: the package's own (patched) build, run by pip in a pinned environment
+// (a virtual environment with the target's Python, the pinned tools and the target's torch), for
+// exactly the target's archs (TORCH_CUDA_ARCH_LIST), with no network; the wheel it writes is read
+// back into wheel entries for kiln's own wheel writer.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "build/jobs.h"
+#include "core/expected.h"
+#include "manifest/arch.h"
+#include "manifest/manifest.h"
+#include "toolchain/compiler.h"
+#include "toolchain/cuda.h"
+#include "toolchain/python.h"
+#include "wheel/writer.h"
+
+namespace kiln::build {
+
+// A build environment, made once per identity and reused.
+struct BuildEnvSpec {
+  std::filesystem::path dir;      // where it lives: <cache>/envs/setuptools-<identity hash>
+  std::filesystem::path staging;  // where it is made before it is renamed into place
+  std::string interpreter;        // the target's Python: the environment's base
+  std::filesystem::path pip;      // pip's wheel file: it runs the installation
+  std::vector<std::filesystem::path> wheels;  // installed with --no-deps from these files only
+  std::filesystem::path torch_site;  // a torch of another environment: its site-packages (a .pth)
+  std::string identity;           // written into the environment as kiln-env.json
+};
+
+// Makes the environment unless it is there: in a staging directory, renamed into place when
+// complete (under a lock), so a half-made one is never used. It must import torch.
+Expected<void> ensure_build_env(const BuildEnvSpec& spec);
+
+struct SetuptoolsContext {
+  const manifest::Manifest* manifest = nullptr;
+  // A directory whose path depends only on the package's sources, holding src/ (the patched
+  // tree); the environment is reached through <root>/env, so recorded paths are fixed.
+  std::filesystem::path root;
+  std::filesystem::path env;  // the environment's directory (ensure_build_env)
+  toolchain::PythonInfo python;
+  toolchain::CudaToolkit cuda;
+  toolchain::HostCompiler cxx;
+  manifest::ArchList archs;
+  int jobs = 0;  // 0: one per core
+};
+
+struct SetuptoolsResult {
+  std::vector<wheel::WheelEntry> files;  // the built wheel's files but its .dist-info
+  std::vector<std::string> modules;      // those of them that are ELF files
+  std::string built_wheel;               // the file name pip's build gave it
+  JobStats stats;  // the pip process, then the compiles ninja recorded (seconds only)
+};
+
+Expected<SetuptoolsResult> build_setuptools(const SetuptoolsContext& ctx);
+
+// TORCH_CUDA_ARCH_LIST for these archs; fails for what it cannot say (PTX alone, 'f' variants).
+Expected<std::string> torch_cuda_arch_list(const manifest::ArchList& archs);
+
+// The (output, seconds) of each step in a .ninja_log, the last run of each output.
+std::vector<std::pair<std::string, double>> parse_ninja_log(const std::string& text);
+
+}  // namespace kiln::build

@@ -1,0 +1,37 @@
+#include "build/setuptools.h"
+
+#include <gtest/gtest.h>
+
+namespace kiln::build {
+
+TEST(Setuptools, TorchCudaArchList) {
+  using manifest::ArchList;
+  EXPECT_EQ(torch_cuda_arch_list(ArchList::parse("sm_90 12.0+PTX").value()).value(), "9.0;12.0+PTX");
+  EXPECT_EQ(torch_cuda_arch_list(ArchList::parse("90a-real").value()).value(), "9.0a");
+  // What TORCH_CUDA_ARCH_LIST cannot say is refused, not widened.
+  auto ptx = torch_cuda_arch_list(ArchList::parse("compute_90").value());
+  ASSERT_FALSE(ptx);
+  EXPECT_NE(ptx.error().message.find("cannot build PTX alone (compute_90)"), std::string::npos);
+  EXPECT_NE(ptx.error().message.find("use 9.0+PTX"), std::string::npos);
+  auto f = torch_cuda_arch_list(ArchList::parse("100f-real").value());
+  ASSERT_FALSE(f);
+  EXPECT_NE(f.error().message.find("no 'f' variants"), std::string::npos);
+}
+
+TEST(Setuptools, NinjaLog) {
+  // ninja's log: start and end in milliseconds, mtime, output, command hash; a rerun's line wins.
+  const std::string log =
+      "# ninja log v5\n"
+      "0\t1500\t0\t/r/src/build/temp/csrc/a.o\tdeadbeef\n"
+      "3\t20250\t0\t/r/src/build/temp/csrc/b.o\tfeedface\n"
+      "malformed line\n"
+      "100\t600\t0\t/r/src/build/temp/csrc/a.o\tdeadbeef\n";
+  auto steps = parse_ninja_log(log);
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0].first, "/r/src/build/temp/csrc/a.o");
+  EXPECT_DOUBLE_EQ(steps[0].second, 0.5);
+  EXPECT_DOUBLE_EQ(steps[1].second, 20.247);
+  EXPECT_TRUE(parse_ninja_log("").empty());
+}
+
+}  // namespace kiln::build
