@@ -287,17 +287,23 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
     json provenance = {{"kiln", KILN_VERSION}, {"recipe", resolve::kRecipeVersion}, {"build_key", item.key},
                        {"backend", manifest::backend_name(m.backend)}, {"inputs", item.inputs}};
 
+    // Each target's toolchain is prepared once, by the first compiled package that needs it.
+    auto toolchain_of = [&](const resolve::ResolvedTarget& target) -> Expected<const Toolchain*> {
+      auto it = toolchains.find(target.target.name);
+      if (it == toolchains.end()) {
+        KILN_TRY(Toolchain tc, prepare_toolchain(target, *fetching, store));
+        it = toolchains.emplace(target.target.name, std::move(tc)).first;
+      }
+      return &it->second;
+    };
     if (m.backend == manifest::Backend::Pure) {
       spec.version = m.version;
       spec.tag = "py3-none-any";
       spec.root_is_purelib = true;
       spec.metadata.requires_dist = m.requires_dist;
     } else if (m.backend == manifest::Backend::Native) {
-      if (!toolchains.count(rt->target.name)) {
-        KILN_TRY(Toolchain tc, prepare_toolchain(*rt, *fetching, store));
-        toolchains.emplace(rt->target.name, std::move(tc));
-      }
-      const Toolchain& tc = toolchains.at(rt->target.name);
+      KILN_TRY(const Toolchain* toolchain, toolchain_of(*rt));
+      const Toolchain& tc = *toolchain;
       build::NativeContext ctx;
       ctx.manifest = &m;
       ctx.root = root;
@@ -330,11 +336,8 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
       }
       KILN_CHECK(finish_compiled(m, *rt, tc, elves, spec, provenance));
     } else {  // setuptools
-      if (!toolchains.count(rt->target.name)) {
-        KILN_TRY(Toolchain tc, prepare_toolchain(*rt, *fetching, store));
-        toolchains.emplace(rt->target.name, std::move(tc));
-      }
-      const Toolchain& tc = toolchains.at(rt->target.name);
+      KILN_TRY(const Toolchain* toolchain, toolchain_of(*rt));
+      const Toolchain& tc = *toolchain;
       build::SetuptoolsContext ctx;
       ctx.manifest = &m;
       ctx.root = root;

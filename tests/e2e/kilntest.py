@@ -1,9 +1,12 @@
 """Helpers for end-to-end tests: run the real kiln binary in a temporary copy of the project."""
 
 import os
+import re
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
 import unittest
 from pathlib import Path
 
@@ -42,6 +45,28 @@ class KilnTestCase(unittest.TestCase):
                              f"kiln {' '.join(args)}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
         return proc
 
+    def start_serve(self, cache, *args):
+        """Starts `kiln serve --port 0` on `cache` (stopped at cleanup); returns (base URL, process,
+        stderr path)."""
+        log = self.tmp / f"serve-{len(list(self.tmp.glob('serve-*.log')))}.log"
+        with open(log, "w") as err:
+            proc = subprocess.Popen([KILN, "--cache", str(cache), "serve", "--port", "0", *args],
+                                    stdout=subprocess.DEVNULL, stderr=err, cwd=self.project)
+
+        def stop():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(timeout=10)
+        self.addCleanup(stop)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            m = re.search(r"^kiln: serving (http://127\.0\.0\.1:\d+/)", log.read_text(), re.M)
+            if m:
+                return m.group(1), proc, log
+            self.assertIsNone(proc.poll(), log.read_text())
+            time.sleep(0.05)
+        self.fail("kiln serve did not start:\n" + log.read_text())
+
     def fresh_cache(self, name):
         """A cache with no wheels or objects that shares downloads, sysroots and the setuptools
         backend's environments with every test."""
@@ -63,6 +88,25 @@ class KilnTestCase(unittest.TestCase):
         if not path.exists():
             self.skipTest(f"{name} is not installed in {TOOLS} (scripts/test installs it)")
         return str(path)
+
+    def cuobjdump_path(self):
+        """The path of cuobjdump from the tools environment (PyPI's nvidia-cuda-cuobjdump puts the
+        binary inside the package)."""
+        found = subprocess.run([self.tool("python"), "-c", "import nvidia, pathlib; "
+                                "print(next(pathlib.Path(p) for p in nvidia.__path__ "
+                                "for p in pathlib.Path(p).rglob('cuobjdump') if p.is_file()))"],
+                               capture_output=True, text=True)
+        if found.returncode != 0:
+            self.skipTest("cuobjdump not found in the tools environment")
+        return found.stdout.strip()
+
+    def sass_and_ptx(self, so):
+        """(archs with SASS, archs with PTX) of a shared object, as cuobjdump lists them."""
+        out = subprocess.run([self.cuobjdump_path(), "--list-elf", "--list-ptx", str(so)],
+                             capture_output=True, text=True, check=True).stdout
+        elf = sorted(set(re.findall(r"ELF file\s+\d+:.*\.(sm_\d+[af]?)\.cubin", out)))
+        ptx = sorted(set(re.findall(r"PTX file\s+\d+:.*\.(sm_\d+[af]?)\.ptx", out)))
+        return elf, ptx
 
     def edit(self, relpath, old, new):
         path = self.project / relpath

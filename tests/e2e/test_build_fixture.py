@@ -107,20 +107,7 @@ class BuildFixtureTest(KilnTestCase):
         with zipfile.ZipFile(wheel) as z:
             so = next(n for n in z.namelist() if n.endswith(".so"))
             z.extract(so, dest)
-        tool = self.tool("python")
-        # PyPI's nvidia-cuda-cuobjdump puts the binary inside the package.
-        found = subprocess.run([tool, "-c", "import nvidia, pathlib; "
-                                "print(next(pathlib.Path(p) for p in nvidia.__path__ "
-                                "for p in pathlib.Path(p).rglob('cuobjdump') if p.is_file()))"],
-                               capture_output=True, text=True)
-        if found.returncode != 0:
-            self.skipTest("cuobjdump not found in the tools environment")
-        cuobjdump = found.stdout.strip()
-        out = subprocess.run([cuobjdump, "--list-elf", "--list-ptx", str(Path(dest) / so)],
-                             capture_output=True, text=True, check=True).stdout
-        elf = sorted(set(re.findall(r"ELF file\s+\d+:.*\.(sm_\d+a?)\.cubin", out)))
-        ptx = sorted(set(re.findall(r"PTX file\s+\d+:.*\.(sm_\d+a?)\.ptx", out)))
-        return elf, ptx
+        return self.sass_and_ptx(Path(dest) / so)
 
 
 if __name__ == "__main__":

@@ -157,18 +157,7 @@ class BuildSetuptoolsTest(KilnTestCase):
         return json.loads(out.stdout.strip().splitlines()[-1])
 
     def cuobjdump(self, wheel, dest):
-        so = self.extract_so(wheel, dest)
-        found = subprocess.run([self.tool("python"), "-c", "import nvidia, pathlib; "
-                                "print(next(pathlib.Path(p) for p in nvidia.__path__ "
-                                "for p in pathlib.Path(p).rglob('cuobjdump') if p.is_file()))"],
-                               capture_output=True, text=True)
-        if found.returncode != 0:
-            self.skipTest("cuobjdump not found in the tools environment")
-        out = subprocess.run([found.stdout.strip(), "--list-elf", "--list-ptx", str(so)],
-                             capture_output=True, text=True, check=True).stdout
-        elf = sorted(set(re.findall(r"ELF file\s+\d+:.*\.(sm_\d+a?)\.cubin", out)))
-        ptx = sorted(set(re.findall(r"PTX file\s+\d+:.*\.(sm_\d+a?)\.ptx", out)))
-        return elf, ptx
+        return self.sass_and_ptx(self.extract_so(wheel, dest))
 
 
 if __name__ == "__main__":

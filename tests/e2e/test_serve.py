@@ -73,25 +73,7 @@ class Inotify:
 class ServeTest(KilnTestCase):
     def serve(self, cache, *args):
         """Starts kiln serve --port 0 on `cache`; returns (base URL, process, stderr path)."""
-        log = self.tmp / f"serve-{len(list(self.tmp.glob('serve-*.log')))}.log"
-        err = open(log, "w")
-        proc = subprocess.Popen([KILN, "--cache", str(cache), "serve", "--port", "0", *args],
-                                stdout=subprocess.DEVNULL, stderr=err, cwd=self.project)
-        err.close()
-
-        def stop():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                proc.wait(timeout=10)
-        self.addCleanup(stop)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            m = re.search(r"^kiln: serving (http://127\.0\.0\.1:\d+/)", log.read_text(), re.M)
-            if m:
-                return m.group(1), proc, log
-            self.assertIsNone(proc.poll(), log.read_text())
-            time.sleep(0.05)
-        self.fail("kiln serve did not start:\n" + log.read_text())
+        return self.start_serve(cache, *args)
 
     def curl(self, url, *args):
         """(status, headers dict (lowercase names), body bytes) of one curl request."""
