@@ -102,6 +102,15 @@ class FaultTest(KilnTestCase):
 
     # --- disk full: a small tmpfs as the cache --------------------------------------------------
 
+    def served_sdist(self, name, blob):
+        """A pure package's sdist behind a local server: (its bytes, the server's URL, its request log)."""
+        served = self.tmp / "served"
+        served.mkdir()
+        data = self.sdist_of(self.pure_package(name, blob=blob), name)
+        (served / f"{name}-1.0.0.tar.gz").write_bytes(data)
+        url, log = self.server(served)
+        return data, url, log
+
     def in_small_mount(self, script, size):
         """Runs a shell script in a mount namespace where $MNT is a fresh tmpfs of `size`."""
         mnt = self.tmp / "cache-small"
@@ -117,12 +126,7 @@ class FaultTest(KilnTestCase):
 
     def test_disk_full_during_wheel_write_and_download(self):
         self.pure_package("big-wheel", blob=3 << 20)
-        served = self.tmp / "served"
-        served.mkdir()
-        src = self.pure_package("big-sdist", blob=3 << 20)
-        data = self.sdist_of(src, "big-sdist")
-        (served / "big-sdist-1.0.0.tar.gz").write_bytes(data)
-        url, _ = self.server(served)
+        data, url, _ = self.served_sdist("big-sdist", blob=3 << 20)
         self.pure_package("big-sdist", blob=3 << 20,
                           source=f'url = "{url}/big-sdist-1.0.0.tar.gz"\nsha256 = "{sha256(data)}"')
         before = self.snapshot()
@@ -155,12 +159,7 @@ class FaultTest(KilnTestCase):
     # --- a network cut in the middle of a download ----------------------------------------------
 
     def test_network_cut_mid_download_then_retry_resumes(self):
-        served = self.tmp / "served"
-        served.mkdir()
-        src = self.pure_package("cut", blob=256 << 10)
-        data = self.sdist_of(src, "cut")
-        (served / "cut-1.0.0.tar.gz").write_bytes(data)
-        url, log = self.server(served)
+        data, url, log = self.served_sdist("cut", blob=256 << 10)
         # The first three requests (kiln's three attempts) each get 4 KiB and a closed connection.
         self.pure_package("cut", blob=256 << 10, source=f'url = "{url}/cut/3/4096/cut-1.0.0.tar.gz"\nsha256 = "{sha256(data)}"')
         before = self.snapshot()

@@ -71,10 +71,6 @@ class Inotify:
 
 
 class ServeTest(KilnTestCase):
-    def serve(self, cache, *args):
-        """Starts kiln serve --port 0 on `cache`; returns (base URL, process, stderr path)."""
-        return self.start_serve(cache, *args)
-
     def curl(self, url, *args):
         """(status, headers dict (lowercase names), body bytes) of one curl request."""
         dump = [] if "-I" in args else ["-D", "-"]  # -I writes the headers to stdout itself
@@ -130,7 +126,7 @@ class ServeTest(KilnTestCase):
 
     def test_pip_and_uv_install_causal_conv1d_and_fla(self):
         cache = self.persistent_cache()
-        base, proc, log = self.serve(cache)
+        base, proc, log = self.start_serve(cache)
         index = f"{base}default/simple/"
         self.assertIn(f"kiln: default: pip install --index-url {index} ", log.read_text())
         pins = []
@@ -184,7 +180,7 @@ class ServeTest(KilnTestCase):
 
     def test_http_semantics_with_curl(self):
         cache = self.persistent_cache()
-        base, _, _ = self.serve(cache)
+        base, _, _ = self.start_serve(cache)
         index = f"{base}default/simple/"
         page = self.project_json(index, "causal-conv1d")
         f = page["files"][-1]
@@ -254,7 +250,7 @@ class ServeTest(KilnTestCase):
 
     def test_traversal_and_malformed_requests_touch_nothing_outside_the_cache(self):
         cache = self.persistent_cache()
-        base, _, log = self.serve(cache)
+        base, _, log = self.start_serve(cache)
         port = int(re.search(r":(\d+)/$", base).group(1))
         # Canaries beside the cache and in this test's directory: any open or read is seen.
         secret_dir = self.tmp / "secret"
@@ -322,7 +318,7 @@ class ServeTest(KilnTestCase):
         if soft < 1200:
             resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
         cache = self.persistent_cache()
-        base, proc, _ = self.serve(cache)
+        base, proc, _ = self.start_serve(cache)
         port = int(re.search(r":(\d+)/$", base).group(1))
 
         def rss_kib():
@@ -377,7 +373,7 @@ class ServeTest(KilnTestCase):
 
     def test_each_target_serves_its_own_build_and_export(self):
         cache = self.fresh_cache("c")
-        base, proc, log = self.serve(cache)  # before any build: builds appear without a restart
+        base, proc, log = self.start_serve(cache)  # before any build: builds appear without a restart
         self.assertIn("no wheels in the cache yet", log.read_text())
         self.assertNotIn(b"default/simple", self.curl(base)[2])
         builds = {}
@@ -444,7 +440,7 @@ class ServeTest(KilnTestCase):
         cache = self.fresh_cache("c")
         token = self.tmp / "token"
         token.write_text("t0ken-value\n")
-        base, _, log = self.serve(cache, "--token-file", str(token))
+        base, _, log = self.start_serve(cache, "--token-file", str(token))
         self.assertNotIn("t0ken-value", log.read_text())
         self.assertEqual(self.curl(base)[0], 401)
         self.assertEqual(self.curl(base, "-H", "Authorization: Bearer t0ken-value")[0], 200)

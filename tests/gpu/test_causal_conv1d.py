@@ -54,6 +54,13 @@ def random(shape, dtype, gen, scale=1.0):
     return (torch.randn(shape, device="cuda", dtype=torch.float32, generator=gen) * scale).to(dtype)
 
 
+def conv_input(batch, dim, seqlen, dtype, gen, channel_last):
+    """x of shape (batch, dim, seqlen); channel-last: a transposed view of (batch, seqlen, dim)."""
+    if channel_last:
+        return random((batch, seqlen, dim), dtype, gen).transpose(1, 2)
+    return random((batch, dim, seqlen), dtype, gen)
+
+
 def assert_close_scaled(actual, expected, tol):
     """assert_close with atol scaled to the reference's magnitude (sums of many terms)."""
     scale = max(expected.abs().max().item(), 1.0)
@@ -68,10 +75,7 @@ def assert_close_scaled(actual, expected, tol):
 def test_forward_matches_reference(dtype, width, seqlen, activation, channel_last):
     gen = torch.Generator(device="cuda").manual_seed(seqlen * 10 + width)
     batch, dim = 2, 256 + 8
-    if channel_last:
-        x = random((batch, seqlen, dim), dtype, gen).transpose(1, 2)
-    else:
-        x = random((batch, dim, seqlen), dtype, gen)
+    x = conv_input(batch, dim, seqlen, dtype, gen, channel_last)
     weight = random((dim, width), dtype, gen, 0.5)
     bias = random((dim,), dtype, gen)
     out = causal_conv1d_fn(x, weight, bias, activation=activation)
@@ -86,10 +90,7 @@ def test_backward_every_instantiation(itype, wtype, channel_last):
     """Each (input, weight) dtype pair x layout is one instantiation in causal_conv1d_bwd.cu."""
     gen = torch.Generator(device="cuda").manual_seed(7)
     batch, dim, seqlen, width = 2, 128, 512, 4
-    if channel_last:
-        x = random((batch, seqlen, dim), itype, gen).transpose(1, 2)
-    else:
-        x = random((batch, dim, seqlen), itype, gen)
+    x = conv_input(batch, dim, seqlen, itype, gen, channel_last)
     weight = random((dim, width), wtype, gen, 0.5)
     bias = random((dim,), wtype, gen)
     dout = random((batch, dim, seqlen), itype, gen)
