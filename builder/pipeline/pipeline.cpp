@@ -288,22 +288,22 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
                        {"backend", manifest::backend_name(m.backend)}, {"inputs", item.inputs}};
 
     // Each target's toolchain is prepared once, by the first compiled package that needs it.
-    auto toolchain_of = [&](const resolve::ResolvedTarget& target) -> Expected<const Toolchain*> {
-      auto it = toolchains.find(target.target.name);
+    const Toolchain* item_toolchain = nullptr;
+    if (m.backend != manifest::Backend::Pure) {
+      auto it = toolchains.find(rt->target.name);
       if (it == toolchains.end()) {
-        KILN_TRY(Toolchain tc, prepare_toolchain(target, *fetching, store));
-        it = toolchains.emplace(target.target.name, std::move(tc)).first;
+        KILN_TRY(Toolchain prepared, prepare_toolchain(*rt, *fetching, store));
+        it = toolchains.emplace(rt->target.name, std::move(prepared)).first;
       }
-      return &it->second;
-    };
+      item_toolchain = &it->second;
+    }
     if (m.backend == manifest::Backend::Pure) {
       spec.version = m.version;
       spec.tag = "py3-none-any";
       spec.root_is_purelib = true;
       spec.metadata.requires_dist = m.requires_dist;
     } else if (m.backend == manifest::Backend::Native) {
-      KILN_TRY(const Toolchain* toolchain, toolchain_of(*rt));
-      const Toolchain& tc = *toolchain;
+      const Toolchain& tc = *item_toolchain;
       build::NativeContext ctx;
       ctx.manifest = &m;
       ctx.root = root;
@@ -336,8 +336,7 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
       }
       KILN_CHECK(finish_compiled(m, *rt, tc, elves, spec, provenance));
     } else {  // setuptools
-      KILN_TRY(const Toolchain* toolchain, toolchain_of(*rt));
-      const Toolchain& tc = *toolchain;
+      const Toolchain& tc = *item_toolchain;
       build::SetuptoolsContext ctx;
       ctx.manifest = &m;
       ctx.root = root;
@@ -381,10 +380,10 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
     {
       validate::Options checks;
       if (m.backend != manifest::Backend::Pure) {
-        checks.torch = toolchains.at(rt->target.name).torch;
+        checks.torch = item_toolchain->torch;
         checks.torch_note = cat("target ", rt->target.name);
         checks.archs = rt->target.archs;
-        const auto& cuda_home = toolchains.at(rt->target.name).cuda.home;
+        const auto& cuda_home = item_toolchain->cuda.home;
         checks.library_dirs = {cuda_home / "lib64", cuda_home / "lib"};
         for (const auto& d : validate::default_library_dirs()) checks.library_dirs.push_back(d);
       }
