@@ -276,6 +276,7 @@ struct Unit {
   double share = 1;                  // its part of the source's units
   bool sharded = false;              // the source is declared shardable
   fs::path object;
+  fs::path fatbin_object;            // a CUDA unit's fat binary, when its host part is split off
 };
 
 // What a CUDA unit becomes when nvcc's dry run splits per arch.
@@ -283,6 +284,7 @@ struct SplitUnit {
   std::vector<nvcc::DevicePart> devices;  // one per arch, in the target's order
   std::vector<std::string> device_labels;
   nvcc::HostPart host;
+  nvcc::DevicePart front;  // the lowest arch's front end: the host part's stub and module id
   nvcc::Env env;
 };
 
@@ -381,13 +383,22 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
     append(argv, ctx.archs.gencode_flags());
     append(argv, {"--keep", "--keep-dir", dir.string()});
     dry_commands.push_back(std::move(argv));
+    dir = keep_dir(u) / "front";
+    KILN_CHECK(ensure_directory(dir));
+    argv = {nvcc_path(ctx), "--dryrun"};
+    append(argv, nvcc_flags(ctx, *u.ext, u.defines));
+    append(argv, {"-Xcicc", "-O0", "--fatbin", source, "-o", (dir / (stem + ".fatbin")).string()});
+    append(argv, arch_entries.front().gencode_flags());
+    append(argv, {"--keep", "--keep-dir", dir.string()});
+    dry_commands.push_back(std::move(argv));
   }
   auto dry_outputs = run_dry_runs(dry_commands, ctx.root / "src");
 
   struct Planned {
     Job job;
-    // 0 host parts (they unblock links), 1 host C++, 2 the device parts of shardable sources (the
-    // manifest marks those as the heavy ones), 3 other device parts and whole-file nvcc jobs.
+    // 0 host parts and fat binaries (they unblock links), 1 host C++, 2 the device parts of
+    // shardable sources (the manifest marks those as the heavy ones), 3 other device parts and
+    // whole-file nvcc jobs, 4 front ends, 5 links.
     int order_class;
     double estimate;
   };
@@ -420,9 +431,16 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
   };
   std::string archs_label;
   for (const auto& a : ctx.archs.archs()) archs_label += (archs_label.empty() ? "" : ",") + a.sm_name();
+  // A host part needs its file's stub and module id, which the lowest arch's device pass writes.
+  // With fewer device parts than slots, slots would idle while the device parts run: the host
+  // parts then get the stub from a front-end job of their own (a few seconds), and run beside
+  // them; otherwise each waits for its file's lowest arch, and the slots stay busy with devices.
+  std::size_t cuda_units = 0;
+  for (const auto& u : units) cuda_units += u.source.ends_with(".cu");
+  const bool front_end_jobs = cuda_units * arch_entries.size() < static_cast<std::size_t>(slots);
 
   for (std::size_t i = 0; i < units.size(); ++i) {
-    const Unit& u = units[i];
+    Unit& u = units[i];
     const manifest::Extension& ext = *u.ext;
     std::string source = (ctx.root / "src" / u.source).string();
     std::error_code ec;
@@ -454,7 +472,7 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
     if (!arch_list.empty()) {
       SplitUnit su;
       std::vector<nvcc::Image> images;
-      for (std::size_t a = 0; a <= arch_entries.size() && why_not.empty(); ++a) {
+      for (std::size_t a = 0; a <= arch_entries.size() + 1 && why_not.empty(); ++a) {
         const auto& out = dry_outputs[dry_first[i] + a];
         if (!out) { why_not = out.error().message; break; }
         auto parsed = nvcc::parse_dryrun(*out);
@@ -465,11 +483,21 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
           for (const auto& im : part->images) images.push_back(im);
           su.devices.push_back(std::move(*part));
           su.device_labels.push_back(arch_tokens[a]);
-        } else {
+        } else if (a == arch_entries.size()) {
           auto host = nvcc::host_part(*parsed, arch_list, images, kFatbinaryFlags);
           if (!host) { why_not = host.error().message; break; }
           su.host = std::move(*host);
           su.env = parsed->env;
+        } else {
+          auto front = nvcc::front_end_part(*parsed, arch_list);
+          if (!front) { why_not = front.error().message; break; }
+          su.front = std::move(*front);
+          // nvcc defines __CUDA_ARCH__ in the host compile as its last -gencode's arch; what that
+          // compile reads (the stub, crt/host_runtime.h) only tests whether it is defined. The
+          // front end's arch makes the host part the same for every arch set with that lowest arch.
+          std::string arch = nvcc::define_value(su.front.steps.front(), "__CUDA_ARCH__");
+          if (arch.empty() || !nvcc::set_define(su.host.steps.back(), "__CUDA_ARCH__", arch))
+            why_not = "no __CUDA_ARCH__ in the front end's preprocessor or the host compiler command";
         }
       }
       if (why_not.empty()) split_unit = std::move(su);
@@ -508,30 +536,51 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
       device_steps.push_back(in_pid_namespace(d.steps));
       device_keys.push_back(object_key("nvcc-device", join_commands(device_steps.back())));
     }
+    auto front_steps = in_pid_namespace(su.front.steps);
     auto host_steps = in_pid_namespace(su.host.steps);
-    std::string host_key = object_key("nvcc-host", cat(join_commands(host_steps), "\n", join(device_keys, ",")));
-    fs::path host_cached = cached_path(host_key, ".o");
-    if (reuse(host_cached, u.object)) continue;
+    // The host object refers to its fat binary by a symbol, hidden in the module, that the fat
+    // binary's object defines.
+    const std::string symbol = "__kiln_fatbin_" + sha256_hex(cat(ext.name, "/", u.tag)).substr(0, 16);
+    const std::string reference = nvcc::fatbin_reference(symbol);
+    const std::string assembly = nvcc::fatbin_assembly(symbol, su.host.fatbin);
+    const fs::path assembly_file = su.host.fatbin.parent_path() / "fatbin.s";
+    u.fatbin_object = ctx.root / "obj" / (ext.name + "." + u.tag + ".fatbin.o");
+    std::vector<std::string> fatbinary = in_pid_namespace({su.host.fatbinary}).front();
+    std::vector<std::string> assemble = {ctx.cxx.path, "-c", assembly_file.string(), "-o", u.fatbin_object.string()};
+    // The host part depends on the device parts only through the stub and module id, which the
+    // front end's commands determine (wherever they are taken from); the fat binary on all.
+    std::string host_key = object_key(
+        "nvcc-host", cat(join_commands(host_steps), "\n", reference, "\n", join_commands(front_steps)));
+    std::string fatbin_key = object_key(
+        "nvcc-fatbin", cat(join_commands({fatbinary, assemble}), "\n", assembly, "\n", join(device_keys, ",")));
+    fs::path host_cached = cached_path(host_key, ".o"), fatbin_cached = cached_path(fatbin_key, ".o");
+    const bool host_hit = reuse(host_cached, u.object);
+    const bool fatbin_hit = reuse(fatbin_cached, u.fatbin_object);
+    if (host_hit && fatbin_hit) continue;
 
-    std::vector<std::size_t> device_jobs;
+    // The device parts: all for the fat binary; the lowest arch's for the stub, when cached.
+    std::vector<bool> device_cached(su.devices.size(), false);
+    std::vector<std::optional<std::size_t>> device_job(su.devices.size());
     for (std::size_t a = 0; a < su.devices.size(); ++a) {
       const nvcc::DevicePart& d = su.devices[a];
+      const bool for_fatbin = !fatbin_hit, for_stub = a == 0 && !host_hit;
+      if (!for_fatbin && !for_stub) continue;
       std::vector<fs::path> outputs = {d.module_id, d.stub};
       for (const auto& im : d.images) outputs.push_back(im.file);
       fs::path cached = cached_path(device_keys[a], ".dev");
       // A cached device part: its files back where the host part reads them.
-      bool hit = false;
       if (auto data = read_file(cached)) {
         auto files = unpack_files(*data);
         bool match = files && files->size() == outputs.size();
         for (std::size_t f = 0; match && f < outputs.size(); ++f) match = (*files)[f].first == outputs[f];
         for (std::size_t f = 0; match && f < outputs.size(); ++f) match = write_file_atomic(outputs[f], (*files)[f].second).has_value();
-        hit = match;
+        device_cached[a] = match;
       }
-      if (hit) {
+      if (device_cached[a]) {
         result.objects_reused++;
         continue;
       }
+      if (!for_fatbin && front_end_jobs) continue;  // the front-end job writes the stub
       Job job;
       job.label = cat("nvcc ", u.name, " ", su.device_labels[a]);
       job.argv = device_steps[a].front();
@@ -554,56 +603,100 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
           if (std::find(outputs.begin(), outputs.end(), entry.path()) == outputs.end()) fs::remove(entry.path(), ec);
         return {};
       };
-      device_jobs.push_back(planned.size());
+      device_job[a] = planned.size();
       planned.push_back({std::move(job), u.sharded ? 2 : 3, estimate});
     }
-    Job host;
-    host.label = cat("nvcc ", u.name, " host");
-    host.argv = host_steps.front();
-    host.then.assign(host_steps.begin() + 1, host_steps.end());
-    host.env = step_env;
-    host.cwd = ctx.root / "src";
-    host.log = log_dir / (log_stem + ".host.log");
-    host.memory_gib = 1.0;
-    host.deps = device_jobs;
-    // The host half reads the module id and stub the device halves wrote: every arch must have
-    // written the same (they name the file's entities, which the host half refers to), up to the
-    // numbering of the stub's temporaries; like nvcc, which lets each arch's pass overwrite one
-    // stub, the last arch's stub is the one compiled.
-    std::vector<nvcc::DevicePart> devices = su.devices;
-    nvcc::HostPart hp = su.host;
-    std::string name = u.name;
-    host.before = [devices, hp, name]() -> Expected<void> {
-      KILN_TRY(std::string module_id, read_file(devices.front().module_id));
-      KILN_TRY(std::string stub, read_file(devices.front().stub));
-      for (std::size_t a = 1; a < devices.size(); ++a) {
-        KILN_TRY(std::string other_id, read_file(devices[a].module_id));
-        KILN_TRY(std::string other_stub, read_file(devices[a].stub));
-        if (other_id != module_id || !nvcc::same_stub(other_stub, stub))
-          return Error::failed(cat(name, ": nvcc's device passes for different archs disagree on the host stub or "
-                                         "module id; this file cannot be compiled per arch"));
-        stub = std::move(other_stub);
+
+    std::optional<std::size_t> host_job;
+    if (!host_hit) {
+      // The stub and module id: from the lowest arch's device part when it is cached, from a
+      // front-end job, or from that device part's job.
+      const nvcc::DevicePart* from = &su.devices.front();
+      std::optional<std::size_t> dep = device_job.front();
+      if (!device_cached.front() && front_end_jobs) {
+        Job front;
+        front.label = cat("nvcc ", u.name, " front end");
+        front.argv = front_steps.front();
+        front.then.assign(front_steps.begin() + 1, front_steps.end());
+        front.env = step_env;
+        front.cwd = ctx.root / "src";
+        front.log = log_dir / (log_stem + ".front.log");
+        front.memory_gib = 0.5 + 0.5 * u.share;
+        from = &su.front;
+        dep = planned.size();
+        planned.push_back({std::move(front), 4, estimate});
       }
-      KILN_CHECK(write_file_atomic(hp.module_id, module_id));
-      return write_file_atomic(hp.stub, stub);
-    };
-    fs::path unit_keep = keep_dir(u);
-    host.on_success = [stored = store(host_cached, u.object), unit_keep]() -> Expected<void> {
-      KILN_CHECK(stored());
-      std::error_code ec;
-      fs::remove_all(unit_keep, ec);  // the object is built: its intermediates can go
-      return {};
-    };
-    ext_deps[ext_index(&ext)].push_back(planned.size());
-    planned.push_back({std::move(host), 0, estimate});
+      Job host;
+      host.label = cat("nvcc ", u.name, " host");
+      host.argv = host_steps.front();
+      host.then.assign(host_steps.begin() + 1, host_steps.end());
+      host.env = step_env;
+      host.cwd = ctx.root / "src";
+      host.log = log_dir / (log_stem + ".host.log");
+      host.memory_gib = 1.0;
+      if (dep) host.deps = {*dep};
+      host.before = [from = *from, hp = su.host, reference]() -> Expected<void> {
+        KILN_TRY(std::string module_id, read_file(from.module_id));
+        KILN_TRY(std::string stub, read_file(from.stub));
+        KILN_CHECK(write_file_atomic(hp.module_id, module_id));
+        KILN_CHECK(write_file_atomic(hp.stub, nvcc::moved_stub(stub, from.stub, hp.stub)));
+        return write_file_atomic(hp.fatbin_source, reference);
+      };
+      host.on_success = store(host_cached, u.object);
+      host_job = planned.size();
+      ext_deps[ext_index(&ext)].push_back(planned.size());
+      planned.push_back({std::move(host), 0, estimate});
+    }
+
+    if (!fatbin_hit) {
+      Job fat;
+      fat.label = cat("fatbinary ", u.name, " ", archs_label);
+      fat.argv = fatbinary;
+      fat.then = {assemble};
+      fat.env = step_env;
+      fat.cwd = ctx.root / "src";
+      fat.log = log_dir / (log_stem + ".fatbin.log");
+      fat.memory_gib = 1.0;
+      for (const auto& j : device_job)
+        if (j) fat.deps.push_back(*j);
+      if (host_job) fat.deps.push_back(*host_job);
+      // Every arch's pass must have written the same module id and stub (they name the file's
+      // entities, which the host part refers to), up to the numbering of the stub's
+      // temporaries; so must the pass the host part took them from, when it ran in this build.
+      std::vector<nvcc::DevicePart> devices = su.devices;
+      std::optional<nvcc::DevicePart> host_source;
+      if (host_job) host_source = nvcc::DevicePart{{}, su.host.module_id, su.host.stub, {}};
+      std::string name = u.name;
+      fat.before = [devices, host_source, assembly, assembly_file, name]() -> Expected<void> {
+        KILN_TRY(std::string module_id, read_file(devices.front().module_id));
+        KILN_TRY(std::string stub, read_file(devices.front().stub));
+        std::vector<const nvcc::DevicePart*> others;
+        for (std::size_t a = 1; a < devices.size(); ++a) others.push_back(&devices[a]);
+        if (host_source) others.push_back(&*host_source);
+        for (const nvcc::DevicePart* other : others) {
+          KILN_TRY(std::string other_id, read_file(other->module_id));
+          KILN_TRY(std::string other_stub, read_file(other->stub));
+          if (other_id != module_id || !nvcc::same_stub(other_stub, stub))
+            return Error::failed(cat(name, ": nvcc's device passes for different archs disagree on the host stub or "
+                                           "module id; this file cannot be compiled per arch"));
+        }
+        return write_file_atomic(assembly_file, assembly);
+      };
+      fat.on_success = store(fatbin_cached, u.fatbin_object);
+      ext_deps[ext_index(&ext)].push_back(planned.size());
+      planned.push_back({std::move(fat), 0, estimate});
+    }
   }
 
   // Link each module from its units' objects, in the manifest's order.
   for (std::size_t e = 0; e < ctx.manifest->extensions.size(); ++e) {
     const auto& ext = ctx.manifest->extensions[e];
     std::vector<std::string> objects;
-    for (const auto& u : units)
-      if (u.ext == &ext) objects.push_back(u.object.string());
+    for (const auto& u : units) {
+      if (u.ext != &ext) continue;
+      objects.push_back(u.object.string());
+      if (!u.fatbin_object.empty()) objects.push_back(u.fatbin_object.string());
+    }
     std::string rel = module_path(ext.name, ctx.python.ext_suffix);
     fs::path out = ctx.root / "out" / rel;
     KILN_CHECK(ensure_directory(out.parent_path()));
@@ -615,13 +708,15 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
     link.log = ctx.root / "logs" / (ext.name + ".link.log");
     link.memory_gib = 1;
     link.deps = ext_deps[e];
-    planned.push_back({std::move(link), 4, 0});
+    planned.push_back({std::move(link), 5, 0});
     result.modules.push_back(BuiltModule{rel, out});
   }
 
-  // The runner starts ready jobs in this order: host parts as soon as their device parts are
-  // done, then host C++ (torch's headers make those the longest single jobs once CUDA files are
-  // split), then the shardable sources' device parts, then the rest, longest (largest) first.
+  // The runner starts ready jobs in this order: host parts and fat binaries as soon as they can
+  // (they unblock links), then host C++ (torch's headers make those the longest single jobs once
+  // CUDA files are split), then the shardable sources' device parts, then the rest, then the
+  // front ends (a few seconds each: they fill the slots the device parts leave), longest
+  // (largest) first.
   std::vector<std::size_t> order(planned.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
@@ -642,6 +737,8 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
   options.slots = slots;
   KILN_TRY(JobStats stats, run_jobs(jobs, options));
   result.stats = std::move(stats);
+  std::error_code ec;
+  fs::remove_all(ctx.root / "keep", ec);  // the objects are built: nvcc's intermediates can go
   return result;
 }
 

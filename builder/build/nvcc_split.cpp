@@ -196,18 +196,33 @@ std::string arch_list_value(std::string_view list_gpu_arch) {
   return join(parts, ",");
 }
 
-bool set_arch_list(std::vector<std::string>& argv, const std::string& value) {
+bool set_define(std::vector<std::string>& argv, const std::string& name, const std::string& value) {
+  const std::string joined = cat("-D", name, "="), separate = cat(name, "=");
   bool found = false;
   for (std::size_t i = 1; i < argv.size(); ++i) {
-    if (argv[i].rfind("-D__CUDA_ARCH_LIST__=", 0) == 0) {
-      argv[i] = "-D__CUDA_ARCH_LIST__=" + value;
+    if (argv[i].rfind(joined, 0) == 0) {
+      argv[i] = joined + value;
       found = true;
-    } else if (argv[i] == "-D" && i + 1 < argv.size() && argv[i + 1].rfind("__CUDA_ARCH_LIST__=", 0) == 0) {
-      argv[i + 1] = "__CUDA_ARCH_LIST__=" + value;
+    } else if (argv[i] == "-D" && i + 1 < argv.size() && argv[i + 1].rfind(separate, 0) == 0) {
+      argv[i + 1] = separate + value;
       found = true;
     }
   }
   return found;
+}
+
+std::string define_value(const std::vector<std::string>& argv, const std::string& name) {
+  const std::string joined = cat("-D", name, "="), separate = cat(name, "=");
+  for (std::size_t i = 1; i < argv.size(); ++i) {
+    if (argv[i].rfind(joined, 0) == 0) return argv[i].substr(joined.size());
+    if (argv[i] == "-D" && i + 1 < argv.size() && argv[i + 1].rfind(separate, 0) == 0)
+      return argv[i + 1].substr(separate.size());
+  }
+  return "";
+}
+
+bool set_arch_list(std::vector<std::string>& argv, const std::string& value) {
+  return set_define(argv, "__CUDA_ARCH_LIST__", value);
 }
 
 Expected<DevicePart> device_part(const DryRun& dryrun, const std::string& arch_list) {
@@ -270,8 +285,16 @@ Expected<HostPart> host_part(const DryRun& dryrun, const std::string& arch_list,
         break;
       }
       case Step::Fatbinary: {
-        if (seen[2]++ || !seen[1] || joined_value_of(argv, "--embedded-fatbin").empty())
+        part.fatbin_source = joined_value_of(argv, "--embedded-fatbin");
+        part.fatbin = joined_value_of(argv, "--create");
+        if (seen[2]++ || !seen[1] || part.fatbin_source.empty() || part.fatbin.empty() ||
+            part.fatbin_source.is_relative() || part.fatbin.is_relative())
           return unsupported("an unexpected fatbinary command");
+        // The fat binary becomes an object of its own (fatbin_assembly); the host compile
+        // includes a reference to it instead (fatbin_reference).
+        argv.erase(std::remove_if(argv.begin(), argv.end(),
+                                  [](const std::string& w) { return w.rfind("--embedded-fatbin=", 0) == 0; }),
+                   argv.end());
         std::size_t wanted = 0;
         for (auto& word : argv) {
           Image image;
@@ -284,7 +307,8 @@ Expected<HostPart> host_part(const DryRun& dryrun, const std::string& arch_list,
         }
         if (wanted != images.size()) return unsupported("the device parts made images nvcc would not embed");
         argv.insert(argv.end(), fatbinary_flags.begin(), fatbinary_flags.end());
-        break;
+        part.fatbinary = std::move(argv);
+        continue;
       }
       case Step::HostCompile:
         if (seen[3]++ || !seen[2]) return unsupported("an unexpected host compiler command");
@@ -295,11 +319,50 @@ Expected<HostPart> host_part(const DryRun& dryrun, const std::string& arch_list,
     }
     part.steps.push_back(std::move(argv));
   }
-  if (part.steps.size() != 4) return unsupported("the host commands are not preprocess, cudafe++, fatbinary, compile");
+  if (part.steps.size() != 3 || part.fatbinary.empty())
+    return unsupported("the host commands are not preprocess, cudafe++, fatbinary, compile");
   return part;
 }
 
+Expected<DevicePart> front_end_part(const DryRun& dryrun, const std::string& arch_list) {
+  KILN_TRY(DevicePart part, device_part(dryrun, arch_list));
+  if (!has(part.steps[1], "-O0")) return unsupported("the front end's cicc does not run at -O0");
+  part.steps.resize(2);  // preprocess and cicc: the stub and module id are written; no SASS
+  part.images.clear();
+  return part;
+}
+
+std::string fatbin_reference(const std::string& symbol) {
+  return cat("#ifndef __SKIP_INTERNAL_FATBINARY_HEADERS\n#include \"fatbinary_section.h\"\n#endif\n",
+             "#define __CUDAFATBINSECTION  \".nvFatBinSegment\"\n#define __CUDAFATBINDATASECTION  \".nv_fatbin\"\n",
+             "#ifdef __cplusplus\nextern \"C\" {\n#endif\n",
+             "extern const unsigned long long ", symbol, "[] __attribute__ ((visibility (\"hidden\")));\n",
+             "static const __fatBinC_Wrapper_t __fatDeviceText __attribute__ ((aligned (8))) ",
+             "__attribute__ ((section (__CUDAFATBINSECTION))) =\n\t{ 0x466243b1, 1, ", symbol, ", 0 };\n",
+             "#ifdef __cplusplus\n}\n#endif\n");
+}
+
+std::string fatbin_assembly(const std::string& symbol, const fs::path& fatbin) {
+  std::string path;
+  for (char c : fatbin.string()) {
+    if (c == '"' || c == '\\') path += '\\';
+    path += c;
+  }
+  return cat("\t.section .nv_fatbin,\"a\"\n\t.align 8\n\t.globl ", symbol, "\n\t.hidden ", symbol, "\n\t.type ", symbol,
+             ", @object\n", symbol, ":\n\t.incbin \"", path, "\"\n\t.size ", symbol, ", .-", symbol,
+             "\n\t.section .note.GNU-stack,\"\",@progbits\n");
+}
+
 namespace {
+// Line markers naming the stub itself (`# 1 "/keep/sm_90/x.cudafe1.stub.c"`, written before
+// definitions the stub holds) name the pass's own directory.
+std::string without_own_name(std::string_view stub) {
+  std::vector<std::string> lines = split(stub, "\n", false);
+  for (auto& line : lines)
+    if (line.rfind("# ", 0) == 0 && line.ends_with(".stub.c\"")) line = line.substr(0, line.find('"')) + "\"stub\"";
+  return join(lines, "\n");
+}
+
 std::string without_temporaries(std::string_view stub) {
   std::string out;
   out.reserve(stub.size());
@@ -318,7 +381,15 @@ std::string without_temporaries(std::string_view stub) {
 }  // namespace
 
 bool same_stub(std::string_view a, std::string_view b) {
-  return a == b || without_temporaries(a) == without_temporaries(b);
+  return a == b || without_temporaries(without_own_name(a)) == without_temporaries(without_own_name(b));
+}
+
+std::string moved_stub(std::string_view stub, const fs::path& from, const fs::path& to) {
+  const std::string old_name = cat("\"", from.string(), "\""), new_name = cat("\"", to.string(), "\"");
+  std::vector<std::string> lines = split(stub, "\n", false);
+  for (auto& line : lines)
+    if (line.rfind("# ", 0) == 0 && line.ends_with(old_name)) line = line.substr(0, line.size() - old_name.size()) + new_name;
+  return join(lines, "\n");
 }
 
 }  // namespace kiln::build::nvcc

@@ -135,16 +135,20 @@ TEST_F(RealNvcc, HostPartEmbedsTheDevicePartsImages) {
   std::vector<Image> images = d90.images;
   images.insert(images.end(), d120.images.begin(), d120.images.end());
   HostPart h = host_part(all, arch_list_, images, {"--compress-mode=size"}).value();
-  ASSERT_EQ(h.steps.size(), 4u);
+  ASSERT_EQ(h.steps.size(), 3u);
   EXPECT_EQ(classify(h.steps[0]), Step::HostPreprocess);
   EXPECT_EQ(classify(h.steps[1]), Step::Cudafe);
-  EXPECT_EQ(classify(h.steps[2]), Step::Fatbinary);
-  EXPECT_EQ(classify(h.steps[3]), Step::HostCompile);
+  EXPECT_EQ(classify(h.steps[2]), Step::HostCompile);
+  EXPECT_EQ(classify(h.fatbinary), Step::Fatbinary);
   EXPECT_TRUE(contains(h.steps[0], "-D__CUDA_ARCH_LIST__=" + arch_list_));
   EXPECT_FALSE(contains(h.steps[1], "--gen_module_id_file"));  // it reads the device parts' id
   for (const auto& im : images)
-    EXPECT_TRUE(contains(h.steps[2], "--image3=kind=" + im.kind + ",sm=" + im.sm + ",file=" + im.file.string()));
-  EXPECT_EQ(h.steps[2].back(), "--compress-mode=size");
+    EXPECT_TRUE(contains(h.fatbinary, "--image3=kind=" + im.kind + ",sm=" + im.sm + ",file=" + im.file.string()));
+  EXPECT_EQ(h.fatbinary.back(), "--compress-mode=size");
+  // The fat binary is a file of its own; the host compile includes kiln's reference instead.
+  EXPECT_TRUE(contains(h.fatbinary, "--create=" + h.fatbin.string()));
+  for (const auto& w : h.fatbinary) EXPECT_EQ(w.find("--embedded-fatbin"), std::string::npos) << w;
+  EXPECT_EQ(h.fatbin_source.parent_path(), keep);
   EXPECT_EQ(h.stub.parent_path(), keep);
   EXPECT_EQ(h.module_id.parent_path(), keep);
 
@@ -157,6 +161,89 @@ TEST_F(RealNvcc, HostPartEmbedsTheDevicePartsImages) {
   std::vector<Image> extra = images;
   extra.push_back(Image{"elf", "100", "/x.cubin"});
   EXPECT_FALSE(host_part(all, arch_list_, extra, {}));
+}
+
+namespace {
+std::string read(const fs::path& p) { return read_file(p).value(); }
+void run_steps(const std::vector<std::vector<std::string>>& steps, const fs::path& cwd,
+               const std::vector<std::string>& prefix = {}) {
+  for (const auto& argv : steps) {
+    ProcessSpec spec;
+    spec.argv = prefix;
+    spec.argv.insert(spec.argv.end(), argv.begin(), argv.end());
+    spec.cwd = cwd;
+    auto r = run_process(spec);
+    ASSERT_TRUE(r && r->ok()) << argv[0] << ": " << (r ? r->output : r.error().message);
+  }
+}
+// The module id ends in the front end's process id: the builder runs nvcc's steps in PID
+// namespaces of their own, where the ids are the same on every run; so does the test.
+std::vector<std::string> pid_namespace() {
+  ProcessSpec probe;
+  probe.argv = {"unshare", "--pid", "--fork", "--kill-child", "--", "true"};
+  probe.output = ProcessSpec::Output::Discard;
+  auto r = run_process(probe);
+  if (r && r->ok()) return {"unshare", "--pid", "--fork", "--kill-child", "--"};
+  return {};
+}
+}  // namespace
+
+TEST_F(RealNvcc, FrontEndAtO0WritesTheOptimizingPassesStub) {
+  DevicePart d = device("sm_90", {"-gencode=arch=compute_90,code=sm_90"});
+  fs::path keep = dir_->path() / "front";
+  fs::create_directories(keep);
+  DevicePart f = front_end_part(dry_run({"-Xcicc", "-O0", "--fatbin", (dir_->path() / "k.cu").string(), "-o",
+                                         (keep / "k.fatbin").string(), "-gencode=arch=compute_90,code=sm_90",
+                                         "--keep", "--keep-dir", keep.string()}),
+                                arch_list_)
+                     .value();
+  ASSERT_EQ(f.steps.size(), 2u);
+  EXPECT_EQ(classify(f.steps[1]), Step::Cicc);
+  EXPECT_TRUE(f.images.empty());
+  EXPECT_EQ(f.stub.parent_path(), keep);
+  std::vector<std::string> prefix = pid_namespace();
+  if (prefix.empty()) GTEST_SKIP() << "cannot run in a PID namespace (unshare --pid)";
+  run_steps(d.steps, dir_->path(), prefix);
+  run_steps(f.steps, dir_->path(), prefix);
+  EXPECT_EQ(read(f.module_id), read(d.module_id));
+  EXPECT_TRUE(same_stub(read(f.stub), read(d.stub)));
+  EXPECT_NE(read(f.stub).find("__cudaRegisterEntry"), std::string::npos);
+  // Without -O0 it is not a front end.
+  EXPECT_FALSE(front_end_part(dry_run({"--fatbin", (dir_->path() / "k.cu").string(), "-o", (keep / "k.fatbin").string(),
+                                       "-gencode=arch=compute_90,code=sm_90", "--keep", "--keep-dir", keep.string()}),
+                              arch_list_));
+}
+
+TEST_F(RealNvcc, HostAndFatBinaryObjectsLinkIntoOneModule) {
+  DevicePart d = device("sm_90", {"-gencode=arch=compute_90,code=sm_90"});
+  run_steps(d.steps, dir_->path());
+  fs::path keep = dir_->path() / "host";
+  fs::create_directories(keep);
+  DryRun all = dry_run({"-Xcompiler", "-fPIC", "-c", (dir_->path() / "k.cu").string(), "-o", (dir_->path() / "k.o").string(),
+                        "-gencode=arch=compute_90,code=sm_90", "--keep", "--keep-dir", keep.string()});
+  HostPart h = host_part(all, arch_list_, d.images, {}).value();
+  write_file_atomic(h.module_id, read(d.module_id)).value();
+  write_file_atomic(h.stub, read(d.stub)).value();
+  write_file_atomic(h.fatbin_source, fatbin_reference("__kiln_fatbin_k")).value();
+  run_steps(h.steps, dir_->path());
+  run_steps({h.fatbinary}, dir_->path());
+  write_file_atomic(dir_->path() / "fatbin.s", fatbin_assembly("__kiln_fatbin_k", h.fatbin)).value();
+  fs::path cxx = find_program("g++");
+  if (cxx.empty()) GTEST_SKIP() << "no g++";
+  run_steps({{cxx.string(), "-c", (dir_->path() / "fatbin.s").string(), "-o", (dir_->path() / "fatbin.o").string()},
+             {cxx.string(), "-shared", (dir_->path() / "k.o").string(), (dir_->path() / "fatbin.o").string(), "-o",
+              (dir_->path() / "k.so").string()}},
+            dir_->path());
+  // The module's .nv_fatbin holds the fat binary byte for byte; the symbol stays inside it.
+  std::string so = read(dir_->path() / "k.so");
+  std::string fatbin = read(h.fatbin);
+  EXPECT_NE(so.find(fatbin), std::string::npos);
+  auto nm = run_capture({"nm", "-D", (dir_->path() / "k.so").string()});
+  ASSERT_TRUE(nm);
+  EXPECT_EQ(nm->find("__kiln_fatbin_k"), std::string::npos) << *nm;
+  auto all_symbols = run_capture({"nm", (dir_->path() / "k.so").string()});
+  ASSERT_TRUE(all_symbols);
+  EXPECT_NE(all_symbols->find("__kiln_fatbin_k"), std::string::npos);
 }
 
 TEST_F(RealNvcc, RelocatableDeviceCodeIsNotSplit) {
@@ -182,6 +269,13 @@ TEST(SameStub, OnlyTheNumberingOfTemporariesMayDiffer) {
   other_kernel.replace(other_kernel.find("_Z1kv"), 5, "_Z1jv");
   EXPECT_FALSE(same_stub(sm90, other_kernel));
   EXPECT_FALSE(same_stub("int x__T1;", "int x__T2;"));
+  // Line markers naming the stub itself name each pass's directory.
+  std::string a = "void f()\n# 1 \"/keep/sm_90/k.cudafe1.stub.c\"\nstatic void g();\n";
+  std::string b = "void f()\n# 1 \"/keep/sm_120/k.cudafe1.stub.c\"\nstatic void g();\n";
+  EXPECT_TRUE(same_stub(a, b));
+  EXPECT_FALSE(same_stub(a, "void f()\n# 1 \"/keep/sm_90/k.cu\"\nstatic void g();\n"));
+  EXPECT_EQ(moved_stub(a, "/keep/sm_90/k.cudafe1.stub.c", "/keep/sm_120/k.cudafe1.stub.c"), b);
+  EXPECT_EQ(moved_stub(sm90, "/keep/sm_90/k.cudafe1.stub.c", "/x"), sm90);
   EXPECT_FALSE(same_stub("__T1", "__T1x"));
 }
 
