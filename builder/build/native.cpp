@@ -375,17 +375,23 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
       append(argv, {"--keep", "--keep-dir", dir.string()});
       dry_commands.push_back(std::move(argv));
     }
-    fs::path dir = keep_dir(u) / "host";
+    // The host part from a dry run of the lowest arch alone (nvcc names its intermediates and
+    // defines __CUDA_ARCH__ after the last arch: the host part is then the same for every arch
+    // set with that lowest arch); the fat binary of all archs from a dry run of all.
+    for (const auto& [name, gencodes] : {std::pair{"host", arch_entries.front().gencode_flags()},
+                                         std::pair{"fatbin", ctx.archs.gencode_flags()}}) {
+      fs::path dir = keep_dir(u) / name;
+      KILN_CHECK(ensure_directory(dir));
+      std::vector<std::string> argv = {nvcc_path(ctx), "--dryrun"};
+      append(argv, nvcc_flags(ctx, *u.ext, u.defines));
+      append(argv, {"-c", source, "-o", u.object.string()});
+      append(argv, gencodes);
+      append(argv, {"--keep", "--keep-dir", dir.string()});
+      dry_commands.push_back(std::move(argv));
+    }
+    fs::path dir = keep_dir(u) / "front";
     KILN_CHECK(ensure_directory(dir));
     std::vector<std::string> argv = {nvcc_path(ctx), "--dryrun"};
-    append(argv, nvcc_flags(ctx, *u.ext, u.defines));
-    append(argv, {"-c", source, "-o", u.object.string()});
-    append(argv, ctx.archs.gencode_flags());
-    append(argv, {"--keep", "--keep-dir", dir.string()});
-    dry_commands.push_back(std::move(argv));
-    dir = keep_dir(u) / "front";
-    KILN_CHECK(ensure_directory(dir));
-    argv = {nvcc_path(ctx), "--dryrun"};
     append(argv, nvcc_flags(ctx, *u.ext, u.defines));
     append(argv, {"-Xcicc", "-O0", "--fatbin", source, "-o", (dir / (stem + ".fatbin")).string()});
     append(argv, arch_entries.front().gencode_flags());
@@ -472,32 +478,32 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
     if (!arch_list.empty()) {
       SplitUnit su;
       std::vector<nvcc::Image> images;
-      for (std::size_t a = 0; a <= arch_entries.size() + 1 && why_not.empty(); ++a) {
+      const std::size_t n = arch_entries.size();  // device parts, then host, fat binary, front end
+      for (std::size_t a = 0; a < n + 3 && why_not.empty(); ++a) {
         const auto& out = dry_outputs[dry_first[i] + a];
         if (!out) { why_not = out.error().message; break; }
         auto parsed = nvcc::parse_dryrun(*out);
         if (!parsed) { why_not = parsed.error().message; break; }
-        if (a < arch_entries.size()) {
+        if (a < n) {
           auto part = nvcc::device_part(*parsed, arch_list);
           if (!part) { why_not = part.error().message; break; }
           for (const auto& im : part->images) images.push_back(im);
           su.devices.push_back(std::move(*part));
           su.device_labels.push_back(arch_tokens[a]);
-        } else if (a == arch_entries.size()) {
-          auto host = nvcc::host_part(*parsed, arch_list, images, kFatbinaryFlags);
+        } else if (a == n) {
+          auto host = nvcc::host_part(*parsed, arch_list, su.devices.front().images, kFatbinaryFlags);
           if (!host) { why_not = host.error().message; break; }
           su.host = std::move(*host);
           su.env = parsed->env;
+        } else if (a == n + 1) {
+          auto all = nvcc::host_part(*parsed, arch_list, images, kFatbinaryFlags);
+          if (!all) { why_not = all.error().message; break; }
+          su.host.fatbinary = std::move(all->fatbinary);
+          su.host.fatbin = std::move(all->fatbin);
         } else {
           auto front = nvcc::front_end_part(*parsed, arch_list);
           if (!front) { why_not = front.error().message; break; }
           su.front = std::move(*front);
-          // nvcc defines __CUDA_ARCH__ in the host compile as its last -gencode's arch; what that
-          // compile reads (the stub, crt/host_runtime.h) only tests whether it is defined. The
-          // front end's arch makes the host part the same for every arch set with that lowest arch.
-          std::string arch = nvcc::define_value(su.front.steps.front(), "__CUDA_ARCH__");
-          if (arch.empty() || !nvcc::set_define(su.host.steps.back(), "__CUDA_ARCH__", arch))
-            why_not = "no __CUDA_ARCH__ in the front end's preprocessor or the host compiler command";
         }
       }
       if (why_not.empty()) split_unit = std::move(su);
@@ -638,6 +644,8 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
       host.before = [from = *from, hp = su.host, reference]() -> Expected<void> {
         KILN_TRY(std::string module_id, read_file(from.module_id));
         KILN_TRY(std::string stub, read_file(from.stub));
+        if (stub.find(cat("#include \"", hp.fatbin_source.filename().string(), "\"")) == std::string::npos)
+          return Error::failed(cat(from.stub.string(), " does not include ", hp.fatbin_source.filename().string()));
         KILN_CHECK(write_file_atomic(hp.module_id, module_id));
         KILN_CHECK(write_file_atomic(hp.stub, nvcc::moved_stub(stub, from.stub, hp.stub)));
         return write_file_atomic(hp.fatbin_source, reference);

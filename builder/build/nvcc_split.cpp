@@ -196,33 +196,18 @@ std::string arch_list_value(std::string_view list_gpu_arch) {
   return join(parts, ",");
 }
 
-bool set_define(std::vector<std::string>& argv, const std::string& name, const std::string& value) {
-  const std::string joined = cat("-D", name, "="), separate = cat(name, "=");
+bool set_arch_list(std::vector<std::string>& argv, const std::string& value) {
   bool found = false;
   for (std::size_t i = 1; i < argv.size(); ++i) {
-    if (argv[i].rfind(joined, 0) == 0) {
-      argv[i] = joined + value;
+    if (argv[i].rfind("-D__CUDA_ARCH_LIST__=", 0) == 0) {
+      argv[i] = "-D__CUDA_ARCH_LIST__=" + value;
       found = true;
-    } else if (argv[i] == "-D" && i + 1 < argv.size() && argv[i + 1].rfind(separate, 0) == 0) {
-      argv[i + 1] = separate + value;
+    } else if (argv[i] == "-D" && i + 1 < argv.size() && argv[i + 1].rfind("__CUDA_ARCH_LIST__=", 0) == 0) {
+      argv[i + 1] = "__CUDA_ARCH_LIST__=" + value;
       found = true;
     }
   }
   return found;
-}
-
-std::string define_value(const std::vector<std::string>& argv, const std::string& name) {
-  const std::string joined = cat("-D", name, "="), separate = cat(name, "=");
-  for (std::size_t i = 1; i < argv.size(); ++i) {
-    if (argv[i].rfind(joined, 0) == 0) return argv[i].substr(joined.size());
-    if (argv[i] == "-D" && i + 1 < argv.size() && argv[i + 1].rfind(separate, 0) == 0)
-      return argv[i + 1].substr(separate.size());
-  }
-  return "";
-}
-
-bool set_arch_list(std::vector<std::string>& argv, const std::string& value) {
-  return set_define(argv, "__CUDA_ARCH_LIST__", value);
 }
 
 Expected<DevicePart> device_part(const DryRun& dryrun, const std::string& arch_list) {

@@ -4,9 +4,9 @@
 // -D__CUDA_ARCH__, cicc (device C++ to PTX, which also writes the host stub and the module id)
 // and ptxas (PTX to SASS); once, the host preprocessor pass, cudafe++ (the host half), fatbinary
 // (the arch images into one embedded fat binary) and the host compiler. kiln runs the device part
-// of each arch from a one-arch `nvcc --fatbin` dry run, and the host part from the all-arch
-// `nvcc -c` dry run with the device commands left out, cudafe++ reading the module id a device
-// pass wrote (so both halves name the file's internal entities alike).
+// of each arch from a one-arch `nvcc --fatbin` dry run, and the host part from an `nvcc -c` dry
+// run with the device commands left out, cudafe++ reading the module id a device pass wrote (so
+// both halves name the file's internal entities alike).
 //
 // The host half does not wait for the device halves. The stub it includes registers the file's
 // kernels and embeds the fat binary by including "x.fatbin.c"; kiln writes that file as a mere
@@ -57,11 +57,7 @@ Step classify(const std::vector<std::string>& argv);
 // ("compute_75\ncompute_90a\n…" -> "750,…,900,…"); empty when there is none.
 std::string arch_list_value(std::string_view list_gpu_arch);
 
-// Sets -D<name>=… in a preprocessor or compiler command; false if it has none.
-bool set_define(std::vector<std::string>& argv, const std::string& name, const std::string& value);
-// The value of -D<name>=…, or "".
-std::string define_value(const std::vector<std::string>& argv, const std::string& name);
-// set_define of __CUDA_ARCH_LIST__.
+// Sets -D__CUDA_ARCH_LIST__=… in a preprocessor or compiler command; false if it has none.
 bool set_arch_list(std::vector<std::string>& argv, const std::string& value);
 
 struct Image {
@@ -102,9 +98,12 @@ struct HostPart {
   std::vector<std::string> fatbinary;   // makes the fat binary of every arch, for fatbin_assembly
   std::filesystem::path fatbin;         // the file it makes
 };
-// From `nvcc --dryrun -c -gencode …` for all archs: the device commands are left out, the fat
-// binary is made from `images` (every image nvcc would embed must be there, found by kind and
-// sm), with `fatbinary_flags` added, as a file of its own.
+// From `nvcc --dryrun -c -gencode …`: the device commands are left out, the fat binary is made
+// from `images` (every image nvcc would embed must be there, found by kind and sm), with
+// `fatbinary_flags` added, as a file of its own. The builder takes the host steps from a dry run
+// of the lowest arch alone (nvcc names the host intermediates and defines __CUDA_ARCH__ after
+// the last -gencode: the host part is then the same for every arch set with that lowest arch)
+// and the fatbinary command from a dry run of all.
 Expected<HostPart> host_part(const DryRun& compile_dryrun, const std::string& arch_list,
                              const std::vector<Image>& images, const std::vector<std::string>& fatbinary_flags);
 
