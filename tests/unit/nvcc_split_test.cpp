@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <sstream>
 
 #include "core/fs.h"
 #include "core/process.h"
@@ -244,6 +245,35 @@ TEST_F(RealNvcc, HostAndFatBinaryObjectsLinkIntoOneModule) {
   auto all_symbols = run_capture({"nm", (dir_->path() / "k.so").string()});
   ASSERT_TRUE(all_symbols);
   EXPECT_NE(all_symbols->find("__kiln_fatbin_k"), std::string::npos);
+  // The wrapper the stub registers (.nvFatBinSegment: magic, version, data pointer) points at the
+  // fat binary's first byte once the loader applies its relocation.
+  auto sections = run_capture({"readelf", "-SW", (dir_->path() / "k.so").string()});
+  auto relocations = run_capture({"readelf", "-rW", (dir_->path() / "k.so").string()});
+  if (!sections || !relocations) GTEST_SKIP() << "no readelf";
+  // Address and file offset of a section.
+  auto where = [&](const std::string& name) -> std::pair<std::uint64_t, std::uint64_t> {
+    std::size_t at = sections->find(" " + name + " ");
+    if (at == std::string::npos) return {0, 0};
+    std::istringstream line(sections->substr(at + name.size() + 2));
+    std::string type, addr, off;
+    line >> type >> addr >> off;
+    return {std::stoull(addr, nullptr, 16), std::stoull(off, nullptr, 16)};
+  };
+  auto [segment, segment_offset] = where(".nvFatBinSegment");
+  auto [data, data_offset] = where(".nv_fatbin");
+  ASSERT_NE(segment, 0u);
+  ASSERT_NE(data, 0u);
+  EXPECT_EQ(so.find(fatbin), data_offset);  // the fat binary is the section's first byte
+  EXPECT_EQ(so.substr(segment_offset, 4), std::string("\xb1\x43\x62\x46", 4));  // the wrapper's magic
+  std::uint64_t pointer = 0;
+  std::istringstream rela(*relocations);
+  for (std::string line; std::getline(rela, line);) {
+    std::istringstream words(line);
+    std::string offset, info, type, addend;
+    if (!(words >> offset >> info >> type >> addend) || type != "R_X86_64_RELATIVE") continue;
+    if (std::stoull(offset, nullptr, 16) == segment + 8) pointer = std::stoull(addend, nullptr, 16);
+  }
+  EXPECT_EQ(pointer, data) << *sections << *relocations;
 }
 
 TEST_F(RealNvcc, RelocatableDeviceCodeIsNotSplit) {
