@@ -536,6 +536,19 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
     std::vector<std::pair<std::string, std::string>> step_env = env;
     for (const auto& [name, value] : su.env)
       if (name != "SOURCE_DATE_EPOCH" && name != "LC_ALL") step_env.emplace_back(name, value);
+    // A job running nvcc's steps for this unit, one after another.
+    auto steps_job = [&](std::string label, const std::vector<std::vector<std::string>>& steps,
+                         const std::string& log_suffix, double memory_gib) {
+      Job job;
+      job.label = std::move(label);
+      job.argv = steps.front();
+      job.then.assign(steps.begin() + 1, steps.end());
+      job.env = step_env;
+      job.cwd = ctx.root / "src";
+      job.log = log_dir / (log_stem + log_suffix);
+      job.memory_gib = memory_gib;
+      return job;
+    };
     std::vector<std::string> device_keys;
     std::vector<std::vector<std::vector<std::string>>> device_steps;
     for (const auto& d : su.devices) {
@@ -587,14 +600,8 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
         continue;
       }
       if (!for_fatbin && front_end_jobs) continue;  // the front-end job writes the stub
-      Job job;
-      job.label = cat("nvcc ", u.name, " ", su.device_labels[a]);
-      job.argv = device_steps[a].front();
-      job.then.assign(device_steps[a].begin() + 1, device_steps[a].end());
-      job.env = step_env;
-      job.cwd = ctx.root / "src";
-      job.log = log_dir / (log_stem + "." + arch_dir(su.device_labels[a]) + ".log");
-      job.memory_gib = 0.5 + 2.5 * u.share;
+      Job job = steps_job(cat("nvcc ", u.name, " ", su.device_labels[a]), device_steps[a],
+                          "." + arch_dir(su.device_labels[a]) + ".log", 0.5 + 2.5 * u.share);
       job.on_success = [outputs, cached]() -> Expected<void> {
         std::vector<std::pair<fs::path, std::string>> files;
         for (const auto& f : outputs) {
@@ -620,26 +627,12 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
       const nvcc::DevicePart* from = &su.devices.front();
       std::optional<std::size_t> dep = device_job.front();
       if (!device_cached.front() && front_end_jobs) {
-        Job front;
-        front.label = cat("nvcc ", u.name, " front end");
-        front.argv = front_steps.front();
-        front.then.assign(front_steps.begin() + 1, front_steps.end());
-        front.env = step_env;
-        front.cwd = ctx.root / "src";
-        front.log = log_dir / (log_stem + ".front.log");
-        front.memory_gib = 0.5 + 0.5 * u.share;
         from = &su.front;
         dep = planned.size();
-        planned.push_back({std::move(front), 4, estimate});
+        planned.push_back({steps_job(cat("nvcc ", u.name, " front end"), front_steps, ".front.log", 0.5 + 0.5 * u.share),
+                           4, estimate});
       }
-      Job host;
-      host.label = cat("nvcc ", u.name, " host");
-      host.argv = host_steps.front();
-      host.then.assign(host_steps.begin() + 1, host_steps.end());
-      host.env = step_env;
-      host.cwd = ctx.root / "src";
-      host.log = log_dir / (log_stem + ".host.log");
-      host.memory_gib = 1.0;
+      Job host = steps_job(cat("nvcc ", u.name, " host"), host_steps, ".host.log", 1.0);
       if (dep) host.deps = {*dep};
       host.before = [from = *from, hp = su.host, reference]() -> Expected<void> {
         KILN_TRY(std::string module_id, read_file(from.module_id));
@@ -657,14 +650,7 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
     }
 
     if (!fatbin_hit) {
-      Job fat;
-      fat.label = cat("fatbinary ", u.name, " ", archs_label);
-      fat.argv = fatbinary;
-      fat.then = {assemble};
-      fat.env = step_env;
-      fat.cwd = ctx.root / "src";
-      fat.log = log_dir / (log_stem + ".fatbin.log");
-      fat.memory_gib = 1.0;
+      Job fat = steps_job(cat("fatbinary ", u.name, " ", archs_label), {fatbinary, assemble}, ".fatbin.log", 1.0);
       for (const auto& j : device_job)
         if (j) fat.deps.push_back(*j);
       if (host_job) fat.deps.push_back(*host_job);
