@@ -28,7 +28,7 @@ BUILD_ROOTS = Path("/tmp/kiln-build")
 POINTS = {
     "download": "each chunk of the sdist written to its .part file",
     "unpack": "each member of the sdist unpacked",
-    "compile": "each compile or link job started (kiln-demo: its C++ file, a device and a host job per kernel shard, the link)",
+    "compile": "each compile or link job started (kiln-demo: its C++ file, a device, a host and a fat-binary job per kernel shard, the link)",
     "wheel": "each entry written into the staged wheel, and the finished wheel",
     "commit": "1: wheel staged; 2: entry.json written; 3: entry renamed into wheels/, not yet synced",
 }
