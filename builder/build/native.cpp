@@ -657,19 +657,16 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
       // Every arch's pass must have written the same module id and stub (they name the file's
       // entities, which the host part refers to), up to the numbering of the stub's
       // temporaries; so must the pass the host part took them from, when it ran in this build.
-      std::vector<nvcc::DevicePart> devices = su.devices;
-      std::optional<nvcc::DevicePart> host_source;
-      if (host_job) host_source = nvcc::DevicePart{{}, su.host.module_id, su.host.stub, {}};
+      std::vector<std::pair<fs::path, fs::path>> written;  // module id and stub, per pass
+      for (const auto& d : su.devices) written.emplace_back(d.module_id, d.stub);
+      if (host_job) written.emplace_back(su.host.module_id, su.host.stub);
       std::string name = u.name;
-      fat.before = [devices, host_source, assembly, assembly_file, name]() -> Expected<void> {
-        KILN_TRY(std::string module_id, read_file(devices.front().module_id));
-        KILN_TRY(std::string stub, read_file(devices.front().stub));
-        std::vector<const nvcc::DevicePart*> others;
-        for (std::size_t a = 1; a < devices.size(); ++a) others.push_back(&devices[a]);
-        if (host_source) others.push_back(&*host_source);
-        for (const nvcc::DevicePart* other : others) {
-          KILN_TRY(std::string other_id, read_file(other->module_id));
-          KILN_TRY(std::string other_stub, read_file(other->stub));
+      fat.before = [written, assembly, assembly_file, name]() -> Expected<void> {
+        KILN_TRY(std::string module_id, read_file(written.front().first));
+        KILN_TRY(std::string stub, read_file(written.front().second));
+        for (std::size_t p = 1; p < written.size(); ++p) {
+          KILN_TRY(std::string other_id, read_file(written[p].first));
+          KILN_TRY(std::string other_stub, read_file(written[p].second));
           if (other_id != module_id || !nvcc::same_stub(other_stub, stub))
             return Error::failed(cat(name, ": nvcc's device passes for different archs disagree on the host stub or "
                                            "module id; this file cannot be compiled per arch"));
