@@ -129,6 +129,9 @@ std::string zip_name_problem(std::string_view name) {
   if (name.front() == '/') return "is an absolute path";
   if (name.size() >= 2 && name[1] == ':') return "has a drive letter";
   if (!is_valid_utf8(name)) return "is not valid UTF-8";
+  // A line break in a name splits its RECORD row for installers (pip reads RECORD with
+  // str.splitlines()), which then remove files the wheel never held.
+  if (std::string c = control_character(name); !c.empty()) return cat("has a control character (", c, ") in its name");
   std::string_view body = name.back() == '/' ? name.substr(0, name.size() - 1) : name;
   if (body.empty()) return "is an absolute path";
   for (const auto& part : split(body, "/", /*skip_empty=*/false)) {
@@ -149,11 +152,11 @@ struct ZipReader::Image {
 
 std::string_view ZipReader::image() const { return image_->bytes(); }
 
-Expected<ZipReader> ZipReader::open(const fs::path& path) {
+Expected<ZipReader> ZipReader::open(const fs::path& path, std::string name) {
   KILN_TRY(MappedFile mapped, MappedFile::open(path));
   auto image = std::make_shared<Image>();
   image->mapped.emplace(std::move(mapped));
-  ZipReader reader(std::move(image), path.filename().string());
+  ZipReader reader(std::move(image), name.empty() ? path.filename().string() : std::move(name));
   KILN_CHECK(reader.parse());
   return reader;
 }

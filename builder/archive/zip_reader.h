@@ -52,7 +52,8 @@ struct ZipEntry {
 // between or after the entries), a central directory that is not where the end record says.
 class ZipReader {
  public:
-  static Expected<ZipReader> open(const std::filesystem::path& path);
+  // `name` is used in messages (default: the file's name).
+  static Expected<ZipReader> open(const std::filesystem::path& path, std::string name = {});
   // Reads an archive held in memory (copied); `name` is used in messages.
   static Expected<ZipReader> from_bytes(std::string data, std::string name);
 

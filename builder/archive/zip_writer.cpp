@@ -9,6 +9,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "archive/zip_reader.h"
 #include "core/clock.h"
 #include "core/strings.h"
 
@@ -117,18 +118,12 @@ Expected<void> ZipWriter::patch(std::uint64_t at, std::string_view bytes) {
 Expected<void> ZipWriter::check_name(std::string_view name) const {
   std::string zip = path_.filename().string();
   auto bad = [&](std::string_view what) {
-    return Error::bad_input(cat("zip ", zip, ": entry '", name, "' ", what));
+    return Error::bad_input(cat("zip ", zip, ": entry '", printable_excerpt(name, 200), "' ", what));
   };
   if (name.empty()) return Error::bad_input(cat("zip ", zip, ": empty entry name"));
   if (name.size() > 0xffff) return bad("has a name longer than 65535 bytes");
-  if (name.find('\0') != std::string_view::npos) return bad("has a NUL byte in its name");
-  if (name.find('\\') != std::string_view::npos) return bad("has a backslash in its name");
-  if (name.front() == '/') return bad("is an absolute path");
-  if (!is_valid_utf8(name)) return bad("is not valid UTF-8");
-  for (const auto& part : split(name, "/", /*skip_empty=*/false)) {
-    if (part.empty()) return bad("has an empty path component");
-    if (part == "." || part == "..") return bad(cat("has a '", part, "' component"));
-  }
+  if (name.back() == '/') return bad("has an empty path component");
+  if (std::string problem = zip_name_problem(name); !problem.empty()) return bad(problem);
   if (files_.count(name)) return bad("is a duplicate");
   if (dirs_.count(name)) return bad("is also a directory of an earlier entry");
   for (std::size_t slash = name.find('/'); slash != std::string_view::npos;
@@ -262,8 +257,9 @@ Expected<void> ZipWriter::add(std::string_view name, std::string_view data, bool
   return write_entry(name, data.size(), executable, source);
 }
 
-Expected<void> ZipWriter::add_file(std::string_view name, const fs::path& source_path) {
-  int fd = ::open(source_path.c_str(), O_RDONLY | O_CLOEXEC);
+Expected<void> ZipWriter::add_file(std::string_view name, const fs::path& source_path,
+                                   const std::function<void(std::string_view)>& on_chunk) {
+  int fd = ::open(source_path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return Error::failed(cat("cannot read ", source_path.string(), ": ", errno_text()));
   struct Closer {
     int fd;
@@ -286,6 +282,7 @@ Expected<void> ZipWriter::add_file(std::string_view name, const fs::path& source
       if (n == 0) break;
       filled += static_cast<std::size_t>(n);
     }
+    if (on_chunk && filled > 0) on_chunk(std::string_view(buffer.data(), filled));
     return std::string_view(buffer.data(), filled);
   };
   return write_entry(name, static_cast<std::uint64_t>(st.st_size), (st.st_mode & 0111) != 0,

@@ -33,8 +33,10 @@ class ZipWriter {
   // Entries are written in the order added (the caller sorts). Names are relative, '/'-separated,
   // valid UTF-8, without empty, "." or ".." components or backslashes; each names a file once.
   Expected<void> add(std::string_view name, std::string_view data, bool executable = false);
-  // Streams a file's content; the exec bit comes from its mode.
-  Expected<void> add_file(std::string_view name, const std::filesystem::path& source);
+  // Streams a file's content (never through a symlink); the exec bit comes from its mode. Each
+  // chunk read is also handed to `on_chunk` when given (a RECORD hash, in one read).
+  Expected<void> add_file(std::string_view name, const std::filesystem::path& source,
+                          const std::function<void(std::string_view)>& on_chunk = {});
   // Central directory, end record, fsync and rename to the path.
   Expected<void> finish();
 

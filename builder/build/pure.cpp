@@ -33,9 +33,11 @@ Expected<std::vector<wheel::WheelEntry>> collect_packages(const fs::path& tree,
       }
       if (it->is_symlink()) return Error::failed(cat("package file ", it->path().string(), " is a symlink"));
       if (!it->is_regular_file() || it->path().extension() == ".pyc") continue;
-      KILN_TRY(std::string data, read_file(it->path()));
-      bool exec = (fs::status(it->path()).permissions() & fs::perms::owner_exec) != fs::perms::none;
-      out.push_back({fs::relative(it->path(), base).generic_string(), std::move(data), exec});
+      // Streamed into the wheel when it is written: a package file is never held in memory.
+      wheel::WheelEntry entry;
+      entry.path = it->path().lexically_relative(base).generic_string();
+      entry.source = it->path();
+      out.push_back(std::move(entry));
     }
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.path < b.path; });

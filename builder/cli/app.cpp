@@ -26,6 +26,9 @@ const manifest::Repository& Context::repository() {
     std::string display = manifests_dir;
     fs::path patches = absolute_path(dir).parent_path() / "patches";
     repo_ = manifest::Repository::load(absolute_path(dir), patches, display).value();
+    // Commands about other packages go on; those that need a broken one fail with its error.
+    for (const auto& b : repo_->broken())
+      log::warn(cat("ignoring a broken manifest: ", b.error.message));
   }
   return *repo_;
 }
@@ -51,6 +54,11 @@ std::vector<manifest::Target> Context::targets(const std::vector<std::string>& n
 }
 
 fs::path Context::cache_path() const { return absolute_path(cache_dir); }
+
+void require_archs_value(const CLI::Option* option, const std::string& value) {
+  if (option->count() > 0 && trim(value).empty())
+    raise(Error::bad_input("--archs: an empty arch list (give the archs, e.g. \"9.0;12.0+PTX\")"));
+}
 
 namespace {
 

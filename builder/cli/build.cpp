@@ -1,4 +1,5 @@
 // kiln build [PACKAGES…] [--target T]… [--archs SPEC] [--backend B] [--jobs N] [--explain] [--offline]
+//            [--keep-build-root]
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -15,20 +16,23 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
     std::vector<std::string> packages, targets;
     std::string archs, index_url, backend;
     int jobs = 0;
-    bool explain = false, offline = false;
+    bool explain = false, offline = false, keep_build_root = false;
   };
   auto opts = std::make_shared<Options>();
   sub.add_option("packages", opts->packages, "NAME or NAME==VERSION (default: every package)");
   sub.add_option("-t,--target", opts->targets, "Target name or file (repeatable; default: default)")
       ->allow_extra_args(false);
-  sub.add_option("--archs", opts->archs, "Override the targets' archs, e.g. \"9.0;12.0+PTX\"");
+  CLI::Option* archs_option = sub.add_option("--archs", opts->archs, "Override the targets' archs, e.g. \"9.0;12.0+PTX\"");
   sub.add_option("--backend", opts->backend, "Build with this backend instead of the manifests' (native, setuptools, pure)")
       ->check(CLI::IsMember({"native", "setuptools", "pure"}));
   sub.add_option("-j,--jobs", opts->jobs, "Parallel jobs (default: one per core)")->check(CLI::NonNegativeNumber);
   sub.add_flag("--explain", opts->explain, "Say why each package is built (which input changed)");
   sub.add_flag("--offline", opts->offline, "Never use the network; fail when something is not cached");
   sub.add_option("--index-url", opts->index_url, "Package index for sources and torch (default: pip's)");
-  return [&ctx, opts] {
+  sub.add_flag("--keep-build-root", opts->keep_build_root,
+               "Keep each package's build root (sources, objects, logs) instead of removing it");
+  return [&ctx, opts, archs_option] {
+    require_archs_value(archs_option, opts->archs);
     auto targets = ctx.targets(opts->targets, opts->archs);
     std::optional<manifest::Backend> backend;
     if (opts->backend == "native") backend = manifest::Backend::Native;
@@ -41,6 +45,7 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
     po.explain = opts->explain;
     po.offline = opts->offline;
     po.index_url = opts->index_url;
+    po.keep_build_root = opts->keep_build_root;
     pipeline::Result result = pipeline::run(plan, po).value();
     if (ctx.json) {
       nlohmann::json items = nlohmann::json::array();

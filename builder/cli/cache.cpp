@@ -8,7 +8,7 @@
 #include "cli/table.h"
 #include "core/log.h"
 #include "core/strings.h"
-#include "pipeline/pipeline.h"
+#include "pipeline/build_root.h"
 
 namespace kiln::cli {
 
@@ -55,7 +55,7 @@ std::function<int()> configure_cache(CLI::App& sub, Context& ctx) {
       return problems.empty() ? 0 : 1;
     }
     std::uint64_t removed = store.gc(*all).value();
-    std::uint64_t roots = pipeline::remove_abandoned_build_roots();
+    std::uint64_t roots = pipeline::remove_abandoned_build_roots(store);
     log::info(cat("removed ", removed, " items", roots ? cat(" and ", roots, " abandoned build roots") : std::string()));
     return 0;
   };

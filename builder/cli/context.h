@@ -11,6 +11,7 @@
 
 namespace CLI {
 class App;
+class Option;
 }
 
 namespace kiln::cli {
@@ -42,6 +43,9 @@ struct Command {
 };
 
 const std::vector<Command>& commands();
+
+// An --archs option given with an empty value is an error (not "no override").
+void require_archs_value(const CLI::Option* option, const std::string& value);
 
 int run(int argc, char** argv);
 

@@ -18,8 +18,9 @@ std::function<int()> configure_resolve(CLI::App& sub, Context& ctx) {
   sub.add_option("packages", opts->packages, "NAME or NAME==VERSION (default: every package)");
   sub.add_option("-t,--target", opts->targets, "Target name or file (repeatable; default: default)")
       ->allow_extra_args(false);
-  sub.add_option("--archs", opts->archs, "Override the targets' archs, e.g. \"9.0;12.0+PTX\"");
-  return [&ctx, opts] {
+  CLI::Option* archs_option = sub.add_option("--archs", opts->archs, "Override the targets' archs, e.g. \"9.0;12.0+PTX\"");
+  return [&ctx, opts, archs_option] {
+    require_archs_value(archs_option, opts->archs);
     auto targets = ctx.targets(opts->targets, opts->archs);
     resolve::Plan plan = resolve::make_plan(ctx.repository(), opts->packages, targets).value();
     if (ctx.json) {

@@ -23,10 +23,11 @@ std::function<int()> configure_target(CLI::App& sub, Context& ctx) {
   sub.require_subcommand(1);
   CLI::App* init = sub.add_subcommand("init", "Write a target file for a live Python environment with torch");
   init->add_option("--python", opts->python, "The environment's interpreter")->required();
-  init->add_option("--archs", opts->archs, "Arch spec (default: 9.0)");
+  CLI::Option* archs_option = init->add_option("--archs", opts->archs, "Arch spec (default: 9.0)");
   init->add_option("--name", opts->name, "Target name (default: the file name, or env-<torch>-<archs>)");
   init->add_option("-o,--output", opts->output, "File to write (default: <manifests>/targets/<name>.toml)");
-  return [&ctx, opts] {
+  return [&ctx, opts, archs_option] {
+    require_archs_value(archs_option, opts->archs);
     auto archs = manifest::ArchList::parse(opts->archs);
     if (!archs) raise(Error::bad_input(cat("--archs: ", archs.error().message)));
     toolchain::PythonInfo py = toolchain::probe_python(opts->python).value();

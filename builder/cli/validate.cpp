@@ -151,7 +151,7 @@ std::function<int()> configure_validate(CLI::App& sub, Context& ctx) {
   sub.add_option("-t,--target", opts->target, "Check against this target's torch and archs");
   sub.add_option("--torch-version", opts->torch_version,
                  "Check the symbols against another torch: a target under manifests/targets pinning it");
-  sub.add_option("--archs", opts->archs, "The archs the wheels must hold code for (default: their provenance's)");
+  CLI::Option* archs_option = sub.add_option("--archs", opts->archs, "The archs the wheels must hold code for (default: their provenance's)");
   sub.add_option("--gpu", opts->gpu, "Say whether the wheels run on this GPU, e.g. sm_120");
   sub.add_option("--junit", opts->junit, "Also write a JUnit XML report to FILE");
   sub.add_option("--import-with", opts->import_with,
@@ -159,7 +159,8 @@ std::function<int()> configure_validate(CLI::App& sub, Context& ctx) {
   sub.add_option("--lib-dir", opts->lib_dirs, "Where to look for the CUDA runtime and C/C++ runtime libraries (repeatable)");
   sub.add_flag("--offline", opts->offline, "Never use the network (torch must be in the cache)");
   sub.add_option("--index-url", opts->index_url, "Package index for torch (default: pip's)");
-  return [&ctx, opts] {
+  return [&ctx, opts, archs_option] {
+    require_archs_value(archs_option, opts->archs);
     validate::Options base;
     if (!opts->archs.empty()) {
       auto parsed = manifest::ArchList::parse(opts->archs);

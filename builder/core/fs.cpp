@@ -29,11 +29,26 @@ std::string random_suffix() {
 
 }  // namespace
 
+void UniqueFd::reset(int fd) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
+
 Expected<std::string> read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error::failed(cat("cannot read ", path.string(), ": ", errno_text()));
   std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) return Error::failed(cat("error reading ", path.string()));
+  return data;
+}
+
+Expected<std::string> read_file(const fs::path& path, std::uint64_t max_bytes) {
+  std::error_code ec;
+  auto size = fs::file_size(path, ec);
+  if (!ec && size > max_bytes)
+    return Error::failed(cat(path.string(), " is larger than ", max_bytes, " bytes"));
+  KILN_TRY(std::string data, read_file(path));
+  if (data.size() > max_bytes) return Error::failed(cat(path.string(), " is larger than ", max_bytes, " bytes"));
   return data;
 }
 

@@ -1,9 +1,11 @@
 // Files: whole-file reads, atomic writes (temp + fsync + rename), temporary directories.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "core/expected.h"
 
@@ -12,6 +14,26 @@ namespace kiln {
 namespace fs = std::filesystem;
 
 Expected<std::string> read_file(const fs::path& path);
+// The same, for a file that must not be larger than `max_bytes` (an error names the limit).
+Expected<std::string> read_file(const fs::path& path, std::uint64_t max_bytes);
+
+// An owned file descriptor, closed when it dies.
+class UniqueFd {
+ public:
+  explicit UniqueFd(int fd = -1) : fd_(fd) {}
+  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept {
+    reset(std::exchange(other.fd_, -1));
+    return *this;
+  }
+  ~UniqueFd() { reset(); }
+  int get() const { return fd_; }
+  void reset(int fd = -1);
+  int release() { return std::exchange(fd_, -1); }
+
+ private:
+  int fd_;
+};
 
 // Writes `data` to a temp file beside `path`, fsyncs it, renames it over `path` and fsyncs the
 // directory: readers see the old file or the new one, never a torn one.

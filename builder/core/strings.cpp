@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <cstdio>
 
 namespace kiln {
 
@@ -66,11 +67,55 @@ bool is_valid_utf8(std::string_view s) {
   return true;
 }
 
+std::string control_character(std::string_view s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      return buf;
+    }
+    // C1 controls (U+0080..U+009F, among them U+0085 NEL) are C2 80..C2 9F in UTF-8.
+    if (c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) <= 0x9f &&
+        static_cast<unsigned char>(s[i + 1]) >= 0x80) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "U+%04X", static_cast<unsigned char>(s[i + 1]));
+      return buf;
+    }
+    // U+2028 LINE SEPARATOR and U+2029 PARAGRAPH SEPARATOR: E2 80 A8 and E2 80 A9.
+    if (c == 0xe2 && i + 2 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0x80 &&
+        (static_cast<unsigned char>(s[i + 2]) == 0xa8 || static_cast<unsigned char>(s[i + 2]) == 0xa9))
+      return static_cast<unsigned char>(s[i + 2]) == 0xa8 ? "U+2028" : "U+2029";
+  }
+  return "";
+}
+
 std::string printable_excerpt(std::string_view text, std::size_t max) {
   std::string out;
   for (char c : text.substr(0, max)) out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
   if (text.size() > max) out += "...";
   return out;
+}
+
+std::optional<std::uint64_t> parse_byte_size(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  int shift = 0;
+  switch (text.back()) {
+    case 'K': case 'k': shift = 10; break;
+    case 'M': case 'm': shift = 20; break;
+    case 'G': case 'g': shift = 30; break;
+    case 'T': case 't': shift = 40; break;
+    default: break;
+  }
+  if (shift) text.remove_suffix(1);
+  if (text.empty() || text.size() > 19) return std::nullopt;
+  std::uint64_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  if (value > (UINT64_MAX >> shift)) return std::nullopt;
+  return value << shift;
 }
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {

@@ -38,6 +38,8 @@ struct Transfer {
   bool to_file = false;
   std::filesystem::path file;
   std::uint64_t offset = 0;
+  std::uint64_t max_bytes = 0;  // the file's size limit
+  std::uint64_t start = 0;      // where this answer's body starts in the file
   int fd = -1;
   bool decided = false;  // whether this answer's body goes to the file (fd >= 0) or nowhere
   bool bad_range = false;
@@ -46,7 +48,7 @@ struct Transfer {
   // get()
   std::string body;
   std::size_t max_body = 0;
-  bool too_big = false;
+  bool too_big = false;  // get(): over max_body; download(): over max_bytes
 
   ~Transfer() {
     if (fd >= 0) ::close(fd);
@@ -67,6 +69,12 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
     t->headers.emplace_back(lower(trim(line.substr(0, colon))),
                             std::string(trim(line.substr(colon + 1))));
   return size * count;
+}
+
+bool is_digits(std::string_view s) {
+  for (char c : s)
+    if (c < '0' || c > '9') return false;
+  return !s.empty();
 }
 
 std::string header_of(const Transfer& t, std::string_view name) {
@@ -110,6 +118,14 @@ bool open_for_answer(Transfer& t, long status) {
       append = t.offset > 0;
     }
   }
+  t.start = append ? t.offset : 0;
+  // A body announced larger than the limit is refused before a byte of it is written.
+  std::string length = header_of(t, "content-length");
+  if (!length.empty() && length.size() <= 19 && is_digits(length) &&
+      t.start + std::stoull(length) > t.max_bytes) {
+    t.too_big = true;
+    return false;
+  }
   int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? 0 : O_TRUNC);
   t.fd = ::open(t.file.c_str(), flags, 0644);
   if (t.fd < 0) {
@@ -131,6 +147,10 @@ size_t on_file_data(char* data, size_t size, size_t count, void* user) {
   std::size_t len = size * count;
   if (!t->decided && !open_for_answer(*t, status_of(t->curl))) return 0;
   if (t->fd < 0) return len;
+  if (t->start + t->bytes + len > t->max_bytes) {
+    t->too_big = true;
+    return 0;
+  }
   const char* p = data;
   std::size_t left = len;
   while (left > 0) {
@@ -169,11 +189,12 @@ class CurlClient final : public HttpClient {
   explicit CurlClient(const CurlOptions& options) : options_(options) { global_init(); }
 
   HttpResponse download(const std::string& url, const std::filesystem::path& file,
-                        std::uint64_t offset) override {
+                        std::uint64_t offset, std::uint64_t max_bytes) override {
     Transfer t;
     t.to_file = true;
     t.file = file;
     t.offset = offset;
+    t.max_bytes = max_bytes;
     std::string range = cat(offset, "-");
     HttpResponse r = perform(url, {}, t, offset > 0 ? range.c_str() : nullptr);
     if (r.transport == Transport::Ok && r.ok() && !t.decided && t.fd < 0) {
@@ -306,6 +327,9 @@ class CurlClient final : public HttpClient {
         if (t.bad_range) {
           r.transport = Transport::Broken;
           why = "the server answered another range than the one asked for";
+        } else if (t.too_big && t.to_file) {
+          r.transport = Transport::TooLarge;
+          why = cat("the file is larger than its limit of ", t.max_bytes, " bytes");
         } else if (t.too_big) {
           r.transport = Transport::Failed;
           why = cat("the answer is larger than ", options_.max_text_bytes, " bytes");

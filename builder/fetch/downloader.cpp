@@ -153,7 +153,7 @@ void Downloader::wait_before(int attempt) {
 }
 
 Expected<CachedFile> Downloader::fetch(const std::string& url, const std::string& filename,
-                                       const std::string& sha256) {
+                                       const std::string& sha256, std::optional<std::uint64_t> size) {
   KILN_CHECK(check_pin(filename, sha256));
   fs::path final_path = path_for(sha256, filename);
   std::error_code ec;
@@ -171,7 +171,7 @@ Expected<CachedFile> Downloader::fetch(const std::string& url, const std::string
                                 "': expected an http://, https:// or file:// URL"));
   KILN_TRY(DirLock lock, DirLock::acquire(final_path.parent_path()));
   if (fs::is_regular_file(final_path, ec)) return CachedFile{final_path, false};  // another process
-  auto result = download_locked(url, filename, sha256, final_path);
+  auto result = download_locked(url, filename, sha256, final_path, size);
   if (!result) remove_empty_dirs(final_path.parent_path());
   return result;
 }
@@ -179,9 +179,15 @@ Expected<CachedFile> Downloader::fetch(const std::string& url, const std::string
 Expected<CachedFile> Downloader::download_locked(const std::string& url,
                                                  const std::string& filename,
                                                  const std::string& sha256,
-                                                 const fs::path& final_path) {
+                                                 const fs::path& final_path,
+                                                 std::optional<std::uint64_t> size) {
   fs::path part = final_path;
   part += kPartSuffix;
+  const std::uint64_t limit = size.value_or(max_bytes_);
+  const std::string limit_text = size ? cat("its stated size of ", *size, " bytes")
+                                      : cat("the download limit of ", max_bytes_, " bytes (KILN_MAX_DOWNLOAD)");
+  std::error_code ec;
+  if (size_or_zero(part) > limit) fs::remove(part, ec);  // a leftover no answer could complete
   const int attempts = std::max(1, policy_.attempts);
   std::string shown = redact_url(url);
   std::string last;
@@ -200,9 +206,13 @@ Expected<CachedFile> Downloader::download_locked(const std::string& url,
     std::uint64_t offset = size_or_zero(part);
     if (offset > 0) log::verbose(cat("resuming ", filename, " at byte ", offset));
     if (interrupted()) return Error::interrupted();
-    HttpResponse r = http_.download(url, part, offset);
+    HttpResponse r = http_.download(url, part, offset, limit);
     bytes_ += r.bytes;
     if (r.transport == Transport::Interrupted || interrupted()) return Error::interrupted();
+    if (r.transport == Transport::TooLarge) {
+      fs::remove(part, ec);
+      return Error::failed(cat("cannot download ", filename, " from ", shown, ": it is larger than ", limit_text));
+    }
     bool resumed =
         offset > 0 && r.transport == Transport::Ok && (r.status == 206 || r.status == 416);
     if (r.ok() || (resumed && r.status == 416)) {
@@ -212,7 +222,6 @@ Expected<CachedFile> Downloader::download_locked(const std::string& url,
         ++downloads_;
         return CachedFile{final_path, true};
       }
-      std::error_code ec;
       fs::remove(part, ec);
       if (resumed && !restarted) {
         // The partial file may belong to other bytes (the server's file changed): start over.
@@ -227,10 +236,7 @@ Expected<CachedFile> Downloader::download_locked(const std::string& url,
     }
     last = r.describe();
     remove_if_empty_file(part);
-    if (r.transport == Transport::Failed) {  // e.g. a local write error (disk full): nothing to resume
-      std::error_code ec;
-      fs::remove(part, ec);
-    }
+    if (r.transport == Transport::Failed) fs::remove(part, ec);  // e.g. disk full: nothing to resume
     if (!r.retryable()) break;
   }
   std::string detail;
@@ -259,7 +265,10 @@ Expected<CachedFile> Downloader::import_file(const fs::path& file, const std::st
     fs::remove(part, ec);
     remove_empty_dirs(final_path.parent_path());
     if (!got) return std::move(got).error();
-    return mismatch(file.string(), sha256, *got);
+    // No hash of a local file in the message: a manifest could name any file kiln can read
+    // (file:///etc/shadow) and learn its hash from the error.
+    return Error::failed(cat("sha256 mismatch for ", file.string(), ": its content does not match the pinned ", sha256),
+                         "kiln names the sha256 only of bytes it downloaded; for a local file of your own, run sha256sum on it");
   }
   auto published = publish(part, final_path);
   if (!published) {

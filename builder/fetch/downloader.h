@@ -52,9 +52,16 @@ class Downloader {
   // size when the server answers a Range request with 206, else starting over. The file is
   // published (renamed) only once its sha256 matches; a mismatch deletes the .part file. After a
   // failure, nothing is left but a non-empty .part file of a transfer that broke off (for the
-  // next run to resume).
+  // next run to resume). The file may not grow past `size` when it is known (the index's PEP 700
+  // size, a manifest's `size`), else past max_bytes(): a larger one is an error and its .part is
+  // removed.
   Expected<CachedFile> fetch(const std::string& url, const std::string& filename,
-                             const std::string& sha256);
+                             const std::string& sha256, std::optional<std::uint64_t> size = {});
+
+  // The size limit of a download whose size nobody states (default kDefaultMaxBytes).
+  static constexpr std::uint64_t kDefaultMaxBytes = std::uint64_t(4) << 30;
+  void set_max_bytes(std::uint64_t bytes) { max_bytes_ = bytes; }
+  std::uint64_t max_bytes() const { return max_bytes_; }
 
   // Copies a local file into the cache under `filename`, verified by sha256 (allowed offline).
   Expected<CachedFile> import_file(const std::filesystem::path& file, const std::string& filename,
@@ -78,13 +85,15 @@ class Downloader {
  private:
   Expected<CachedFile> download_locked(const std::string& url, const std::string& filename,
                                        const std::string& sha256,
-                                       const std::filesystem::path& final_path);
+                                       const std::filesystem::path& final_path,
+                                       std::optional<std::uint64_t> size);
   void wait_before(int attempt);
 
   HttpClient& http_;
   std::filesystem::path cache_dir_;
   bool offline_;
   RetryPolicy policy_;
+  std::uint64_t max_bytes_ = kDefaultMaxBytes;
   std::function<void(std::chrono::milliseconds)> sleep_;
   std::atomic<int> downloads_{0};
   std::atomic<std::uint64_t> bytes_{0};

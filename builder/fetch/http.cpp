@@ -18,6 +18,7 @@ bool HttpResponse::retryable() const {
     case Transport::Broken:
       return true;
     case Transport::Failed:
+    case Transport::TooLarge:
     case Transport::Interrupted:
       return false;
     case Transport::Ok:
@@ -37,6 +38,7 @@ std::string HttpResponse::describe() const {
     case Transport::Broken:
       return cat("transfer broke off: ", error);
     case Transport::Failed:
+    case Transport::TooLarge:
       return error;
     case Transport::Interrupted:
       return "interrupted";

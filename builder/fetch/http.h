@@ -20,6 +20,7 @@ enum class Transport {
   TimedOut,       // the connection timed out, or the transfer stayed too slow for too long
   Broken,         // the answer broke off (fewer bytes than announced, connection reset)
   Failed,         // anything else (TLS, unsupported URL, too many redirects, a local write error)
+  TooLarge,       // download(): the body would take the file past its size limit
   Interrupted,    // SIGINT/SIGTERM arrived (core/interrupt.h)
 };
 
@@ -49,9 +50,10 @@ class HttpClient {
   // any other 2xx answer replaces the file's content (a 206 with another range empties the file
   // and reports Transport::Broken, so the next attempt starts over). A non-2xx body is never
   // written, and the file is created only when a 2xx answer arrives. What arrived before a broken
-  // transfer stays in the file, for the next attempt to resume.
+  // transfer stays in the file, for the next attempt to resume. The file never grows past
+  // `max_bytes`: an answer that announces or sends more fails with Transport::TooLarge.
   virtual HttpResponse download(const std::string& url, const std::filesystem::path& file,
-                                std::uint64_t offset) = 0;
+                                std::uint64_t offset, std::uint64_t max_bytes) = 0;
 
   // GET a small text (an index page) into `body`, with extra request headers such as Accept.
   virtual HttpResponse get(const std::string& url, const Headers& request_headers) = 0;

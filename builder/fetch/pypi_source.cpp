@@ -81,7 +81,7 @@ Expected<Fetched> fetch_index_file(Context& context, const std::string& project,
   if (!found->sha256.empty() && found->sha256 != sha256)
     return Error::failed(cat("sha256 mismatch for ", name, ": the manifest pins ", sha256,
                              ", the index ", shown_index, " lists ", found->sha256));
-  KILN_TRY(CachedFile file, downloader.fetch(found->url, name, sha256));
+  KILN_TRY(CachedFile file, downloader.fetch(found->url, name, sha256, found->size));
   return Fetched{file.path, false, sha256, file.downloaded};
 }
 

@@ -1,6 +1,8 @@
 // Project pages of a simple package index: PEP 691 JSON and PEP 503 HTML, read into one list.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +21,7 @@ struct IndexFile {
   std::string filename;
   std::string url;     // absolute, without fragment
   std::string sha256;  // lowercase hex, "" when the index gives none
+  std::optional<std::uint64_t> size;  // PEP 700 "size" (JSON pages only)
 };
 
 // `page_url`: where the page came from (after redirects); relative file URLs resolve against it.

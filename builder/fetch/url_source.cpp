@@ -18,7 +18,7 @@ class UrlSource final : public Source {
     if (!is_safe_filename(name) || (name.size() >= 5 && name.substr(name.size() - 5) == ".part"))
       name = "download";
     KILN_TRY(CachedFile file,
-             context_.downloader.fetch(strip_fragment(source_.url), name, source_.sha256));
+             context_.downloader.fetch(strip_fragment(source_.url), name, source_.sha256, source_.size));
     return Fetched{file.path, false, source_.sha256, file.downloaded};
   }
 

@@ -228,6 +228,7 @@ Response serve_file(const Request& req, const File& f, bool metadata) {
     slice.dir = f.dir;
     slice.filename = f.filename;
     slice.file_size = f.size;
+    slice.sha256 = f.sha256;
     slice.offset = partial ? range.first : 0;
     slice.length = partial ? range.last - range.first + 1 : f.size;
     r.file = std::move(slice);
@@ -380,6 +381,10 @@ std::optional<std::vector<std::string>> split_path(std::string_view path, bool& 
 }
 
 Response handle(const Request& req, const IndexModel& model, const HandlerOptions& options) {
+  std::size_t lengths = 0;
+  for (const auto& [k, v] : req.headers) lengths += iequals(k, "Content-Length");
+  if (lengths > 1) return text(400, "400 bad request: more than one Content-Length");
+  if (req.version == "HTTP/1.1" && !req.has_header("Host")) return text(400, "400 bad request: HTTP/1.1 without Host");
   if (!options.token.empty() && !authorized(req, options.token)) {
     Response r = text(401, "401 unauthorized: send the token as a bearer token or as the password of basic auth");
     r.headers.emplace_back("WWW-Authenticate", "Basic realm=\"kiln\"");

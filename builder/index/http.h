@@ -16,7 +16,8 @@
 namespace kiln::index {
 
 struct Request {
-  std::string method;  // "GET", "HEAD", …
+  std::string method;   // "GET", "HEAD", …
+  std::string version;  // "HTTP/1.1", "HTTP/1.0"; "" when unknown
   std::string path;    // the request target's path as sent (percent-encoded), without the query
   std::vector<std::pair<std::string, std::string>> headers;
   // The first header of that name (case-insensitive), or "".
@@ -29,6 +30,7 @@ struct FileSlice {
   std::filesystem::path dir;  // the entry directory
   std::string filename;
   std::uint64_t file_size = 0;  // the size the file must have
+  std::string sha256;           // the hash its bytes must have (the response's ETag)
   std::uint64_t offset = 0;
   std::uint64_t length = 0;
 };
@@ -48,7 +50,8 @@ struct HandlerOptions {
   std::string token;
 };
 
-// HEAD gets the same response as GET; the server sends its headers only.
+// HEAD gets the same response as GET; the server sends its headers only. A request with more than
+// one Content-Length, or an HTTP/1.1 request without Host, is 400 (RFC 9112).
 Response handle(const Request& request, const IndexModel& model, const HandlerOptions& options = {});
 
 // --- parts of handle(), exposed for tests -------------------------------------------------------

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/fs.h"
+#include "core/hash.h"
 #include "core/strings.h"
 
 namespace kiln::index {
@@ -21,16 +22,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Fd {
-  int fd = -1;
-  explicit Fd(int f) : fd(f) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-  int release() { return std::exchange(fd, -1); }
-};
+using Fd = UniqueFd;
 
 struct ArchiveCloser {
   void operator()(struct archive* a) const { archive_read_free(a); }
@@ -52,16 +44,47 @@ std::int64_t to_ns(const struct timespec& ts) {
 Expected<int> open_wheel(const fs::path& entry_dir, const std::string& filename, std::uint64_t expected_size) {
   if (!is_plain_name(filename)) return Error::bad_input(cat("wheel file name '", filename, "' is not a plain file name"));
   Fd dir(::open(entry_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (dir.fd < 0) return Error::failed(cat("cannot open ", entry_dir.string(), ": ", std::strerror(errno)));
-  Fd file(::openat(dir.fd, filename.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-  if (file.fd < 0)
+  if (dir.get() < 0) return Error::failed(cat("cannot open ", entry_dir.string(), ": ", std::strerror(errno)));
+  Fd file(::openat(dir.get(), filename.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (file.get() < 0)
     return Error::failed(cat("cannot open ", (entry_dir / filename).string(), ": ", std::strerror(errno)));
   struct stat st {};
-  if (::fstat(file.fd, &st) != 0 || !S_ISREG(st.st_mode))
+  if (::fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode))
     return Error::failed(cat((entry_dir / filename).string(), ": not a regular file"));
   if (static_cast<std::uint64_t>(st.st_size) != expected_size)
     return Error::failed(cat((entry_dir / filename).string(), ": size ", st.st_size, " is not the recorded ", expected_size));
   return file.release();
+}
+
+Expected<int> WheelVerifier::open(const fs::path& entry_dir, const std::string& filename, std::uint64_t size,
+                                  const std::string& sha256) {
+  KILN_TRY(int raw, open_wheel(entry_dir, filename, size));
+  Fd fd(raw);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return Error::failed(cat("cannot stat ", (entry_dir / filename).string()));
+  Identity id{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino),
+              static_cast<std::uint64_t>(st.st_size), to_ns(st.st_mtim), to_ns(st.st_ctim), sha256};
+  const std::string key = (entry_dir / filename).string();
+  {
+    std::lock_guard lock(mutex_);
+    auto it = verified_.find(key);
+    if (it != verified_.end() && it->second == id) return fd.release();
+  }
+  Sha256 hash;
+  std::string buf(1 << 20, '\0');
+  for (off_t at = 0;;) {
+    ssize_t n = ::pread(fd.get(), buf.data(), buf.size(), at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Error::failed(cat("cannot read ", key, ": ", std::strerror(errno)));
+    if (n == 0) break;
+    hash.update(buf.data(), static_cast<std::size_t>(n));
+    at += n;
+  }
+  std::string got = hash.hex_digest();
+  if (got != sha256) return Error::failed(cat(key, ": its bytes no longer hash to the recorded sha256 ", sha256, " (", got, "); not served"));
+  std::lock_guard lock(mutex_);
+  verified_[key] = std::move(id);
+  return fd.release();
 }
 
 Expected<std::string> read_wheel_metadata(const fs::path& wheel, std::string_view filename, std::uint64_t max_bytes) {
@@ -71,13 +94,13 @@ Expected<std::string> read_wheel_metadata(const fs::path& wheel, std::string_vie
   std::string where = wheel.string();
 
   Fd fd(::open(wheel.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-  if (fd.fd < 0) return Error::failed(cat("cannot open ", where, ": ", std::strerror(errno)));
+  if (fd.get() < 0) return Error::failed(cat("cannot open ", where, ": ", std::strerror(errno)));
   std::unique_ptr<struct archive, ArchiveCloser> a(archive_read_new());
   if (!a) return Error::failed("cannot allocate a libarchive reader");
   // The seekable reader reads the central directory (what pip and uv trust), not local headers.
   if (archive_read_support_format_zip_seekable(a.get()) != ARCHIVE_OK)
     return Error::failed("libarchive lacks zip support");
-  if (archive_read_open_fd(a.get(), fd.fd, 65536) != ARCHIVE_OK)
+  if (archive_read_open_fd(a.get(), fd.get(), 65536) != ARCHIVE_OK)
     return Error::bad_input(cat(where, ": not a zip file: ", archive_error_string(a.get())));
 
   std::vector<std::pair<std::string, std::string>> found;  // top-level */METADATA members

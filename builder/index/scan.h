@@ -27,6 +27,26 @@ Expected<std::string> read_wheel_metadata(const std::filesystem::path& wheel, st
 Expected<int> open_wheel(const std::filesystem::path& entry_dir, const std::string& filename,
                          std::uint64_t expected_size);
 
+// Opens wheels for serving through open_wheel(), and hands one out only when its bytes hash to the
+// sha256 it is served under (its strong ETag). A file is hashed once per identity (device, inode,
+// size, modification and change times): changed in place, it is hashed again before it is served.
+// Safe to call from many threads.
+class WheelVerifier {
+ public:
+  Expected<int> open(const std::filesystem::path& entry_dir, const std::string& filename, std::uint64_t size,
+                     const std::string& sha256);
+
+ private:
+  struct Identity {
+    std::uint64_t dev = 0, ino = 0, size = 0;
+    std::int64_t mtime_ns = 0, ctime_ns = 0;
+    std::string sha256;
+    bool operator==(const Identity&) const = default;
+  };
+  std::mutex mutex_;
+  std::map<std::string, Identity> verified_;  // by path
+};
+
 // The entries of a cache as the index sees them: only complete entries (entry.json present, the
 // wheel a regular file of the recorded size, neither a symlink); METADATA read through `metadata`
 // (sha256 of the wheel -> METADATA bytes), which keeps what it reads. Unusable entries are

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -11,13 +12,90 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdarg>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <thread>
+#include <unordered_map>
 
 #include "core/log.h"
 #include "core/strings.h"
 
 namespace kiln::index {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The connections waiting for a request head (just opened, or between keep-alive requests): each
+// must have its head whole within `timeout`, and above `soft_limit` connections the one waiting
+// longest is cut for each new one. Cutting is shutdown(2) of the socket, under the lock that
+// libmicrohttpd's "closed" notification takes before it closes the descriptor, so the descriptor
+// cut is always the connection's own.
+class HeadDeadlines {
+ public:
+  HeadDeadlines(Clock::duration timeout, std::size_t soft_limit) : timeout_(timeout), soft_limit_(soft_limit) {}
+
+  void started(const void* c, int fd) {
+    std::lock_guard lock(mutex_);
+    auto since = Clock::now();
+    conns_[c] = Conn{fd, since, true, false};
+    waiting_.emplace(since, c);
+    while (conns_.size() - cut_ > soft_limit_ && !waiting_.empty() && waiting_.begin()->second != c)
+      cut(waiting_.begin()->second);
+  }
+  void head_arrived(const void* c) { set_waiting(c, false); }
+  void answered(const void* c) { set_waiting(c, true); }
+  void closed(const void* c) {
+    std::lock_guard lock(mutex_);
+    auto it = conns_.find(c);
+    if (it == conns_.end()) return;
+    if (it->second.waiting) waiting_.erase({it->second.since, c});
+    if (it->second.cut) --cut_;
+    conns_.erase(it);
+  }
+  // Cuts every waiting connection past its deadline.
+  void expire() {
+    std::lock_guard lock(mutex_);
+    const auto now = Clock::now();
+    while (!waiting_.empty() && now - waiting_.begin()->first >= timeout_) cut(waiting_.begin()->second);
+  }
+
+ private:
+  struct Conn {
+    int fd = -1;
+    Clock::time_point since;
+    bool waiting = false;
+    bool cut = false;
+  };
+  void set_waiting(const void* c, bool waiting) {
+    std::lock_guard lock(mutex_);
+    auto it = conns_.find(c);
+    if (it == conns_.end() || it->second.cut || it->second.waiting == waiting) return;
+    if (it->second.waiting) waiting_.erase({it->second.since, c});
+    it->second.waiting = waiting;
+    it->second.since = Clock::now();
+    if (waiting) waiting_.emplace(it->second.since, c);
+  }
+  void cut(const void* c) {  // mutex_ held
+    Conn& conn = conns_.at(c);
+    waiting_.erase({conn.since, c});
+    conn.waiting = false;
+    conn.cut = true;
+    ++cut_;
+    ::shutdown(conn.fd, SHUT_RDWR);  // libmicrohttpd sees the end of the stream and closes it
+  }
+
+  const Clock::duration timeout_;
+  const std::size_t soft_limit_;
+  std::mutex mutex_;
+  std::unordered_map<const void*, Conn> conns_;
+  std::set<std::pair<Clock::time_point, const void*>> waiting_;
+  std::size_t cut_ = 0;  // connections cut but not yet closed
+};
+
+}  // namespace
 
 struct Server::Impl {
   CacheIndex* index = nullptr;
@@ -25,6 +103,12 @@ struct Server::Impl {
   std::function<void(std::string_view)> log;
   struct sockaddr_storage addr {};
   MHD_Daemon* daemon = nullptr;
+  std::unique_ptr<HeadDeadlines> deadlines;
+  WheelVerifier verifier;
+  std::mutex stop_mutex;
+  std::condition_variable stop_cv;
+  bool stopping = false;
+  std::thread watchdog;  // cuts connections past their head deadline
 };
 
 namespace {
@@ -73,7 +157,12 @@ std::string loggable(std::string_view text) {
   return out;
 }
 
-MHD_Result on_request(void* cls, struct MHD_Connection* c, const char* url, const char* method, const char*,
+MHD_Result count_lengths(void* cls, enum MHD_ValueKind, const char* key, const char*) {
+  if (key && strcasecmp(key, "Content-Length") == 0) ++*static_cast<int*>(cls);
+  return MHD_YES;
+}
+
+MHD_Result on_request(void* cls, struct MHD_Connection* c, const char* url, const char* method, const char* version,
                       const char*, size_t* upload_size, void** req_cls) {
   auto* impl = static_cast<Server::Impl*>(cls);
   if (*req_cls == &g_answered) {  // a body after the answer: dropped unread
@@ -81,13 +170,16 @@ MHD_Result on_request(void* cls, struct MHD_Connection* c, const char* url, cons
     return MHD_YES;
   }
   if (*req_cls == nullptr) {
+    impl->deadlines->head_arrived(c);
     // The headers are in. A GET or HEAD without a body is answered on the next call, which
     // keeps the connection alive; anything else now (libmicrohttpd then closes the connection
     // rather than read a body kiln never wants).
     bool bodyless = (std::strcmp(method, "GET") == 0 || std::strcmp(method, "HEAD") == 0) &&
                     !MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
     const char* length = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-    if (length && std::strcmp(length, "0") != 0) bodyless = false;
+    int lengths = 0;
+    MHD_get_connection_values(c, MHD_HEADER_KIND, count_lengths, &lengths);
+    if ((length && std::strcmp(length, "0") != 0) || lengths > 1) bodyless = false;
     if (bodyless) {
       *req_cls = &g_headers_seen;
       return MHD_YES;
@@ -97,6 +189,7 @@ MHD_Result on_request(void* cls, struct MHD_Connection* c, const char* url, cons
   auto started = std::chrono::steady_clock::now();
   Request req;
   req.method = method ? method : "";
+  req.version = version ? version : "";
   req.path = url ? url : "";
   MHD_get_connection_values(c, MHD_HEADER_KIND, collect_header, &req.headers);
 
@@ -111,11 +204,11 @@ MHD_Result on_request(void* cls, struct MHD_Connection* c, const char* url, cons
 
   struct MHD_Response* r = nullptr;
   if (resp.file) {
-    auto fd = open_wheel(resp.file->dir, resp.file->filename, resp.file->file_size);
+    auto fd = impl->verifier.open(resp.file->dir, resp.file->filename, resp.file->file_size, resp.file->sha256);
     if (fd) {
       r = MHD_create_response_from_fd_at_offset64(resp.file->length, *fd, resp.file->offset);
       if (!r) ::close(*fd);
-    } else {  // removed (cache gc) or damaged since the last scan
+    } else {  // removed (cache gc), or damaged: never served under its hash
       log::warn(cat("serve: ", fd.error().message));
       resp = Response{404, {{"Content-Type", "text/plain; charset=utf-8"}}, "404 not found\n", std::nullopt};
     }
@@ -135,6 +228,20 @@ MHD_Result on_request(void* cls, struct MHD_Connection* c, const char* url, cons
                   req.method == "HEAD" ? 0 : resp.content_length(), " ", timing));
   }
   return queued;
+}
+
+void on_connection(void* cls, struct MHD_Connection* c, void**, enum MHD_ConnectionNotificationCode code) {
+  auto* impl = static_cast<Server::Impl*>(cls);
+  if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+    const union MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (info) impl->deadlines->started(c, info->connect_fd);
+  } else {
+    impl->deadlines->closed(c);
+  }
+}
+
+void on_completed(void* cls, struct MHD_Connection* c, void**, enum MHD_RequestTerminationCode) {
+  static_cast<Server::Impl*>(cls)->deadlines->answered(c);  // the next request's head is awaited
 }
 
 unsigned default_max_connections() {
@@ -178,10 +285,15 @@ Expected<std::unique_ptr<Server>> Server::start(const ServerOptions& options, Ca
   unsigned threads = options.threads;
   if (threads == 0) threads = std::clamp(std::thread::hardware_concurrency(), 2u, 8u);
   unsigned max_conn = options.max_connections ? options.max_connections : default_max_connections();
+  // Room for new clients: above 90% of the limit, those waiting longest for their head are cut.
+  impl.deadlines = std::make_unique<HeadDeadlines>(std::chrono::seconds(options.head_timeout_s),
+                                                   std::max<std::size_t>(1, max_conn - max_conn / 10));
   unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | (ipv6 ? MHD_USE_IPv6 : 0);
   impl.daemon = MHD_start_daemon(
       flags, options.port, nullptr, nullptr, on_request, &impl,
       MHD_OPTION_EXTERNAL_LOGGER, mhd_log, nullptr,
+      MHD_OPTION_NOTIFY_CONNECTION, on_connection, &impl,
+      MHD_OPTION_NOTIFY_COMPLETED, on_completed, &impl,
       MHD_OPTION_SOCK_ADDR, reinterpret_cast<struct sockaddr*>(&impl.addr),
       MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0u,
       MHD_OPTION_CONNECTION_LIMIT, max_conn,
@@ -195,11 +307,25 @@ Expected<std::unique_ptr<Server>> Server::start(const ServerOptions& options, Ca
                              errno ? std::strerror(errno) : "libmicrohttpd refused to start"));
   const union MHD_DaemonInfo* info = MHD_get_daemon_info(impl.daemon, MHD_DAEMON_INFO_BIND_PORT);
   server->port_ = info ? info->port : options.port;
+  impl.watchdog = std::thread([&impl] {
+    std::unique_lock lock(impl.stop_mutex);
+    while (!impl.stop_cv.wait_for(lock, std::chrono::milliseconds(200), [&] { return impl.stopping; }))
+      impl.deadlines->expire();
+  });
   return server;
 }
 
 Server::~Server() {
-  if (impl_ && impl_->daemon) MHD_stop_daemon(impl_->daemon);
+  if (!impl_) return;
+  if (impl_->watchdog.joinable()) {
+    {
+      std::lock_guard lock(impl_->stop_mutex);
+      impl_->stopping = true;
+    }
+    impl_->stop_cv.notify_all();
+    impl_->watchdog.join();
+  }
+  if (impl_->daemon) MHD_stop_daemon(impl_->daemon);
 }
 
 std::string Server::url() const {

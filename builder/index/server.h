@@ -1,6 +1,9 @@
 // The HTTP server of `kiln serve`: libmicrohttpd (epoll, a small pool of event-loop threads) in
 // front of index::handle(). Idle and slow clients cost a socket and a bounded buffer each, never
-// a thread, so they cannot starve other requests.
+// a thread; each request head must arrive whole within head_timeout_s, and near the connection
+// limit the connection that has waited longest for its head makes room for a new one, so slow
+// clients cannot starve other requests. A wheel is served under its sha256 (as its strong ETag)
+// only once its bytes were hashed to that value (again whenever the file changes).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +25,8 @@ struct ServerOptions {
   unsigned threads = 0;            // event-loop threads; 0: one per core, 2 to 8
   unsigned max_connections = 0;    // 0: 10000, or what the open-files limit allows
   unsigned idle_timeout_s = 30;    // a connection with no traffic for this long is closed
+  unsigned head_timeout_s = 10;    // a request head (line and headers) must be whole this soon
+                                   // after the connection opened or its last answer was sent
   std::size_t request_bytes = 16384;  // per-connection buffer: request line and headers must fit
   // One line per request (client, method, path, status, bytes, time); none when empty.
   std::function<void(std::string_view)> log;

@@ -65,6 +65,10 @@ Source read_source(const TableReader& t, const std::filesystem::path& manifest_d
       t.fail("url", cat("bad url '", s.url, "': expected http://, https:// or file://"));
     s.sha256 = t.required_string("sha256");
     check_sha256(t, "sha256", s.sha256);
+    if (auto size = t.integer("size")) {
+      if (*size < 0) t.fail("size", cat("bad size ", *size, ": expected the archive's size in bytes"));
+      s.size = static_cast<std::uint64_t>(*size);
+    }
   } else if (t.has("git")) {
     s.kind = Source::Kind::Git;
     s.url = t.required_string("git");
@@ -95,6 +99,7 @@ Source read_source(const TableReader& t, const std::filesystem::path& manifest_d
   forbid(s.kind == Source::Kind::Git, "commit");
   forbid(s.kind == Source::Kind::Git, "submodules");
   forbid(s.kind != Source::Kind::Git, "sha256");
+  forbid(s.kind == Source::Kind::Url, "size");
   return s;
 }
 
@@ -215,7 +220,7 @@ Manifest parse(const std::string& text, const std::filesystem::path& file,
 
   const toml::table* src = top.table("source");
   if (!src) top.fail_missing("source");
-  TableReader srcr(source, *src, "source", {"pypi", "file", "url", "git", "commit", "submodules", "path", "sha256"});
+  TableReader srcr(source, *src, "source", {"pypi", "file", "url", "git", "commit", "submodules", "path", "sha256", "size"});
   m.source = read_source(srcr, file.parent_path());
 
   if (const toml::table* patches = top.table("patches")) {

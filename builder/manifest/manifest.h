@@ -23,6 +23,7 @@ struct Source {
   std::vector<std::string> submodules;  // Git: the submodules to check out (none by default)
   std::filesystem::path path;  // Local: archive or directory, absolute
   std::string sha256;     // Pypi, Url, Local archive: required; Local directory: empty
+  std::optional<std::uint64_t> size;  // Url: the archive's size in bytes, when given
 };
 
 struct Patch {

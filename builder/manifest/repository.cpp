@@ -30,13 +30,21 @@ Expected<Repository> Repository::load(const fs::path& dir, const fs::path& patch
   std::map<std::pair<std::string, std::string>, std::string> seen;  // (name, version) -> file
   for (const auto& file : files) {
     std::string display = cat(display_root, "/", fs::relative(file, dir).string());
-    KILN_TRY(Manifest m, load_manifest(file, display, patches_root));
+    std::string package = normalize_name(file.parent_path().filename().string());
+    auto loaded = load_manifest(file, display, patches_root);
+    if (!loaded) {
+      repo.broken_.push_back({package, file.stem().string(), std::move(loaded).error()});
+      continue;
+    }
+    Manifest& m = *loaded;
     auto key = std::make_pair(m.normalized_name(), m.version);
     if (auto it = seen.find(key); it != seen.end()) {
       auto text = read_file(file);
-      return located_error(SourceText{display, text ? *text : std::string()}, m.name_at,
-                           cat("duplicate package '", m.name, "' ", m.version,
-                               ": already declared in ", it->second));
+      repo.broken_.push_back({package, file.stem().string(),
+                              located_error(SourceText{display, text ? *text : std::string()}, m.name_at,
+                                            cat("duplicate package '", m.name, "' ", m.version,
+                                                ": already declared in ", it->second))});
+      continue;
     }
     seen.emplace(key, display);
     repo.manifests_.push_back(std::move(m));
@@ -59,6 +67,10 @@ Expected<const Manifest*> Repository::select(const std::string& spec) const {
   if (!is_valid_project_name(name))
     return Error::bad_input(cat("bad package spec '", spec, "': expected NAME or NAME==VERSION"));
   std::string normalized = normalize_name(name);
+  // A broken manifest of this package: its error, unless the spec names another version that is
+  // fine (without a version, the broken one might be the newest).
+  for (const auto& b : broken_)
+    if (b.package == normalized && (version.empty() || b.version == version)) return b.error;
   const Manifest* found = nullptr;
   std::vector<std::string> versions;
   for (const auto& m : manifests_) {
@@ -78,7 +90,8 @@ Expected<const Manifest*> Repository::select(const std::string& spec) const {
   return Error::bad_input(cat("no manifest for ", name, "==", version, " (have: ", join(versions, ", "), ")"));
 }
 
-std::vector<const Manifest*> Repository::newest_of_each() const {
+Expected<std::vector<const Manifest*>> Repository::newest_of_each() const {
+  if (!broken_.empty()) return broken_.front().error;
   std::vector<const Manifest*> out;
   for (const auto& m : manifests_) {
     if (!out.empty() && out.back()->normalized_name() == m.normalized_name()) out.back() = &m;

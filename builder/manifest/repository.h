@@ -17,7 +17,9 @@ namespace kiln::manifest {
 class Repository {
  public:
   // Loads and validates every manifests/<name>/<version>.toml under `dir`; patches resolve under
-  // `patches_root`. `display_root` is how messages name `dir`.
+  // `patches_root`. `display_root` is how messages name `dir`. A manifest that fails to load (or
+  // repeats another's name and version) does not fail the load: it is kept as broken(), and
+  // selecting its package gives its located error.
   static Expected<Repository> load(const std::filesystem::path& dir,
                                    const std::filesystem::path& patches_root,
                                    const std::string& display_root);
@@ -28,8 +30,17 @@ class Repository {
 
   // "causal-conv1d" -> its newest manifest; "causal-conv1d==1.6.1" -> that one.
   Expected<const Manifest*> select(const std::string& spec) const;
-  // The newest manifest of every package.
-  std::vector<const Manifest*> newest_of_each() const;
+  // The newest manifest of every package; with a broken manifest anywhere, its error.
+  Expected<std::vector<const Manifest*>> newest_of_each() const;
+
+  // Manifests that failed to load: the package they are filed under (its normalised directory
+  // name), and why.
+  struct Broken {
+    std::string package;
+    std::string version;  // the file's stem
+    Error error;
+  };
+  const std::vector<Broken>& broken() const { return broken_; }
 
   // A target by name (manifests/targets/<name>.toml) or path (contains '/' or ends in .toml).
   // "default" falls back to the default target built into kiln when the file is absent.
@@ -43,6 +54,7 @@ class Repository {
   std::filesystem::path dir_;
   std::string display_root_;
   std::vector<Manifest> manifests_;
+  std::vector<Broken> broken_;
 };
 
 // The text of manifests/targets/default.toml as it was when kiln was built.

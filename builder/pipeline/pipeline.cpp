@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "core/strings.h"
 #include "elf/elf.h"
+#include "pipeline/build_root.h"
 #include "pipeline/sources.h"
 #include "manifest/version.h"
 #include "toolchain/compiler.h"
@@ -99,15 +100,19 @@ Expected<Toolchain> prepare_toolchain(const resolve::ResolvedTarget& rt, Fetchin
 
 // The long description: the manifest's readme, else the sdist's PKG-INFO body.
 void add_description(const manifest::Manifest& m, const fs::path& src, wheel::CoreMetadata& md) {
+  constexpr std::uint64_t kMaxDescription = 16u << 20;
   if (!m.readme.empty()) {
-    auto text = read_file(src / m.readme);
-    if (!text) return;
+    auto text = read_file(src / m.readme, kMaxDescription);
+    if (!text) {
+      log::warn(cat(m.name, ": no long description: ", text.error().message));
+      return;
+    }
     md.description = *text;
     std::string ext = fs::path(m.readme).extension().string();
     md.description_content_type = ext == ".md" ? "text/markdown" : ext == ".rst" ? "text/x-rst" : "text/plain";
     return;
   }
-  auto text = read_file(src / "PKG-INFO");
+  auto text = read_file(src / "PKG-INFO", kMaxDescription);
   if (!text) return;
   auto parsed = wheel::parse_metadata(*text);
   md.description = parsed.body;
@@ -117,9 +122,13 @@ void add_description(const manifest::Manifest& m, const fs::path& src, wheel::Co
 Expected<std::vector<wheel::WheelEntry>> license_entries(const manifest::Manifest& m, const fs::path& src) {
   std::vector<wheel::WheelEntry> out;
   for (const auto& f : m.license_files) {
-    auto data = read_file(src / f);
-    if (!data) return Error::failed(cat("license file ", f, " is not in the source tree of ", m.name));
-    out.push_back({f, std::move(*data), false});
+    std::error_code ec;
+    if (!fs::is_regular_file(src / f, ec) || fs::is_symlink(src / f, ec))
+      return Error::failed(cat("license file ", f, " is not in the source tree of ", m.name));
+    wheel::WheelEntry entry;
+    entry.path = f;
+    entry.source = src / f;
+    out.push_back(std::move(entry));
   }
   return out;
 }
@@ -178,32 +187,10 @@ void keep_logs(const fs::path& root, const fs::path& dest) {
   std::error_code ec;
   fs::remove_all(dest, ec);
   fs::create_directories(dest.parent_path(), ec);
-  fs::copy(root / "logs", dest, fs::copy_options::recursive, ec);
+  fs::copy(root / "logs", dest, fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
 }
 
 }  // namespace
-
-fs::path build_root_for(const std::string& source_key) {
-  return fs::path("/tmp/kiln-build") / source_key.substr(0, 20);
-}
-
-std::uint64_t remove_abandoned_build_roots() {
-  fs::path base = build_root_for(std::string(20, '0')).parent_path();
-  std::uint64_t removed = 0;
-  std::error_code ec;
-  std::vector<fs::path> roots;
-  for (const auto& d : fs::directory_iterator(base, ec))
-    if (d.is_directory(ec) && !d.is_symlink(ec)) roots.push_back(d.path());
-  for (const auto& root : roots) {
-    // The lock file stays: removing a lock file others may have opened would split the lock.
-    auto lock = FileLock::try_acquire(root.string() + ".lock", /*create=*/true);
-    if (!lock) continue;
-    std::error_code rm;
-    fs::remove_all(root, rm);
-    if (!rm) ++removed;
-  }
-  return removed;
-}
 
 std::vector<std::string> explain_changes(const json& before, const json& after) {
   std::map<std::string, std::string> a, b;
@@ -263,10 +250,9 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
 
     // Sources: fetch, unpack or copy, patch — in a build root named after the sources.
     const std::string sources = source_key(m, item.inputs);
-    fs::path root = build_root_for(sources);
-    KILN_TRY(FileLock root_lock, FileLock::acquire(root.string() + ".lock"));
-    std::error_code ec;
-    fs::remove_all(root, ec);
+    // Removed with its record however this item ends (unless --keep-build-root).
+    KILN_TRY(BuildRoot build_root, BuildRoot::create(store, sources, options.keep_build_root));
+    const fs::path& root = build_root.path();
     fs::path src = root / "src";
     KILN_CHECK(prepare_tree(m, *fetching, root / "scratch", src));
     check_interrupted();
@@ -317,13 +303,10 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
                              {"toolchain", rt->toolchain}, {"torch", tc.torch.identity()}}.dump();
       ctx.jobs = options.jobs;
       if (item.inputs.contains("shards")) ctx.shards = item.inputs["shards"].get<std::map<std::string, int>>();
-      ctx.root_lock_fd = root_lock.fd();
+      ctx.root_lock_fd = build_root.lock_fd();
       auto built = build::build_native(ctx);
       keep_logs(root, store.logs() / item.key);
-      if (!built) {
-        fs::remove_all(root, ec);
-        return std::move(built).error();
-      }
+      if (!built) return std::move(built).error();
       result.compile_jobs += built->stats.run;
       result.objects_reused += built->objects_reused;
       for (const auto& t : built->stats.timings) result.timings.push_back(t);
@@ -345,18 +328,10 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
       ctx.cxx = tc.cxx;
       ctx.archs = rt->target.archs;
       ctx.jobs = options.jobs;
-      auto env = setuptools_env(plan.build_env, *rt, tc, *fetching, store);
-      if (!env) {
-        fs::remove_all(root, ec);
-        return std::move(env).error();
-      }
-      ctx.env = *env;
+      KILN_TRY(ctx.env, setuptools_env(plan.build_env, *rt, tc, *fetching, store));
       auto built = build::build_setuptools(ctx);
       keep_logs(root, store.logs() / item.key);
-      if (!built) {
-        fs::remove_all(root, ec);
-        return std::move(built).error();
-      }
+      if (!built) return std::move(built).error();
       result.compile_jobs += built->stats.run;
       for (const auto& t : built->stats.timings) result.timings.push_back(t);
       std::vector<elf::ElfInfo> elves;
@@ -394,7 +369,6 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
         if (c.verdict == validate::Verdict::Fail) failures.push_back(cat("  ", c.id, ": ", c.message));
       }
       if (!failures.empty()) {
-        fs::remove_all(root, ec);
         return Error::failed(cat(m.name, ": the built wheel fails validation: ", failures.front().substr(2)),
                              join(failures, "\n"));
       }
@@ -404,7 +378,6 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
     if (m.backend != manifest::Backend::Pure) info["archs"] = rt->target.archs.canonical();
     KILN_TRY(cache::Entry entry, store.commit(item.key, wheel_path, info));
     KILN_CHECK(write_file_atomic(last, item.inputs.dump(2) + "\n"));
-    fs::remove_all(root, ec);
     ir.wheel = entry.wheel;
     ir.sha256 = entry.sha256;
     ir.seconds = now() - started;

@@ -19,6 +19,7 @@ struct Options {
   bool offline = false;    // never touch the network
   std::string index_url;   // "" = pip's configuration
   bool explain = false;    // say why each package is (re)built
+  bool keep_build_root = false;  // keep each item's build root (sources, objects, logs)
 };
 
 struct ItemResult {
@@ -39,13 +40,6 @@ struct Result {
 };
 
 Expected<Result> run(const resolve::Plan& plan, const Options& options);
-
-// Where a package's sources are built: a path that depends only on its sources, so compilers
-// record the same paths on every build of the same inputs.
-std::filesystem::path build_root_for(const std::string& source_key);
-// Removes the build roots no build holds the lock of: what killed builds left (a live build, and
-// the compilers of a killed one, hold their root's lock). Returns how many were removed.
-std::uint64_t remove_abandoned_build_roots();
 
 // The differences between two key-input documents, as "path: old -> new" lines.
 std::vector<std::string> explain_changes(const nlohmann::json& before, const nlohmann::json& after);

@@ -1,5 +1,8 @@
 #include "pipeline/sources.h"
 
+#include <cstdlib>
+
+#include "archive/copy.h"
 #include "archive/unpack.h"
 #include "core/fs.h"
 #include "core/strings.h"
@@ -10,36 +13,20 @@ namespace kiln::pipeline {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-// Copies a directory tree (a local source) into dest, without VCS and bytecode litter.
-Expected<void> copy_tree(const fs::path& from, const fs::path& dest) {
-  std::error_code ec;
-  fs::create_directories(dest, ec);
-  for (auto it = fs::recursive_directory_iterator(from, ec); it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (ec) return Error::failed(cat("cannot read ", from.string(), ": ", ec.message()));
-    std::string name = it->path().filename().string();
-    if (name == "__pycache__" || name == ".git") {
-      it.disable_recursion_pending();
-      continue;
-    }
-    fs::path target = dest / fs::relative(it->path(), from);
-    if (it->is_symlink()) fs::copy_symlink(it->path(), target, ec);
-    else if (it->is_directory()) fs::create_directories(target, ec);
-    else if (it->is_regular_file()) fs::copy_file(it->path(), target, ec);
-    if (ec) return Error::failed(cat("cannot copy ", it->path().string(), ": ", ec.message()));
-  }
-  return {};
-}
-
-}  // namespace
-
 Fetching::Fetching(std::unique_ptr<fetch::HttpClient> http, const fs::path& cache, bool offline, std::string index)
     : http_(std::move(http)), downloader_(*http_, cache, offline), context_{downloader_, std::move(index)} {}
 
 Expected<std::unique_ptr<Fetching>> Fetching::create(const fs::path& cache, bool offline, const std::string& index_url) {
   KILN_TRY(fetch::IndexSetting index, fetch::configured_index(index_url));
-  return std::unique_ptr<Fetching>(new Fetching(fetch::make_curl_client(), cache, offline, index.url));
+  auto fetching = std::unique_ptr<Fetching>(new Fetching(fetch::make_curl_client(), cache, offline, index.url));
+  if (const char* limit = std::getenv("KILN_MAX_DOWNLOAD"); limit && *limit) {
+    auto bytes = parse_byte_size(limit);
+    if (!bytes || *bytes == 0)
+      return Error::bad_input(cat("KILN_MAX_DOWNLOAD='", printable_excerpt(limit, 40),
+                                  "': expected a size in bytes, or with a K, M or G suffix (e.g. 8G)"));
+    fetching->downloader_.set_max_bytes(*bytes);
+  }
+  return fetching;
 }
 
 std::size_t Fetching::downloads() const {
@@ -60,7 +47,7 @@ Expected<void> prepare_tree(const manifest::Manifest& m, Fetching& fetching, con
   KILN_TRY(fetch::Fetched source, fetch_package(m, fetching, scratch / "checkout"));
   fs::path tree = scratch / "tree";
   if (source.is_directory) {
-    KILN_CHECK(copy_tree(source.path, tree));
+    KILN_CHECK(archive::copy_tree(source.path, tree));
   } else {
     auto unpacked = archive::unpack(source.path, scratch / "unpacked");
     if (!unpacked) {
@@ -90,7 +77,7 @@ Expected<void> prepare_tree(const manifest::Manifest& m, Fetching& fetching, con
   if (ec) {  // another filesystem: copy beside dest, then rename, so dest appears whole
     KILN_TRY(TempDir staging, TempDir::create(dest.parent_path().empty() ? fs::path(".") : dest.parent_path(),
                                               cat(".", dest.filename().string(), ".tmp-")));
-    KILN_CHECK(copy_tree(tree, staging.path() / "t"));
+    KILN_CHECK(archive::copy_tree(tree, staging.path() / "t"));
     fs::rename(staging.path() / "t", dest, ec);
     if (ec) return Error::failed(cat("cannot create ", dest.string(), ": ", ec.message()));
   }

@@ -115,7 +115,7 @@ Expected<Plan> make_plan(const manifest::Repository& repo, const std::vector<std
                          const std::vector<Target>& targets, int slots, std::optional<Backend> backend) {
   std::vector<const Manifest*> selected;
   if (packages.empty()) {
-    selected = repo.newest_of_each();
+    KILN_TRY(selected, repo.newest_of_each());
   } else {
     for (const auto& spec : packages) {
       KILN_TRY(const Manifest* m, repo.select(spec));

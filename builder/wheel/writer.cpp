@@ -5,6 +5,7 @@
 
 #include "archive/zip_writer.h"
 #include "core/fault.h"
+#include "core/hash.h"
 #include "core/strings.h"
 
 #ifndef KILN_VERSION
@@ -36,7 +37,11 @@ Expected<std::filesystem::path> write_wheel(const WheelSpec& spec, const std::fi
   std::vector<WheelEntry> meta;
   meta.push_back({info + "/METADATA", spec.metadata.render(), false});
   meta.push_back({info + "/WHEEL", render_wheel_file(cat("kiln ", KILN_VERSION), spec.root_is_purelib, spec.tag), false});
-  for (const auto& l : spec.license_files) meta.push_back({info + "/licenses/" + l.path, l.data, false});
+  for (const auto& l : spec.license_files) {
+    WheelEntry entry = l;
+    entry.path = info + "/licenses/" + l.path;
+    meta.push_back(std::move(entry));
+  }
   if (!spec.provenance_json.empty()) meta.push_back({info + "/kiln.json", spec.provenance_json, false});
   std::sort(meta.begin(), meta.end(), [](const WheelEntry& a, const WheelEntry& b) { return a.path < b.path; });
 
@@ -45,9 +50,20 @@ Expected<std::filesystem::path> write_wheel(const WheelSpec& spec, const std::fi
   std::vector<RecordRow> rows;
   for (const auto* list : {&files, &meta}) {
     for (const auto& f : *list) {
-      KILN_CHECK(zip.add(f.path, f.data, f.executable));
+      if (f.source.empty()) {
+        KILN_CHECK(zip.add(f.path, f.data, f.executable));
+        rows.push_back({f.path, record_hash(f.data), std::to_string(f.data.size())});
+      } else {
+        Sha256 hash;
+        std::uint64_t size = 0;
+        KILN_CHECK(zip.add_file(f.path, f.source, [&](std::string_view chunk) {
+          hash.update(chunk);
+          size += chunk.size();
+        }));
+        auto digest = hash.digest();
+        rows.push_back({f.path, "sha256=" + base64_urlsafe_nopad(digest.data(), digest.size()), std::to_string(size)});
+      }
       fault_point("wheel");
-      rows.push_back({f.path, record_hash(f.data), std::to_string(f.data.size())});
     }
   }
   rows.push_back({info + "/RECORD", "", ""});

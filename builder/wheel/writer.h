@@ -13,8 +13,11 @@ namespace kiln::wheel {
 
 struct WheelEntry {
   std::string path;     // inside the wheel, '/'-separated
-  std::string data;     // contents
+  std::string data;     // contents, unless `source` is set
   bool executable = false;
+  // When set, the contents are streamed from this file (never held in memory) and the exec bit
+  // comes from its mode.
+  std::filesystem::path source;
 };
 
 struct WheelSpec {

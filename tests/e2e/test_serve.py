@@ -369,6 +369,32 @@ class ServeTest(KilnTestCase):
               file=sys.stderr)
         self.assertLess(held - before, 64 * 1024)  # bounded: a small buffer per connection
 
+    def test_ten_thousand_slow_clients_do_not_starve_a_fresh_request(self):
+        # 10,050 connections, each sending one byte of a request head every 5 s (each byte resets
+        # an idle timeout), while a fresh request is timed every second for 25 s.
+        cache = self.tmp / "slow-cache"
+        cache.mkdir()
+        base, proc, _ = self.start_serve(cache)
+        port = int(re.search(r":(\d+)/$", base).group(1))
+        script = Path(__file__).resolve().parents[1] / "support" / "slow_clients.py"
+        run = subprocess.run([sys.executable, str(script), "127.0.0.1", str(port), "/", "--count", "10050",
+                              "--interval", "5", "--seconds", "25"], capture_output=True, text=True, timeout=600)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        result = json.loads(run.stdout)
+        self.assertEqual(result["slow_opened"], 10050)
+        fresh = result["fresh"]
+        took = sorted(f["seconds"] for f in fresh)
+        print(f"\nfresh requests during 10,050 slow clients: {len(fresh)}, median {took[len(took) // 2] * 1000:.1f} ms, "
+              f"max {took[-1] * 1000:.1f} ms; slow connections closed by the server: {result['slow_closed_by_server']}",
+              file=sys.stderr)
+        self.assertGreaterEqual(len(fresh), 10)
+        for f in fresh:
+            self.assertEqual(f["status"], 200, f"fresh request at {f['at']} s: {f}")
+            self.assertLess(f["seconds"], 1.0, f"fresh request at {f['at']} s: {f}")
+        # Each head had 10 s: by the end every slow connection was cut.
+        self.assertEqual(result["slow_closed_by_server"], 10050)
+        self.assertIsNone(proc.poll())
+
     # --- two targets in a fresh cache: each sub-index serves its own build ---------------------
 
     def test_each_target_serves_its_own_build_and_export(self):

@@ -3,127 +3,18 @@ hostile archives. Every failure: non-zero exit, a one-line reason, nothing writt
 work dir, nothing left in the cache."""
 
 import ast
-import hashlib
 import io
 import os
 import subprocess
-import sys
 import tarfile
-import time
 import unittest
 import zipfile
 from pathlib import Path
 
-from kilntest import KilnTestCase, SOURCE_DIR
-
-SERVER = SOURCE_DIR / "tests" / "support" / "http_server.py"
+from kilntest import KilnTestCase, SourceTestCase, sha256
 
 
-def sha256(data):
-    return hashlib.sha256(data).hexdigest()
-
-
-MANIFEST = """[package]
-name = "demo"
-version = "1.0.0"
-summary = "demo"
-license = "MIT"
-requires-python = ">=3.9"
-
-[source]
-{source}
-
-{patches}
-[build]
-backend = "pure"
-packages = ["demo"]
-"""
-
-
-class SourcesTest(KilnTestCase):
-    def setUp(self):
-        super().setUp()
-        self.outside = self.tmp / "outside"
-        self.outside.mkdir()
-        self.served = self.tmp / "served"
-        self.served.mkdir()
-
-    # -- helpers -----------------------------------------------------------------------------
-    def server(self):
-        port_file = self.tmp / "port"
-        proc = subprocess.Popen([sys.executable, str(SERVER), "--root", str(self.served),
-                                 "--port-file", str(port_file)])
-        self.addCleanup(proc.wait)
-        self.addCleanup(proc.terminate)
-        for _ in range(100):
-            if port_file.exists() and port_file.read_text().strip():
-                return f"http://127.0.0.1:{port_file.read_text().strip()}"
-            time.sleep(0.05)
-        self.fail("test server did not start")
-
-    def demo_manifest(self, source, patches=""):
-        d = self.project / "manifests" / "demo"
-        d.mkdir(parents=True, exist_ok=True)
-        (d / "1.0.0.toml").write_text(MANIFEST.format(source=source, patches=patches))
-
-    def sdist(self, members):
-        """A tar.gz built from (TarInfo, bytes) pairs."""
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w:gz") as t:
-            for info, data in members:
-                t.addfile(info, io.BytesIO(data) if data is not None else None)
-        return buf.getvalue()
-
-    def member(self, name, data=b"x", **kw):
-        info = tarfile.TarInfo(name)
-        info.size = len(data) if data is not None else 0
-        for k, v in kw.items():
-            setattr(info, k, v)
-        return info, data
-
-    def good_sdist(self):
-        return self.sdist([self.member("demo-1.0.0/demo/__init__.py", b"VALUE = 1\n"),
-                           self.member("demo-1.0.0/setup.py", b"print('hi')\n")])
-
-    def local_archive(self, name, data):
-        path = self.tmp / name
-        path.write_bytes(data)
-        self.demo_manifest(f'path = "{path}"\nsha256 = "{sha256(data)}"')
-
-    def snapshot(self):
-        return sorted(str(p.relative_to(self.tmp)) for p in self.tmp.rglob("*")
-                      if "cache" not in p.parts and "served" not in p.parts)
-
-    def cache_files(self, keep_verified=False):
-        """Files left in the cache. A resumable .part of a broken transfer is allowed; with
-        keep_verified, so are pinned downloads whose sha256 matched and a git mirror (what the
-        remote really holds): what failed there was not the download."""
-        if not self.cache.exists():
-            return []
-        out = []
-        for p in self.cache.rglob("*"):
-            rel = p.relative_to(self.cache)
-            if not p.is_file() or p.name.endswith(".part") or p.name.endswith(".lock") or rel.parts[0] == "locks":
-                continue
-            if keep_verified and rel.parts[0] in ("downloads", "git"):
-                continue
-            out.append(str(rel))
-        return sorted(out)
-
-    def assert_fails_cleanly(self, *args, code=None, message, keep_verified=False):
-        before = self.snapshot()
-        proc = self.kiln(*args)
-        self.assertNotEqual(proc.returncode, 0, proc.stderr)
-        if code is not None:
-            self.assertEqual(proc.returncode, code, proc.stderr)
-        first = proc.stderr.strip().splitlines()[-1] if "kiln: error:" not in proc.stderr else \
-            next(l for l in proc.stderr.splitlines() if l.startswith("kiln: error: "))
-        self.assertRegex(first, message)
-        self.assertEqual(self.snapshot(), before, "files were written outside the cache")
-        self.assertEqual(list(self.outside.iterdir()), [])
-        self.assertEqual(self.cache_files(keep_verified), [])
-        return proc
-
+class SourcesTest(SourceTestCase):
     # -- downloads ---------------------------------------------------------------------------
     def test_hash_mismatch(self):
         url = self.server()

@@ -39,7 +39,7 @@ class FakeHttp final : public fetch::HttpClient {
   std::vector<FakeRequest> requests;
 
   fetch::HttpResponse download(const std::string& url, const std::filesystem::path& file,
-                               std::uint64_t offset) override {
+                               std::uint64_t offset, std::uint64_t max_bytes) override {
     requests.push_back({url, offset, {}, true});
     FakeAnswer a = next(url);
     fetch::HttpResponse r = start(url, a);
@@ -58,6 +58,11 @@ class FakeHttp final : public fetch::HttpClient {
       append = true;
     }
     if (r.status < 200 || r.status >= 300) return r;
+    if ((append ? offset : 0) + std::min(body.size(), a.cut) > max_bytes) {
+      r.transport = fetch::Transport::TooLarge;
+      r.error = "fake: over the limit";
+      return r;
+    }
     if (append) std::filesystem::resize_file(file, offset);
     std::ofstream out(
         file, append ? std::ios::binary | std::ios::app : std::ios::binary | std::ios::trunc);

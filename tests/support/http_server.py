@@ -149,6 +149,15 @@ class Handler(BaseHTTPRequestHandler):
                 return self.serve("/" + self.path.split("/", 2)[2], ranges=False)
             if route == "stall":
                 return self.serve("/" + self.path.split("/", 2)[2], stall=True)
+            if route == "endless":  # a body without Content-Length that goes on (up to 256 MiB)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/octet-stream")
+                self.end_headers()
+                chunk = b"\0" * 65536
+                for _ in range(4096):
+                    self.wfile.write(chunk)
+                self.close_connection = True
+                return
             if route == "redirect":
                 self.send_response(302)
                 self.send_header("Location", "/" + self.path.split("/", 2)[2])

@@ -204,6 +204,84 @@ TEST_F(ServerTest, IdleAndSlowClientsDoNotDelayOthers) {
   for (int fd : fds) ::close(fd);
 }
 
+// A request head that trickles in (a byte now and then, each resetting the idle timeout) is cut at
+// its deadline; so is a keep-alive connection that never sends its next head.
+TEST_F(ServerTest, RequestHeadsHaveADeadline) {
+  ServerOptions options;
+  options.head_timeout_s = 1;
+  start(options);
+  int slow = connect_to(port());
+  ASSERT_GE(slow, 0);
+  send_all(slow, "GET /default/simple/ HTTP/1.1\r\nHost: x\r\n");
+  bool closed = false;
+  auto t0 = std::chrono::steady_clock::now();
+  while (!closed && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(4)) {
+    send_all(slow, "X");
+    pollfd p{slow, POLLIN, 0};
+    if (::poll(&p, 1, 200) > 0) {
+      char c;
+      closed = ::recv(slow, &c, 1, 0) <= 0;
+    }
+  }
+  auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_TRUE(closed);
+  EXPECT_GE(took, std::chrono::milliseconds(700));
+  EXPECT_LT(took, std::chrono::milliseconds(2500));
+  ::close(slow);
+  int keep = connect_to(port());
+  send_all(keep, "GET /default/simple/ HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(read_reply(keep).status, 200);
+  char c;
+  pollfd p{keep, POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 2500), 1);  // the next head never came: closed
+  EXPECT_EQ(::recv(keep, &c, 1, 0), 0);
+  ::close(keep);
+}
+
+// At the connection limit, the connections waiting longest for their heads make room.
+TEST_F(ServerTest, NewClientsGetRoomAtTheConnectionLimit) {
+  ServerOptions options;
+  options.max_connections = 40;
+  start(options);
+  std::vector<int> fds;
+  for (int i = 0; i < 80; ++i) {  // twice the limit: slow heads that never end
+    int fd = connect_to(port());
+    ASSERT_GE(fd, 0);
+    send_all(fd, "GET /default/simple/ HTTP/1.1\r\nX-Slow: a");
+    fds.push_back(fd);
+  }
+  for (int round = 0; round < 3; ++round) {
+    auto t0 = std::chrono::steady_clock::now();
+    HttpReply r = request(port(), get_line("/default/simple/demo/"));
+    EXPECT_EQ(r.status, 200);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(1000));
+  }
+  for (int fd : fds) ::close(fd);
+}
+
+TEST_F(ServerTest, AmbiguousRequestsAreRefused) {
+  start();
+  EXPECT_EQ(request(port(), "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 5\r\n\r\nhello").status, 400);
+  EXPECT_EQ(request(port(), "GET / HTTP/1.1\r\nConnection: close\r\n\r\n").status, 400);  // no Host
+  EXPECT_EQ(request(port(), "GET / HTTP/1.0\r\n\r\n").status, 200);                         // 1.0 needs none
+}
+
+// A wheel whose bytes changed in place (same size) is never served under its sha256.
+TEST_F(ServerTest, AWheelWhoseBytesChangedIsNotServedUnderItsHash) {
+  start();
+  fs::path wheel = entry_ / kWheel;
+  std::string good = read_file(wheel).value();
+  EXPECT_EQ(request(port(), get_line(kWheelUrl)).status, 200);
+  std::string bad = good;
+  bad[bad.size() / 2] ^= 1;
+  write_file_atomic(wheel, bad).value();  // another inode; same size, other bytes
+  HttpReply r = request(port(), get_line(kWheelUrl));
+  EXPECT_EQ(r.status, 404);
+  EXPECT_NE(r.header("ETag"), cat('"', sha256_hex(good), '"'));
+  write_file_atomic(wheel, good).value();
+  EXPECT_EQ(request(port(), get_line(kWheelUrl)).body, good);
+}
+
 TEST_F(ServerTest, NewBuildsAppearAndRemovedOnesGoWithoutARestart) {
   start();
   EXPECT_EQ(request(port(), get_line("/default/simple/other/")).status, 404);

@@ -42,7 +42,7 @@ TEST_F(RepositoryTest, SelectsNewestOrExact) {
   EXPECT_EQ(repo.select("pkg-a").value()->version, "1.10.0");  // PEP 440 order, not text order
   EXPECT_EQ(repo.select("pkg-a==1.6.1").value()->version, "1.6.1");
   EXPECT_EQ(repo.select("PKG_A==1.7.0").value()->version, "1.7.0");  // normalised names
-  auto newest = repo.newest_of_each();
+  auto newest = repo.newest_of_each().value();
   ASSERT_EQ(newest.size(), 2u);
   EXPECT_EQ(newest[0]->version, "1.10.0");
   EXPECT_EQ(newest[1]->name, "pkg-b");
@@ -59,11 +59,34 @@ TEST_F(RepositoryTest, SelectionErrors) {
 TEST_F(RepositoryTest, DuplicatePackageNames) {
   add("pkg-a", "pkg-a", "1.0.0");
   add("pkg_a", "pkg_a", "1.0.0");  // the same package once normalised
-  auto repo = load();
-  ASSERT_FALSE(repo);
-  EXPECT_EQ(repo.error().kind, ErrorKind::BadInput);
-  EXPECT_EQ(repo.error().message,
-            "manifests/pkg_a/1.0.0.toml:2:8: duplicate package 'pkg_a' 1.0.0: already declared in manifests/pkg-a/1.0.0.toml");
+  add("pkg-b", "pkg-b", "1.0.0");
+  Repository repo = load().value();
+  ASSERT_EQ(repo.broken().size(), 1u);
+  const std::string why =
+      "manifests/pkg_a/1.0.0.toml:2:8: duplicate package 'pkg_a' 1.0.0: already declared in manifests/pkg-a/1.0.0.toml";
+  EXPECT_EQ(repo.broken()[0].error.message, why);
+  EXPECT_EQ(repo.select("pkg-a").error().message, why);
+  EXPECT_EQ(repo.newest_of_each().error().message, why);
+  EXPECT_EQ(repo.select("pkg-b").value()->name, "pkg-b");
+}
+
+// One malformed manifest fails only what needs it: its own package, and "every package".
+TEST_F(RepositoryTest, ABrokenManifestFailsOnlyWhatNeedsIt) {
+  add("pkg-a", "pkg-a", "1.0.0");
+  add("pkg-b", "pkg-b", "1.0.0");
+  fs::create_directories(manifests() / "pkg-b");
+  std::ofstream(manifests() / "pkg-b" / "2.0.0.toml") << "[package]\nname = \"pkg-b\"\nversion = 2\n";
+  Repository repo = load().value();
+  ASSERT_EQ(repo.broken().size(), 1u);
+  EXPECT_EQ(repo.broken()[0].package, "pkg-b");
+  EXPECT_EQ(repo.select("pkg-a").value()->version, "1.0.0");
+  auto b = repo.select("pkg-b");
+  ASSERT_FALSE(b);
+  EXPECT_EQ(b.error().kind, ErrorKind::BadInput);
+  EXPECT_EQ(b.error().message.rfind("manifests/pkg-b/2.0.0.toml:3:", 0), 0u) << b.error().message;
+  EXPECT_EQ(repo.select("pkg-b==1.0.0").value()->version, "1.0.0");  // another version: fine
+  EXPECT_FALSE(repo.select("pkg-b==2.0.0"));
+  EXPECT_FALSE(repo.newest_of_each());
 }
 
 TEST_F(RepositoryTest, Targets) {
