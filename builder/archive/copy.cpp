@@ -81,6 +81,9 @@ Expected<void> TreeCopier::copy_dir(int src, int dst, const fs::path& rel, int d
   for (const auto& name : *names) {
     fs::path child = rel / name;
     if (++entries_ > limits_.max_entries) return bad(child, cat("takes the tree past ", limits_.max_entries, " entries"));
+    // Such names would reach RECORD, whose rows installers split at every line break.
+    if (std::string c = control_character(name); !c.empty())
+      return bad(child, cat("has a control character (", c, ") in its name"));
     struct stat st;
     if (::fstatat(src, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return sys(child, "read");
     if (S_ISDIR(st.st_mode)) {
@@ -164,6 +167,9 @@ Expected<void> TreeCopier::make_links(const fs::path& dest, int dst) {
   for (const auto& link : links_) {
     std::string shown = cat("is a symlink to '", printable_excerpt(link.target, 200), "'");
     fs::path resolved = fs::weakly_canonical(dest / link.rel, ec);
+    struct stat st;
+    if (!ec && ::stat((dest / link.rel).c_str(), &st) != 0 && errno == ELOOP)
+      ec = std::make_error_code(std::errc::too_many_symbolic_link_levels);
     if (ec) return bad(link.rel, cat(shown, " that cannot be resolved (", ec.message(), ")"));
     if (!inside(resolved, copy_top)) return bad(link.rel, cat(shown, ", which resolves outside the source directory"));
   }

@@ -152,12 +152,12 @@ struct ZipReader::Image {
 
 std::string_view ZipReader::image() const { return image_->bytes(); }
 
-Expected<ZipReader> ZipReader::open(const fs::path& path, std::string name) {
+Expected<ZipReader> ZipReader::open(const fs::path& path, std::string name, bool check_names) {
   KILN_TRY(MappedFile mapped, MappedFile::open(path));
   auto image = std::make_shared<Image>();
   image->mapped.emplace(std::move(mapped));
   ZipReader reader(std::move(image), name.empty() ? path.filename().string() : std::move(name));
-  KILN_CHECK(reader.parse());
+  KILN_CHECK(reader.parse(check_names));
   return reader;
 }
 
@@ -175,7 +175,7 @@ const ZipEntry* ZipReader::find(std::string_view name) const {
   return nullptr;
 }
 
-Expected<void> ZipReader::parse() {
+Expected<void> ZipReader::parse(bool check_names) {
   const std::string_view b = image();
   const std::uint64_t size = b.size();
   auto bad = [&](const std::string& what) { return Error::bad_input(cat("zip ", name_, ": ", what)); };
@@ -259,8 +259,9 @@ Expected<void> ZipReader::parse() {
     std::string_view extra = b.substr(at + kCentralSize + name_len, extra_len);
     at += kCentralSize + name_len + extra_len + comment_len;
 
-    auto entry_bad = [&](const std::string& what) { return bad(cat("entry '", e.name, "' ", what)); };
-    if (std::string problem = zip_name_problem(e.name); !problem.empty()) return entry_bad(problem);
+    auto entry_bad = [&](const std::string& what) { return bad(cat("entry '", printable_excerpt(e.name, 200), "' ", what)); };
+    if (check_names)
+      if (std::string problem = zip_name_problem(e.name); !problem.empty()) return entry_bad(problem);
     Zip64Fields z64;
     bool found = false;
     if (!read_zip64_extra(extra, e.size == kMax32, e.compressed_size == kMax32, e.local_offset == kMax32, z64, found))
@@ -296,7 +297,7 @@ Expected<void> ZipReader::parse() {
   // Local headers: each agrees with its central entry; entries tile the space before the directory.
   std::vector<std::pair<std::uint64_t, std::uint64_t>> spans;  // [local header, end of entry)
   for (auto& e : entries_) {
-    auto entry_bad = [&](const std::string& what) { return bad(cat("entry '", e.name, "': ", what)); };
+    auto entry_bad = [&](const std::string& what) { return bad(cat("entry '", printable_excerpt(e.name, 200), "': ", what)); };
     std::uint64_t lo = e.local_offset;
     if (lo > cd_offset || cd_offset - lo < kLocalSize) return entry_bad(cat("local header offset ", lo, " lies outside the entries"));
     if (read_le32(b, lo) != kLocalSig) return entry_bad(cat("no local header at offset ", lo));
@@ -309,7 +310,7 @@ Expected<void> ZipReader::parse() {
     std::string_view local_name = b.substr(lo + kLocalSize, name_len);
     std::string_view extra = b.substr(lo + kLocalSize + name_len, extra_len);
     if (local_name != e.name)
-      return entry_bad(cat("local header names it '", local_name, "'; the central directory disagrees"));
+      return entry_bad(cat("local header names it '", printable_excerpt(local_name, 200), "'; the central directory disagrees"));
     if (flags != e.flags)
       return entry_bad(cat("local header flags ", flags, " disagree with the central directory's ", e.flags));
     if (method != e.method)

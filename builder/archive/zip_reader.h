@@ -52,8 +52,10 @@ struct ZipEntry {
 // between or after the entries), a central directory that is not where the end record says.
 class ZipReader {
  public:
-  // `name` is used in messages (default: the file's name).
-  static Expected<ZipReader> open(const std::filesystem::path& path, std::string name = {});
+  // `name` is used in messages (default: the file's name). Without `check_names`, entry names are
+  // not held to zip_name_problem() (the caller checks them its own way); the structure still is.
+  static Expected<ZipReader> open(const std::filesystem::path& path, std::string name = {},
+                                  bool check_names = true);
   // Reads an archive held in memory (copied); `name` is used in messages.
   static Expected<ZipReader> from_bytes(std::string data, std::string name);
 
@@ -75,7 +77,7 @@ class ZipReader {
   struct Image;
   ZipReader(std::shared_ptr<const Image> image, std::string name)
       : image_(std::move(image)), name_(std::move(name)) {}
-  Expected<void> parse();
+  Expected<void> parse(bool check_names = true);
 
   std::shared_ptr<const Image> image_;
   std::string name_;

@@ -76,7 +76,7 @@ class Store {
   std::filesystem::path toolkits() const { return root_ / "toolkits"; }
   std::filesystem::path objects() const { return root_ / "objects"; }
   std::filesystem::path logs() const { return root_ / "logs"; }
-  std::filesystem::path build_roots() const { return root_ / "build-roots"; }  // the roots this cache made
+  std::filesystem::path build_roots() const { return root_ / "build"; }  // the build roots this cache made
   std::filesystem::path envs() const { return root_ / "envs"; }  // the setuptools backend's environments
 
  private:

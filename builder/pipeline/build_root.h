@@ -11,43 +11,47 @@
 
 namespace kiln::pipeline {
 
-// /tmp/kiln-build/<first 20 hex digits of the source key>: a path that depends only on the
-// package's sources, so compilers record the same paths on every build of the same inputs
-// (ARCHITECTURE.md, "Reproducible builds"). /tmp/kiln-build must be a real directory of this
-// user, writable by nobody else (kiln creates it so); anything else there is refused, never
-// followed. The cache that makes a root records it (<cache>/build-roots/<name>): `kiln cache gc`
-// removes only the roots its own cache made.
+// Build roots belong to the cache that makes them: <cache>/build/<first 20 hex digits of the
+// source key>. Compilers must see them at a path that depends only on the sources (it ends up in
+// the wheel: __FILE__, line info, module ids), so kiln builds in a mount namespace of its own
+// (a user namespace too when not root) where /tmp/kiln-build is <cache>/build; nothing is ever
+// made at /tmp/kiln-build outside it, so no other user can plant anything there. Where no such
+// namespace may be made, builds use <cache>/build itself, and kiln says once that those wheels
+// embed that path. (ARCHITECTURE.md, "Reproducible builds"; docs/reliability.md, "Trust".)
 class BuildRoot {
  public:
-  // Waits for the root's lock (another build of the same sources holds it meanwhile), records the
-  // root in `store`, and gives it empty. With `keep`, the root outlives this object.
+  // Enters the namespace (once per process), waits for the root's lock (another build of the same
+  // sources into the same cache holds it meanwhile), and gives the root empty. With `keep`, the
+  // root outlives this object.
   static Expected<BuildRoot> create(const cache::Store& store, const std::string& source_key, bool keep);
   BuildRoot(BuildRoot&&) noexcept = default;
   BuildRoot& operator=(BuildRoot&&) = delete;
-  // Removes the root and its record (unless kept), then lets the lock go.
+  // Removes the root (unless kept), then lets the lock go.
   ~BuildRoot();
 
+  // The root as this process and the compilers see it: /tmp/kiln-build/<name>, or
+  // <cache>/build/<name> without a namespace.
   const std::filesystem::path& path() const { return path_; }
-  bool kept() const { return keep_; }
+  // The root where everyone else sees it: <cache>/build/<name>.
+  const std::filesystem::path& real_path() const { return real_; }
   // The lock's descriptor: compilers inherit it, so a root stays locked while they run.
   int lock_fd() const { return lock_.fd(); }
 
  private:
-  BuildRoot(std::filesystem::path path, std::filesystem::path record, FileLock lock, bool keep)
-      : path_(std::move(path)), record_(std::move(record)), lock_(std::move(lock)), keep_(keep) {}
+  BuildRoot(std::filesystem::path path, std::filesystem::path real, FileLock lock, bool keep)
+      : path_(std::move(path)), real_(std::move(real)), lock_(std::move(lock)), keep_(keep) {}
   std::filesystem::path path_;
-  std::filesystem::path record_;
+  std::filesystem::path real_;
   FileLock lock_;
   bool keep_;
 };
 
-// The directory every build root lives in (/tmp/kiln-build).
-std::filesystem::path build_root_base();
+// The fixed path of the build roots inside kiln's namespace.
+inline constexpr const char* kFixedBuildRoots = "/tmp/kiln-build";
 
-// Removes the build roots that `store` recorded and no build holds the lock of (what killed
+// Removes the build roots under <cache>/build that no build holds the lock of (what killed
 // builds left: a live build, and the compilers of a killed one, hold their root's lock). Never
-// follows a link; skips (and says so) a root or base that is not a real directory of this user.
-// Returns how many roots were removed.
+// follows a link. Returns how many were removed.
 std::uint64_t remove_abandoned_build_roots(const cache::Store& store);
 
 }  // namespace kiln::pipeline

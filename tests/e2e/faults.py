@@ -22,7 +22,6 @@ HERE = Path(__file__).resolve().parent
 SOURCE_DIR = Path(os.environ.get("KILN_SOURCE_DIR", HERE.parents[1]))
 SERVER = SOURCE_DIR / "tests" / "support" / "http_server.py"
 SHARED_CACHE = Path(os.environ.get("KILN_CACHE") or Path.home() / ".cache/kiln/cache")
-BUILD_ROOTS = Path("/tmp/kiln-build")
 
 # The points kiln knows (builder/: fault_point("...")) and what the nth arrival is.
 POINTS = {
@@ -123,9 +122,9 @@ class FaultRig:
     def arrivals(self, stderr, point):
         return len(re.findall(rf"^kiln: fault point {re.escape(point)} #\d+$", stderr, re.M))
 
-    def build_roots(self):
-        """Build roots holding this rig's sources."""
-        return sorted(p.parent.parent for p in BUILD_ROOTS.glob(f"*/src/{self.blob}"))
+    def build_roots(self, cache):
+        """Build roots of `cache` holding this rig's sources (<cache>/build/<name>)."""
+        return sorted(p.parent.parent for p in (Path(cache) / "build").glob(f"*/src/{self.blob}"))
 
     def project_snapshot(self):
         return sorted((str(p.relative_to(self.project)), p.stat().st_size if p.is_file() else -1)
@@ -144,13 +143,13 @@ class FaultRig:
         if point == "compile":
             shutil.rmtree(cache / "objects", ignore_errors=True)
 
-    def wait_for_orphans(self, timeout=1800):
+    def wait_for_orphans(self, cache, timeout=1800):
         """A build killed mid-compile leaves its compilers running (they hold its build root's lock,
         so the next build waits for them); wait until they are done so runs do not pile up."""
         deadline = time.time() + timeout
         while time.time() < deadline:
             busy = False
-            for root in self.build_roots():
+            for root in self.build_roots(cache):
                 lock = Path(str(root) + ".lock")
                 if lock.exists():
                     import fcntl
@@ -184,13 +183,13 @@ class FaultRig:
         out["verify"] = verify.returncode
         if verify.returncode != 0:
             problems.append(f"cache verify failed after the kill: {verify.stdout} {verify.stderr}")
-        self.wait_for_orphans()
+        self.wait_for_orphans(cache)
         gc = self.kiln(cache, "cache", "gc")
         leftovers = sorted(p.name for p in (cache / "tmp").glob("*")) if (cache / "tmp").exists() else []
         if gc.returncode != 0 or leftovers:
             problems.append(f"cache gc left {leftovers} (exit {gc.returncode}): {gc.stderr}")
-        if self.build_roots():  # the killed build's root: removed by gc once nothing holds it
-            problems.append(f"build roots left after gc: {self.build_roots()}")
+        if self.build_roots(cache):  # the killed build's root: removed by gc once nothing holds it
+            problems.append(f"build roots left after gc: {self.build_roots(cache)}")
         if point == "download" and self.the_download(cache).exists():
             problems.append("a killed download was published")  # at most a resumable .part
         if self.project_snapshot() != before:
@@ -213,8 +212,8 @@ class FaultRig:
         verify = self.kiln(cache, "cache", "verify")
         if verify.returncode != 0:
             problems.append(f"cache verify failed after the rebuild: {verify.stderr}")
-        if self.build_roots():
-            problems.append(f"build roots left: {self.build_roots()}")
+        if self.build_roots(cache):
+            problems.append(f"build roots left: {self.build_roots(cache)}")
         if (cache / "tmp").exists() and any((cache / "tmp").iterdir()):
             problems.append(f"staging left: {sorted(p.name for p in (cache / 'tmp').iterdir())}")
         out["problems"] = problems

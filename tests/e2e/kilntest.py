@@ -215,9 +215,9 @@ class SourceTestCase(KilnTestCase):
             out.append(str(rel))
         return sorted(out)
 
-    def assert_fails_cleanly(self, *args, code=None, message, keep_verified=False):
+    def assert_fails_cleanly(self, *args, code=None, message, keep_verified=False, env=None):
         before = self.snapshot()
-        proc = self.kiln(*args)
+        proc = self.kiln(*args, env=env)
         self.assertNotEqual(proc.returncode, 0, proc.stderr)
         if code is not None:
             self.assertEqual(proc.returncode, code, proc.stderr)

@@ -93,7 +93,7 @@ class FaultTest(KilnTestCase):
         self.assertEqual(again.returncode, 0, again.stderr)
         self.assertTrue(json.loads(again.stdout)["items"][0]["cache_hit"])
         self.assertEqual(json.loads(again.stdout)["items"][0]["sha256"], item["sha256"])
-        self.assertEqual(rig.build_roots(), [])
+        self.assertEqual(rig.build_roots(cache), [])
         self.assertEqual(self.staging(cache), [])
         self.assertEqual(rig.project_snapshot(), before)
         # The download was resumed, not started over: a Range request after the kill.

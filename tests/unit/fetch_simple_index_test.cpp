@@ -12,7 +12,7 @@ TEST(FetchSimpleIndex, JsonPage) {
     "meta": {"api-version": "1.1"},
     "name": "demo",
     "files": [
-      {"filename": "demo-1.0.tar.gz", "url": "../../files/demo-1.0.tar.gz#sha256=ff", "hashes": {"sha256": "AB0000000000000000000000000000000000000000000000000000000000000A"}},
+      {"filename": "demo-1.0.tar.gz", "url": "../../files/demo-1.0.tar.gz#sha256=ff", "hashes": {"sha256": "AB0000000000000000000000000000000000000000000000000000000000000A"}, "size": 1234},
       {"filename": "demo-1.0-py3-none-any.whl", "url": "https://cdn.example/demo-1.0-py3-none-any.whl#sha256=cd", "hashes": {}},
       {"filename": "demo-0.9.zip", "url": "/x/demo-0.9.zip", "hashes": {"md5": "00"}, "yanked": true}
     ]})";
@@ -21,6 +21,8 @@ TEST(FetchSimpleIndex, JsonPage) {
   EXPECT_EQ(files[0].filename, "demo-1.0.tar.gz");
   EXPECT_EQ(files[0].url, "https://index.example/files/demo-1.0.tar.gz");
   EXPECT_EQ(files[0].sha256, kSha);  // hashes win over the fragment, lowercased
+  EXPECT_EQ(files[0].size, 1234u);   // PEP 700: it bounds the download
+  EXPECT_FALSE(files[1].size);
   EXPECT_EQ(files[1].url, "https://cdn.example/demo-1.0-py3-none-any.whl");
   EXPECT_EQ(files[1].sha256, "cd");  // no hashes: the fragment
   EXPECT_EQ(files[2].url, "https://index.example/x/demo-0.9.zip");

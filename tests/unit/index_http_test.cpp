@@ -283,6 +283,23 @@ TEST(IndexHandler, TraversalAndMalformedRequestsNeverReachAFile) {
   }
 }
 
+// RFC 9112: a second Content-Length could frame the body two ways (smuggling); HTTP/1.1 requires
+// Host.
+TEST(IndexHandler, AmbiguousRequestsAre400) {
+  EXPECT_EQ(get("/", {{"Content-Length", "0"}, {"content-length", "5"}}).status, 400);
+  EXPECT_EQ(get("/", {{"Content-Length", "0"}}).status, 200);
+  Request r;
+  r.method = "GET";
+  r.path = "/";
+  r.version = "HTTP/1.1";
+  EXPECT_EQ(handle(r, model()).status, 400);
+  r.headers = {{"host", "x"}};
+  EXPECT_EQ(handle(r, model()).status, 200);
+  r.headers.clear();
+  r.version = "HTTP/1.0";
+  EXPECT_EQ(handle(r, model()).status, 200);
+}
+
 TEST(IndexHandler, IsReadOnly) {
   for (const char* m : {"POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "CONNECT", "get"}) {
     Response r = get("/default/simple/", {}, m);

@@ -233,6 +233,22 @@ TEST_F(ManifestTest, CaretPointsAtTheColumn) {
   EXPECT_EQ(m.error().detail, "  backend = \"natve\"\n            ^");
 }
 
+// A located error on a very long line shows the part around the column, not the whole line, and
+// no control characters.
+TEST_F(ManifestTest, CaretContextIsCutToASaneWidth) {
+  auto m = parse(edit("backend = \"native\"", cat("backend = \"native\" # ", std::string(1 << 20, 'x'), "\x1b[31m oops")));
+  ASSERT_FALSE(m);
+  EXPECT_LT(m.error().detail.size(), 400u) << m.error().detail.substr(0, 400);
+  EXPECT_LT(m.error().message.size(), 600u);
+  EXPECT_EQ(m.error().detail.find('\x1b'), std::string::npos);
+  auto lines = split(m.error().detail, "\n");
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0].substr(0, 5), "  ...");
+  EXPECT_EQ(lines[1].back(), '^');
+  EXPECT_LE(lines[1].size(), lines[0].size());  // the caret stands within the excerpt
+  EXPECT_EQ(m.error().message.find('\x1b'), std::string::npos);
+}
+
 // Fuzzing found toml++ 3.3.0 reaching __builtin_unreachable on non-ASCII code points
 // (tests/fuzz/corpus/manifest/crash-toml-unreachable): now a plain syntax error, and valid TOML
 // with such a code point after a line-ending backslash parses.

@@ -449,7 +449,10 @@ struct.pack_into('<I', b, cd + 24, 50)
 open(out, 'wb').write(b)
 )"),
            file("liar.zip"));
-    expect_rejected(file("liar.zip"), "member 'a' holds more data than its declared 50 bytes");
+    // Stored, the central directory's two sizes disagree: the structure check refuses it first.
+    expect_rejected(file("liar.zip"), std::string(method) == "ZIP_STORED"
+                                          ? "entry 'a' is stored but its sizes differ (100 != 50)"
+                                          : "member 'a' holds more data than its declared 50 bytes");
   }
 }
 
@@ -529,6 +532,114 @@ z.close()
          file("link.zip"));
   expect_rejected(file("link.zip"),
                   "member 'lib' is a symlink to '../../outside', outside the destination");
+}
+
+// Names that break a RECORD row for installers (pip splits RECORD with str.splitlines()).
+TEST_F(Unpack, RejectsControlCharactersInNames) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"pkg/x\r/evil.py", "\\x0d"}, {"pkg/a\nb", "\\x0a"},           {"pkg/a\x0b", "\\x0b"},
+      {"pkg/a\x1c", "\\x1c"},       {"pkg/a\xc2\x85", "U+0085"},      {"pkg/a\xe2\x80\xa8", "U+2028"},
+      {"pkg/a\xe2\x80\xa9", "U+2029"}, {"pkg/a\x7f", "\\x7f"}};
+  for (const auto& [name, shown] : cases) {
+    SCOPED_TRACE(name);
+    write_archive(file("names.tar"), {{"pkg/ok.py", 'f', "x"}, {name, 'f', "x"}});
+    expect_rejected(file("names.tar"), cat("has a control character (", shown, ") in its name"));
+    python(cat("z = zipfile.ZipFile(out, 'w')\nz.writestr('pkg/ok.py', b'x')\nz.writestr(", "bytes.fromhex('",
+               [&] {
+                 std::string hex;
+                 for (unsigned char c : name) hex += cat("0123456789abcdef"[c >> 4], "0123456789abcdef"[c & 15]);
+                 return hex;
+               }(),
+               "').decode(), b'x')\nz.close()\n"),
+           file("names.zip"));
+    expect_rejected(file("names.zip"), "has a control character");
+  }
+}
+
+// A member's CRC (zip) and the gzip trailer's CRC and size: libarchive only warns about the first
+// and never reads the second (it stops at the tar end marker).
+TEST_F(Unpack, RejectsBadChecksums) {
+  python(R"(
+z = zipfile.ZipFile(out, 'w', zipfile.ZIP_DEFLATED)
+z.writestr('pkg/data.txt', b'hello world\n' * 100)
+z.close()
+b = bytearray(open(out, 'rb').read())
+import zlib
+crc = struct.pack('<I', zlib.crc32(b'hello world\n' * 100))
+b = bytes(b).replace(crc, struct.pack('<I', zlib.crc32(b'hello world\n' * 100) ^ 16))
+open(out, 'wb').write(b)
+)",
+         file("crc.zip"));
+  expect_rejected(file("crc.zip"), "ZIP bad CRC");
+  write_archive(file("good.tar.gz"), {{"pkg/a.txt", 'f', std::string(5000, 'a')}}, {"gzip"});
+  std::string gz = read_file(file("good.tar.gz")).value();
+  ASSERT_TRUE(unpack(file("good.tar.gz"), dest_));
+  fs::remove_all(dest_);
+  std::string crc = gz, length = gz;
+  crc[crc.size() - 8] ^= 1;
+  length[length.size() - 1] ^= 1;
+  std::ofstream(file("crc.tar.gz"), std::ios::binary) << crc;
+  std::ofstream(file("length.tar.gz"), std::ios::binary) << length;
+  expect_rejected(file("crc.tar.gz"), "corrupt gzip data (incorrect data check)");
+  expect_rejected(file("length.tar.gz"), "corrupt gzip data (incorrect length check)");
+  // Zero padding after the stream is fine (some tools pad to a block); anything else is not.
+  std::ofstream(file("padded.tar.gz"), std::ios::binary) << gz << std::string(512, '\0');
+  ASSERT_TRUE(unpack(file("padded.tar.gz"), dest_));
+  fs::remove_all(dest_);
+  std::ofstream(file("trailing.tar.gz"), std::ios::binary) << gz << "junk";
+  expect_rejected(file("trailing.tar.gz"), "data follows the end of its gzip stream");
+  // Two gzip members, one after the other, are one stream (gzip -c a b).
+  write_archive(file("two.tar.gz.src"), {{"pkg/a.txt", 'f', std::string(5000, 'a')}});
+  python(cat("import gzip\nt = open(out + '.src', 'rb').read()\n",
+             "open(out, 'wb').write(gzip.compress(t[:3000]) + gzip.compress(t[3000:]))\n"),
+         file("two.tar.gz"));
+  auto two = unpack(file("two.tar.gz"), dest_);
+  ASSERT_TRUE(two) << two.error().message;
+  EXPECT_EQ(read_file(dest_ / "pkg/a.txt").value(), std::string(5000, 'a'));
+}
+
+// xz and bzip2 streams are checked to their end as well.
+TEST_F(Unpack, RejectsCorruptXzAndBzip2Ends) {
+  for (const std::string& filter : {std::string("xz"), std::string("bzip2")}) {
+    SCOPED_TRACE(filter);
+    std::string noise(300000, '\0');
+    std::mt19937 rng(3);
+    for (auto& c : noise) c = static_cast<char>(rng() % 7);
+    fs::path good = file("good." + filter);
+    write_archive(good, {{"pkg/a.bin", 'f', noise}}, {filter});
+    std::string data = read_file(good).value();
+    ASSERT_TRUE(unpack(good, dest_));
+    fs::remove_all(dest_);
+    data[data.size() - (filter == "xz" ? 20 : 3)] ^= 1;
+    std::ofstream(file("bad." + filter), std::ios::binary) << data;
+    expect_rejected(file("bad." + filter), "corrupt");
+  }
+}
+
+// libarchive takes a member's name from its local header and silently drops one of two
+// overlapping members; the strict zip reader refuses both archives first.
+TEST_F(Unpack, RejectsZipsWhoseStructureDisagrees) {
+  python(R"(
+z = zipfile.ZipFile(out, 'w')
+z.writestr('pkg/__init__.py', b'x')
+z.close()
+b = open(out, 'rb').read().replace(b'pkg/__init__.py', b'pkg/__evil__.py', 1)
+open(out, 'wb').write(b)
+)",
+         file("renamed.zip"));
+  expect_rejected(file("renamed.zip"), "local header names it 'pkg/__evil__.py'; the central directory disagrees");
+  python(R"(
+z = zipfile.ZipFile(out, 'w')
+z.writestr('pkg/a.py', b'one')
+z.writestr('pkg/b.py', b'two')
+z.close()
+b = bytearray(open(out, 'rb').read())
+cd = b.rfind(b'PK\x01\x02')
+struct.pack_into('<I', b, cd + 42, 0)
+open(out, 'wb').write(b)
+)",
+         file("overlap.zip"));
+  expect_rejected(file("overlap.zip"), "entry 'pkg/b.py'");
 }
 
 }  // namespace

@@ -264,6 +264,42 @@ TEST_F(Validate, FileMissingFromRecordAndExtraFile) {
   EXPECT_CONTAINS(said(run(size), "archive"), "does not match RECORD (RECORD: 7, file: 6)");
 }
 
+// RECORD as pip reads it (csv.reader(text.splitlines())): a line break inside a quoted path ends
+// the line for pip, which joins the parts without it; a path that differs from the wheel's
+// entries that way fails. A member whose name holds a line break fails as a zip entry.
+TEST_F(Validate, RecordIsReadAsPipReadsIt) {
+  for (const char* brk : {"\x0c", "\x1d", "\xe2\x80\xa8", "\r"}) {
+    SCOPED_TRACE(testing::PrintToString(brk));
+    fs::path split_path = rewrite(pure(), "demo_pkg-1.0-py3-none-any.whl", [&](auto& e) {
+      auto& rec = entry(e, "/RECORD");
+      rec.replace(rec.find("demo_pkg/util.py,"), 17, cat("\"demo_pkg/util.py", brk, "../x\","));
+    });
+    std::string archive = said(run(split_path), "archive");
+    EXPECT_CONTAINS(archive, "RECORD lists demo_pkg/util.py../x, which is not in the wheel");
+    EXPECT_CONTAINS(archive, "demo_pkg/util.py is in the wheel but not in RECORD");
+  }
+  fs::path empty_line = rewrite(pure(), "demo_pkg-1.0-py3-none-any.whl", [](auto& e) {
+    auto& rec = entry(e, "/RECORD");
+    rec.insert(rec.find('\n') + 1, "\n");
+  });
+  EXPECT_CONTAINS(said(run(empty_line), "archive"), "RECORD line 2: an empty line (installers fail on it)");
+  fs::path out = dir_->path() / "out" / "cr";
+  fs::create_directories(out);
+  fs::path wheel = out / "demo_pkg-1.0-py3-none-any.whl";
+  run_capture({"python3", "-c", R"(
+import base64, hashlib, sys, zipfile
+files = {'demo_pkg/__init__.py': b'', 'demo_pkg/x\r/victim': b'x',
+         'demo_pkg-1.0.dist-info/METADATA': b'Metadata-Version: 2.1\nName: demo_pkg\nVersion: 1.0\n',
+         'demo_pkg-1.0.dist-info/WHEEL': b'Wheel-Version: 1.0\nGenerator: x\nRoot-Is-Purelib: true\nTag: py3-none-any\n'}
+rec = ''.join('"%s",sha256=%s,%d\n' % (n, base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b'=').decode(), len(d))
+              for n, d in files.items()) + 'demo_pkg-1.0.dist-info/RECORD,,\n'
+with zipfile.ZipFile(sys.argv[1], 'w') as z:
+    for n, d in files.items(): z.writestr(n, d)
+    z.writestr('demo_pkg-1.0.dist-info/RECORD', rec)
+)", wheel.string()}).value();
+  EXPECT_CONTAINS(said(run(wheel), "archive"), "entry 'demo_pkg/x?/victim' has a control character (\\x0d) in its name");
+}
+
 TEST_F(Validate, WrongTagFails) {
   fs::path bad = rewrite(pure(), "demo_pkg-1.0-py2-none-any.whl", [](auto&) {});
   Report r = run(bad);
