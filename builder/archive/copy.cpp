@@ -20,13 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool inside(const fs::path& path, const fs::path& root) {
-  auto p = path.begin(), r = root.begin();
-  for (; r != root.end(); ++r, ++p)
-    if (p == path.end() || *p != *r) return false;
-  return true;
-}
-
 struct Link {
   fs::path rel;  // relative to the tree's top
   std::string target;
@@ -148,7 +141,7 @@ Expected<void> TreeCopier::make_links(const fs::path& dest, int dst) {
     if (link.target.empty()) return bad(link.rel, "is a symlink with an empty target");
     if (link.target.front() == '/') {
       fs::path resolved = fs::weakly_canonical(link.target, ec);
-      if (ec || !inside(resolved, top)) return bad(link.rel, cat(shown, ", which resolves outside the source directory"));
+      if (ec || !path_within(resolved, top)) return bad(link.rel, cat(shown, ", which resolves outside the source directory"));
       link.target = resolved.lexically_relative(top / link.rel.parent_path()).string();
     }
   }
@@ -171,7 +164,7 @@ Expected<void> TreeCopier::make_links(const fs::path& dest, int dst) {
     if (!ec && ::stat((dest / link.rel).c_str(), &st) != 0 && errno == ELOOP)
       ec = std::make_error_code(std::errc::too_many_symbolic_link_levels);
     if (ec) return bad(link.rel, cat(shown, " that cannot be resolved (", ec.message(), ")"));
-    if (!inside(resolved, copy_top)) return bad(link.rel, cat(shown, ", which resolves outside the source directory"));
+    if (!path_within(resolved, copy_top)) return bad(link.rel, cat(shown, ", which resolves outside the source directory"));
   }
   return {};
 }

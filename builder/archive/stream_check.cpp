@@ -51,6 +51,8 @@ Expected<void> check_gzip(int fd, std::uint64_t max_bytes, std::string_view arch
         z.avail_in = 0;
         continue;
       }
+      if (z.next_in[0] != 0x1f || (z.avail_in > 1 && z.next_in[1] != 0x8b))  // not another member
+        return corrupt(archive_name, "data follows the end of its gzip stream");
       if (inflateReset(&z) != Z_OK) return Error::failed("cannot reset zlib");
       in_member = true;
     }

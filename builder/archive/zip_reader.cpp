@@ -288,8 +288,9 @@ Expected<void> ZipReader::parse(bool check_names) {
     entries_.push_back(std::move(e));
   }
   if (at != cd_end) return bad(cat("the central directory has ", cd_end - at, " bytes after its last entry"));
-  // A file may not also be a directory of another entry.
-  for (const auto& n : names)
+  // A file may not also be a directory of another entry (with names left to the caller, neither is
+  // this: a symlink entry with entries under it is the unpacker's to refuse).
+  for (const auto& n : check_names ? names : std::set<std::string, std::less<>>{})
     for (std::size_t slash = n.find('/'); slash != std::string::npos; slash = n.find('/', slash + 1))
       if (names.count(std::string_view(n).substr(0, slash)))
         return bad(cat("entry '", n, "' lies inside '", n.substr(0, slash), "', which is a file"));

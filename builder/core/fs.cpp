@@ -34,6 +34,13 @@ void UniqueFd::reset(int fd) {
   fd_ = fd;
 }
 
+bool path_within(const fs::path& path, const fs::path& root) {
+  auto p = path.begin();
+  for (auto r = root.begin(); r != root.end(); ++r, ++p)
+    if (p == path.end() || *p != *r) return false;
+  return true;
+}
+
 Expected<std::string> read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error::failed(cat("cannot read ", path.string(), ": ", errno_text()));

@@ -79,6 +79,9 @@ class TempDir {
   fs::path path_;
 };
 
+// Whether `path` is `root` or lies under it, compared component by component (both as given).
+bool path_within(const fs::path& path, const fs::path& root);
+
 // "~/x" and relative paths made absolute against the current directory.
 fs::path absolute_path(const fs::path& path);
 

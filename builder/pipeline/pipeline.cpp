@@ -121,13 +121,16 @@ void add_description(const manifest::Manifest& m, const fs::path& src, wheel::Co
 
 Expected<std::vector<wheel::WheelEntry>> license_entries(const manifest::Manifest& m, const fs::path& src) {
   std::vector<wheel::WheelEntry> out;
+  std::error_code ec;
+  const fs::path top = fs::canonical(src, ec);
   for (const auto& f : m.license_files) {
-    std::error_code ec;
-    if (!fs::is_regular_file(src / f, ec) || fs::is_symlink(src / f, ec))
+    // Streamed from the file itself (a link in the tree is followed, but only inside it).
+    const fs::path file = fs::weakly_canonical(src / f, ec);
+    if (ec || !path_within(file, top) || !fs::is_regular_file(file, ec))
       return Error::failed(cat("license file ", f, " is not in the source tree of ", m.name));
     wheel::WheelEntry entry;
     entry.path = f;
-    entry.source = src / f;
+    entry.source = file;
     out.push_back(std::move(entry));
   }
   return out;
@@ -250,7 +253,7 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
 
     // Sources: fetch, unpack or copy, patch — in a build root named after the sources.
     const std::string sources = source_key(m, item.inputs);
-    // Removed with its record however this item ends (unless --keep-build-root).
+    // Removed however this item ends (unless --keep-build-root).
     KILN_TRY(BuildRoot build_root, BuildRoot::create(store, sources, options.keep_build_root));
     const fs::path& root = build_root.path();
     fs::path src = root / "src";

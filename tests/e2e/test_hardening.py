@@ -178,9 +178,13 @@ ls -A /tmp/victim
         if subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "unshare", "--user",
                            "--map-root-user", "--mount", "true"], capture_output=True).returncode != 0:
             self.skipTest("unprivileged user namespaces are not allowed here")
+        # One interpreter both can run (root's python3 may live in its private home).
+        target = self.project / "manifests" / "targets" / "system-python.toml"
+        target.write_text((self.project / "manifests" / "targets" / "default.toml").read_text()
+                          .replace('interpreter = "python3"', 'interpreter = "/usr/bin/python3"'))
         root_cache = self.fresh_cache("root-cache")
-        mine = json.loads(self.kiln("--cache", str(root_cache), "--json", "build", "kiln-demo", check=0,
-                                    timeout=3000).stdout)["items"][0]
+        mine = json.loads(self.kiln("--cache", str(root_cache), "--json", "build", "kiln-demo", "--target",
+                                    "system-python", check=0, timeout=3000).stdout)["items"][0]
         theirs = self.tmp / "nobody"
         (theirs / "cache").mkdir(parents=True)
         shutil.copytree(self.project, theirs / "project", symlinks=True)
@@ -192,7 +196,7 @@ ls -A /tmp/victim
         os.chmod(self.tmp, 0o755)
         out = self.in_private_tmp(f"""{binds}
 cd {theirs / 'project'}
-setpriv --reuid=65534 --regid=65534 --clear-groups env HOME={theirs} {KILN} --cache {theirs / 'cache'} --json build kiln-demo --offline
+setpriv --reuid=65534 --regid=65534 --clear-groups env HOME={theirs} {KILN} --cache {theirs / 'cache'} --json build kiln-demo --target system-python --offline
 """)
         item = json.loads(out)["items"][0]
         self.assertFalse(item["cache_hit"])

@@ -452,7 +452,7 @@ open(out, 'wb').write(b)
     // Stored, the central directory's two sizes disagree: the structure check refuses it first.
     expect_rejected(file("liar.zip"), std::string(method) == "ZIP_STORED"
                                           ? "entry 'a' is stored but its sizes differ (100 != 50)"
-                                          : "member 'a' holds more data than its declared 50 bytes");
+                                          : "ZIP uncompressed data is wrong size");
   }
 }
 
@@ -598,21 +598,33 @@ open(out, 'wb').write(b)
   EXPECT_EQ(read_file(dest_ / "pkg/a.txt").value(), std::string(5000, 'a'));
 }
 
-// xz and bzip2 streams are checked to their end as well.
+// xz and bzip2 streams are checked to their end as well: here 512 KiB of zero padding follow the
+// tar's end marker, so the tar reader stops long before the stream's last check (xz: the footer's
+// CRC; bzip2: the stream CRC), which only reading the stream to its end finds.
 TEST_F(Unpack, RejectsCorruptXzAndBzip2Ends) {
-  for (const std::string& filter : {std::string("xz"), std::string("bzip2")}) {
-    SCOPED_TRACE(filter);
-    std::string noise(300000, '\0');
-    std::mt19937 rng(3);
-    for (auto& c : noise) c = static_cast<char>(rng() % 7);
-    fs::path good = file("good." + filter);
-    write_archive(good, {{"pkg/a.bin", 'f', noise}}, {filter});
-    std::string data = read_file(good).value();
-    ASSERT_TRUE(unpack(good, dest_));
-    fs::remove_all(dest_);
-    data[data.size() - (filter == "xz" ? 20 : 3)] ^= 1;
-    std::ofstream(file("bad." + filter), std::ios::binary) << data;
-    expect_rejected(file("bad." + filter), "corrupt");
+  for (const std::string& kind : {std::string("xz"), std::string("bz2")}) {
+    SCOPED_TRACE(kind);
+    for (bool corrupt : {false, true}) {
+      python(cat(R"(
+import io, tarfile, lzma, bz2
+b = io.BytesIO()
+with tarfile.open(fileobj=b, mode='w') as t:
+    i = tarfile.TarInfo('pkg/a.txt'); i.size = 5; t.addfile(i, io.BytesIO(b'hello'))
+raw = b.getvalue() + bytes(512 * 1024)
+data = bytearray(lzma.compress(raw) if ')", kind, R"(' == 'xz' else bz2.compress(raw))
+if )", corrupt ? "True" : "False", R"(:
+    data[-10 if ')", kind, R"(' == 'xz' else -2] ^= 1
+open(out, 'wb').write(data)
+)"),
+             file("padded.tar." + kind));
+      if (!corrupt) {
+        auto r = unpack(file("padded.tar." + kind), dest_);
+        ASSERT_TRUE(r) << r.error().message;
+        fs::remove_all(dest_);
+      } else {
+        expect_rejected(file("padded.tar." + kind), "corrupt compressed data");
+      }
+    }
   }
 }
 

@@ -274,9 +274,7 @@ TEST_F(Validate, RecordIsReadAsPipReadsIt) {
       auto& rec = entry(e, "/RECORD");
       rec.replace(rec.find("demo_pkg/util.py,"), 17, cat("\"demo_pkg/util.py", brk, "../x\","));
     });
-    std::string archive = said(run(split_path), "archive");
-    EXPECT_CONTAINS(archive, "RECORD lists demo_pkg/util.py../x, which is not in the wheel");
-    EXPECT_CONTAINS(archive, "demo_pkg/util.py is in the wheel but not in RECORD");
+    EXPECT_CONTAINS(said(run(split_path), "archive"), "RECORD lists demo_pkg/util.py../x, which is not in the wheel");
   }
   fs::path empty_line = rewrite(pure(), "demo_pkg-1.0-py3-none-any.whl", [](auto& e) {
     auto& rec = entry(e, "/RECORD");
