@@ -1,7 +1,6 @@
 #include "manifest/manifest.h"
 
 #include <algorithm>
-#include <regex>
 #include <set>
 
 #include "core/fs.h"
@@ -12,12 +11,12 @@
 
 namespace kiln::manifest {
 
-namespace {
-
 bool is_identifier(std::string_view s) {
-  static const std::regex re(R"(^[A-Za-z_][A-Za-z0-9_]*$)");
-  return std::regex_match(s.begin(), s.end(), re);
+  auto word_char = [](char c) { return is_ascii_alnum(c) || c == '_'; };
+  return !s.empty() && !is_ascii_digit(s[0]) && std::all_of(s.begin(), s.end(), word_char);
 }
+
+namespace {
 
 bool is_dotted_identifier(std::string_view s) {
   for (const auto& part : split(s, ".", /*skip_empty=*/false))

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <regex>
 
 #include "core/fs.h"
 #include "core/hash.h"
@@ -231,6 +232,15 @@ TEST_F(ManifestTest, CaretPointsAtTheColumn) {
   auto m = parse(edit("backend = \"native\"", "backend = \"natve\""));
   ASSERT_FALSE(m);
   EXPECT_EQ(m.error().detail, "  backend = \"natve\"\n            ^");
+}
+
+TEST(ManifestNames, IdentifierAgreesWithTheRegularExpressionItReplaced) {
+  const std::regex old(R"(^[A-Za-z_][A-Za-z0-9_]*$)");
+  for (std::string s : {"a", "_", "_1", "A_b9", "9a", "", "a-b", "a.b", "a b", "\xc3\xa4", "a\n",
+                        "__init__", "Z", "z9_", "1", "a$"})
+    EXPECT_EQ(is_identifier(s), std::regex_match(s, old)) << "'" << s << "'";
+  EXPECT_TRUE(is_identifier(std::string(1 << 20, 'a')));
+  EXPECT_FALSE(is_identifier(std::string(1 << 20, 'a') + "-"));
 }
 
 // Fuzzing found toml++ 3.3.0 reaching __builtin_unreachable on non-ASCII code points

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include "core/fs.h"
 #include "manifest/repository.h"
 
@@ -128,6 +130,60 @@ sha256 = "e0da7ad981f3a8aff08241b5bfc1af868742a63e2762f53a5171c492ef242649"
             "targets/t.toml:25:8: a second wheel of nvidia-cuda-nvcc (nvidia_cuda_nvcc-13.0.88-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl)");
   EXPECT_EQ(error_of(with("version = \"13.0\"\n\n", "version = \"13.0\"\nhome = \"/opt/cuda\"\n\n")),
             "targets/t.toml:19:8: 'cuda.home' applies only to the system toolkit");
+}
+
+TEST(Target, MatchersAgreeWithTheRegularExpressionsTheyReplaced) {
+  const std::regex name(R"(^[a-z0-9][a-z0-9._-]*$)");
+  for (std::string s : {"default", "a", "0", "a.b_c-d", "-a", ".a", "_a", "A", "aB", "a b", "",
+                        "a/b", "a\n", "torch2.10-cu128", "9-", "\xc3\xa4"})
+    EXPECT_EQ(is_valid_target_name(s), std::regex_match(s, name)) << "'" << s << "'";
+  const std::regex file(R"(^([A-Za-z0-9_.]+)-[0-9][A-Za-z0-9_.+!]*-[^-]+-[^-]+-[^-]+\.whl$)");
+  for (std::string s :
+       {"nvidia_cuda_nvcc-13.0.88-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
+        "a-1-p-a-x.whl",
+        "a-1-p-a-.whl",
+        "a-1-p-a-x.whl.whl",
+        "a-1-p-a-x.whlx",
+        "a-1-p-a-xwhl",
+        "a-1-p-a.whl",
+        "a-1-p-a-x-y.whl",
+        "-1-p-a-x.whl",
+        "a--p-a-x.whl",
+        "a-x1-p-a-x.whl",
+        "a-1+local!x-p-a-x.whl",
+        "a-1-p--x.whl",
+        "a-1--a-x.whl",
+        "a b-1-p-a-x.whl",
+        "a-1 -p-a-x.whl",
+        "a-1-p q-a-x.whl",
+        "a-1-p-a-\n.whl",
+        "a-1-p-a-x.WHL",
+        "a.b_c-1-p-a-x.whl",
+        "",
+        "a-1-p-a-x",
+        "a-1-p-a-..whl",
+        "a-1-p-a-/.whl",
+        "ä-1-p-a-x.whl"})
+    EXPECT_EQ(is_wheel_file_name(s), std::regex_match(s, file)) << "'" << s << "'";
+  const std::regex py(R"(^3\.[0-9]{1,2}$)"), tag(R"(^cp3[0-9]{1,2}t?$)"),
+      cuda(R"(^[0-9]{2}\.[0-9]$)");
+  for (std::string s :
+       {"3.1", "3.11", "3.111", "3.", "3", "2.7", "3.1a", "3,11", " 3.11", "3.11\n", "", "3.x"})
+    EXPECT_EQ(is_python_version(s), std::regex_match(s, py)) << "'" << s << "'";
+  for (std::string s : {"cp3", "cp31", "cp311", "cp3111", "cp311t", "cp31t", "cp3t", "cp311tt",
+                        "cp311T", "cp211", "cp311 ", "py311", "", "t", "cp31a"})
+    EXPECT_EQ(is_cpython_tag(s), std::regex_match(s, tag)) << "'" << s << "'";
+  for (std::string s : {"13.0", "12.8", "1.0", "130", "13.00", "13.", "13,0", "a3.0", "13.0\n", "",
+                        "13.x", "113.0"})
+    EXPECT_EQ(is_cuda_version(s), std::regex_match(s, cuda)) << "'" << s << "'";
+  // 1 MB each, decided in one pass.
+  const std::string mb(1 << 20, 'a');
+  EXPECT_TRUE(is_valid_target_name(mb));
+  EXPECT_TRUE(is_wheel_file_name(mb + "-1" + mb + "-" + mb + "-" + mb + "-" + mb + ".whl"));
+  EXPECT_FALSE(is_wheel_file_name(mb));
+  EXPECT_FALSE(is_python_version("3." + mb));
+  EXPECT_FALSE(is_cpython_tag("cp3" + mb));
+  EXPECT_FALSE(is_cuda_version(mb));
 }
 
 TEST(Target, ShippedTargetsParse) {
