@@ -6,6 +6,7 @@
 #include "core/fs.h"
 #include "core/hash.h"
 #include "core/strings.h"
+#include "manifest/limits.h"
 #include "manifest/toml_reader.h"
 #include "manifest/version.h"
 
@@ -53,6 +54,7 @@ Source read_source(const TableReader& t, const std::filesystem::path& manifest_d
   if (t.has("pypi")) {
     s.kind = Source::Kind::Pypi;
     s.pypi = t.required_string("pypi");
+    t.check_length("pypi", s.pypi, kMaxNameBytes);
     if (!is_valid_project_name(s.pypi)) t.fail("pypi", cat("bad project name '", s.pypi, "'"));
     s.file = t.string("file").value_or("");
     s.sha256 = t.required_string("sha256");
@@ -120,6 +122,7 @@ Shardable read_shard(const TableReader& t, const Extension& e) {
 Extension read_extension(const TableReader& t) {
   Extension e;
   e.name = t.required_string("name");
+  t.check_length("name", e.name, kMaxNameBytes);
   if (!is_dotted_identifier(e.name))
     t.fail("name", cat("bad extension module name '", e.name, "': expected a Python identifier"));
   auto sources = t.strings("sources");
@@ -178,15 +181,18 @@ Manifest parse(const std::string& text, const std::filesystem::path& file,
                    "homepage", "dependencies"});
   m.name = pkg.required_string("name");
   m.name_at = pkg.position("name");
+  pkg.check_length("name", m.name, kMaxNameBytes);
   if (!is_valid_project_name(m.name))
     pkg.fail("name", cat("bad package name '", m.name, "': expected letters, digits, '-', '_' or '.'"));
   m.version = pkg.required_string("version");
+  pkg.check_length("version", m.version, kMaxVersionBytes);
   if (!is_valid_version(m.version))
     pkg.fail("version", cat("bad version '", m.version, "': expected a PEP 440 version such as 1.6.1"));
   m.summary = pkg.required_string("summary");
   if (m.summary.find('\n') != std::string::npos) pkg.fail("summary", "'package.summary' must be one line");
   m.license = pkg.required_string("license");
   m.requires_python = pkg.required_string("requires-python");
+  pkg.check_length("requires-python", m.requires_python, kMaxRequirementBytes);
   if (!is_valid_specifier_set(m.requires_python))
     pkg.fail("requires-python", cat("bad version specifier '", m.requires_python, "': expected e.g. '>=3.9'"));
   m.homepage = pkg.string("homepage").value_or("");
@@ -196,6 +202,7 @@ Manifest parse(const std::string& text, const std::filesystem::path& file,
   if (!m.readme.empty() && !is_tree_path(m.readme))
     pkg.fail("readme", cat("'", m.readme, "' must be a relative path inside the source tree"));
   m.requires_dist = pkg.strings("dependencies").value_or(std::vector<std::string>{});
+  pkg.check_lengths("dependencies", m.requires_dist, kMaxRequirementBytes);
   std::set<std::string> seen_deps;
   for (std::size_t i = 0; i < m.requires_dist.size(); ++i) {
     if (!is_valid_requirement(m.requires_dist[i]))
@@ -253,6 +260,7 @@ Manifest parse(const std::string& text, const std::filesystem::path& file,
                                         : cat(" (did you mean '", hint, "'?)")));
   }
   m.packages = br.strings("packages").value_or(std::vector<std::string>{});
+  br.check_lengths("packages", m.packages, kMaxNameBytes);
   for (std::size_t i = 0; i < m.packages.size(); ++i)
     if (!is_dotted_identifier(m.packages[i]))
       fail_at(source, br.element_position("packages", i),

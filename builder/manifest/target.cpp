@@ -5,6 +5,7 @@
 #include "core/fs.h"
 #include "core/hash.h"
 #include "core/strings.h"
+#include "manifest/limits.h"
 #include "manifest/toml_reader.h"
 #include "manifest/version.h"
 
@@ -50,6 +51,10 @@ Target parse(const std::string& text, const std::string& name, const std::string
   Target t;
   t.name = name;
   t.display_path = display_path;
+  if (name.size() > kMaxTargetNameBytes)
+    fail_at(source, {0, 0},
+            cat("target name '", printable_excerpt(name), "' is longer than ", kMaxTargetNameBytes,
+                " bytes"));
   if (!is_valid_target_name(name))
     fail_at(source, {0, 0}, cat("bad target name '", name, "': expected lowercase letters, digits, '.', '_' or '-'"));
 
@@ -78,6 +83,7 @@ Target parse(const std::string& text, const std::string& name, const std::string
   else tor.fail("source", cat("bad torch source '", torch_source, "': expected 'pypi' or 'environment'"));
   if (t.torch_source == Target::TorchSource::Pypi) {
     t.torch_version = tor.required_string("version");
+    tor.check_length("version", t.torch_version, kMaxVersionBytes);
     if (!is_valid_version(t.torch_version))
       tor.fail("version", cat("bad torch version '", t.torch_version, "': expected e.g. 2.11.0"));
     auto wheels = tor.tables("wheel");
@@ -102,6 +108,7 @@ Target parse(const std::string& text, const std::string& name, const std::string
   } else {
     if (tor.has("wheel")) tor.fail("wheel", "'torch.wheel' does not apply to source = \"environment\"");
     t.torch_version = tor.string("version").value_or("");
+    tor.check_length("version", t.torch_version, kMaxVersionBytes);
     if (!t.torch_version.empty() && !is_valid_version(t.torch_version))
       tor.fail("version", cat("bad torch version '", t.torch_version, "': expected e.g. 2.11.0"));
   }

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/strings.h"
+#include "manifest/limits.h"
 #include "manifest/version.h"
 #include "validate/checks.h"
 #include "wheel/metadata.h"
@@ -29,6 +30,14 @@ std::string header_problem(std::string_view text) {
       return cat("line ", line_no, " is not a 'Name: value' header: ", line.substr(0, 60));
   }
   return "";
+}
+
+using manifest::kMaxNameBytes;
+using manifest::kMaxRequirementBytes;
+
+// A value too long to check, shortened for the message.
+std::string too_long(std::string_view what, std::string_view value, std::size_t max) {
+  return cat(what, " '", printable_excerpt(value), "' is longer than ", max, " bytes");
 }
 
 std::string torch_minor_of(const std::string& version) {
@@ -90,6 +99,8 @@ CheckResult check_metadata(const LoadedWheel& w) {
 
   if (name.empty()) {
     f.fail("METADATA has no Name");
+  } else if (name.size() > kMaxNameBytes) {
+    f.fail(too_long("METADATA Name", name, kMaxNameBytes));
   } else {
     if (!manifest::is_valid_project_name(name)) f.fail(cat("METADATA Name '", name, "' is not a valid project name"));
     if (manifest::wheel_name(name) != manifest::wheel_name(w.name.distribution))
@@ -124,10 +135,16 @@ CheckResult check_metadata(const LoadedWheel& w) {
 
   std::string rp = md.first("Requires-Python");
   if (rp.empty()) f.fail("METADATA has no Requires-Python");
+  else if (rp.size() > kMaxRequirementBytes)
+    f.fail(too_long("Requires-Python", rp, kMaxRequirementBytes));
   else if (!manifest::is_valid_specifier_set(rp)) f.fail(cat("Requires-Python '", rp, "' is not a valid specifier set"));
 
   std::string torch_pin;
   for (const auto& req : md.all("Requires-Dist")) {
+    if (req.size() > kMaxRequirementBytes) {
+      f.fail(too_long("Requires-Dist", req, kMaxRequirementBytes));
+      continue;
+    }
     if (!manifest::is_valid_requirement(req)) {
       f.fail(cat("Requires-Dist '", req, "' is not a valid PEP 508 requirement"));
       continue;

@@ -132,6 +132,36 @@ sha256 = "e0da7ad981f3a8aff08241b5bfc1af868742a63e2762f53a5171c492ef242649"
             "targets/t.toml:19:8: 'cuda.home' applies only to the system toolkit");
 }
 
+// Strings of 60 KB and 1 MB where a regular expression once checked a target (std::regex
+// overflowed the stack on them: SIGSEGV): located errors naming the cap, or the ordinary error.
+TEST(Target, LongStringsGetLocatedErrors) {
+  const std::string kb60(60000, '1'), mb(1 << 20, '1');
+  EXPECT_EQ(error_of(edit("version = \"2.11.0\"", "version = \"2." + kb60 + "\"")),
+            "targets/t.toml:9:11: 'torch.version' is longer than 128 bytes");
+  EXPECT_EQ(error_of(edit("version = \"2.11.0\"", "version = \"2." + mb + "\"")),
+            "targets/t.toml:9:11: 'torch.version' is longer than 65536 bytes");
+  EXPECT_EQ(error_of(edit("version = \"13.0\"", "version = \"" + mb + "\"")),
+            "targets/t.toml:18:11: 'cuda.version' is longer than 65536 bytes");
+  EXPECT_EQ(error_of(edit("interpreter = \"python3\"", "interpreter = \"" + mb + "\"")),
+            "targets/t.toml:6:15: 'python.interpreter' is longer than 65536 bytes");
+  EXPECT_EQ(error_of(edit("description = \"test\"", "description = \"" + mb + "\"")),
+            "targets/t.toml:2:15: 'target.description' is longer than 65536 bytes");
+  // Under the cap on any string, the field's own check (linear now) refuses it.
+  std::string cuda = error_of(edit("version = \"13.0\"", "version = \"" + kb60 + "\""));
+  EXPECT_EQ(cuda.rfind("targets/t.toml:18:11: bad CUDA version '", 0), 0u) << cuda.substr(0, 80);
+  std::string python = error_of(edit("interpreter = \"python3\"", "version = \"3." + kb60 + "\""));
+  EXPECT_EQ(python.rfind("targets/t.toml:6:11: bad Python version '3.", 0), 0u)
+      << python.substr(0, 80);
+  std::string tag = error_of(edit("python = \"cp311\"", "python = \"cp3" + kb60 + "\""));
+  EXPECT_EQ(tag.rfind("targets/t.toml:12:10: bad Python tag 'cp3", 0), 0u) << tag.substr(0, 80);
+  // The target's name (its file's stem, or --target NAME).
+  auto named = parse_target(kTarget, std::string(1 << 20, 'a'), "targets/a.toml");
+  ASSERT_FALSE(named);
+  EXPECT_EQ(named.error().message, "targets/a.toml: target name '" + std::string(60, 'a') +
+                                       "...' is longer than 128 bytes");
+  EXPECT_TRUE(parse_target(kTarget, std::string(128, 'a'), "targets/a.toml"));
+}
+
 TEST(Target, MatchersAgreeWithTheRegularExpressionsTheyReplaced) {
   const std::regex name(R"(^[a-z0-9][a-z0-9._-]*$)");
   for (std::string s : {"default", "a", "0", "a.b_c-d", "-a", ".a", "_a", "A", "aB", "a b", "",

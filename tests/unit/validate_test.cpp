@@ -294,6 +294,49 @@ TEST_F(Validate, MetadataProblems) {
   EXPECT_CONTAINS(said(run(upper), "metadata"), "local version label 'CU130' is not normalised");
 }
 
+// METADATA fields of 60 KB and 1 MB from a foreign wheel (std::regex overflowed the stack on
+// them: SIGSEGV): a failing metadata check naming the cap, never a crash.
+TEST_F(Validate, LongMetadataFieldsFailTheMetadataCheck) {
+  auto meta = [&](const std::string& from, const std::string& to) {
+    return run(rewrite(
+        pure(), "demo_pkg-1.0-py3-none-any.whl",
+        [&](auto& e) {
+          auto& m = entry(e, "/METADATA");
+          m.replace(m.find(from), from.size(), to);
+        },
+        /*fix_record=*/true));
+  };
+  for (std::size_t size : {std::size_t{60000}, std::size_t{1} << 20}) {
+    const std::string big(size, 'x');
+    Report dist = meta("Requires-Python: >=3.9\n",
+                       "Requires-Python: >=3.9\nRequires-Dist: torch>=" + big + "\n");
+    EXPECT_EQ(said(dist, "metadata"), "fail: Requires-Dist 'torch>=" + std::string(53, 'x') +
+                                          "...' is longer than 4096 bytes");
+    Report marker =
+        meta("Requires-Python: >=3.9\n", "Requires-Python: >=3.9\nRequires-Dist: a; " + big + "\n");
+    EXPECT_CONTAINS(said(marker, "metadata"), "is longer than 4096 bytes");
+    Report python =
+        meta("Requires-Python: >=3.9", "Requires-Python: >=3." + std::string(size, '9'));
+    EXPECT_CONTAINS(said(python, "metadata"), "fail: Requires-Python '>=3.999");
+    EXPECT_CONTAINS(said(python, "metadata"), "...' is longer than 4096 bytes");
+    Report name = meta("Name: demo-pkg", "Name: " + big);
+    EXPECT_EQ(said(name, "metadata"),
+              "fail: METADATA Name '" + std::string(60, 'x') + "...' is longer than 200 bytes");
+    // Any other header line of that length is checked in one pass, and fine.
+    Report summary =
+        meta("Requires-Python: >=3.9\n", "Requires-Python: >=3.9\nSummary: " + big + "\n");
+    EXPECT_EQ(check(summary, "metadata").verdict, Verdict::Pass) << said(summary, "metadata");
+    Report header = meta("Requires-Python: >=3.9\n", "Requires-Python: >=3.9\n" + big + "\n");
+    EXPECT_CONTAINS(said(header, "metadata"), "is not a 'Name: value' header: xxxx");
+    Report version = meta("Metadata-Version: 2.1", "Metadata-Version: 2." + std::string(size, '1'));
+    EXPECT_EQ(check(version, "metadata").verdict, Verdict::Pass) << said(version, "metadata");
+  }
+  // Under the cap: the requirement is checked (in one pass).
+  Report ok = meta("Requires-Python: >=3.9\n",
+                   "Requires-Python: >=3.9\nRequires-Dist: a; " + std::string(4000, 'x') + "\n");
+  EXPECT_EQ(check(ok, "metadata").verdict, Verdict::Pass) << said(ok, "metadata");
+}
+
 TEST_F(Validate, ProvenanceTorchPinAndLabel) {
   nlohmann::json prov = {{"tools", {{"torch", {{"version", "2.11.0+cu130"}, {"cuda", "13.0"}}}}},
                          {"inputs", {{"target", {{"cuda", {{"version", "13.0"}}}}}}}};
