@@ -41,4 +41,59 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
 // Quote a string for a shell line shown to a person (or in a script kiln writes: POSIX quoting).
 std::string shell_quote(std::string_view word);
 
+// ASCII classes, whatever the locale: [0-9], [a-z], [A-Za-z], [A-Za-z0-9], and isspace() of the C
+// locale (" \t\n\v\f\r", what a regular expression's \s matched).
+inline bool is_ascii_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+inline bool is_ascii_lower(char c) {
+  return c >= 'a' && c <= 'z';
+}
+inline bool is_ascii_alpha(char c) {
+  return is_ascii_lower(c) || (c >= 'A' && c <= 'Z');
+}
+inline bool is_ascii_alnum(char c) {
+  return is_ascii_alpha(c) || is_ascii_digit(c);
+}
+inline bool is_ascii_space(char c) {
+  return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+// A cursor for hand-written matchers of untrusted text (kiln has no std::regex: libstdc++'s
+// recursion overflows the stack on long input). Every call looks at or consumes characters at the
+// cursor and never goes back, so a matcher built from it is linear in the text and uses no stack.
+class Scanner {
+ public:
+  explicit Scanner(std::string_view text) : text_(text) {}
+  bool done() const { return pos_ == text_.size(); }
+  std::size_t pos() const { return pos_; }
+  std::string_view rest() const { return text_.substr(pos_); }
+  // The character `ahead` places past the cursor, '\0' past the end (test done() for the end).
+  char peek(std::size_t ahead = 0) const {
+    return ahead < text_.size() - pos_ ? text_[pos_ + ahead] : '\0';
+  }
+  bool at(std::string_view s) const { return rest().substr(0, s.size()) == s; }
+  // Consumes `c` or `s` when the text continues with it.
+  bool skip(char c) { return skip(std::string_view(&c, 1)); }
+  bool skip(std::string_view s) {
+    if (!at(s)) return false;
+    pos_ += s.size();
+    return true;
+  }
+  // Consumes the longest run of characters `pred` accepts and returns it (maybe empty).
+  template <class Pred>
+  std::string_view take_while(Pred pred) {
+    std::size_t start = pos_;
+    while (pos_ < text_.size() && pred(text_[pos_])) ++pos_;
+    return text_.substr(start, pos_ - start);
+  }
+  std::string_view skip_spaces() { return take_while(is_ascii_space); }
+  // What was consumed since `start` (a pos()).
+  std::string_view since(std::size_t start) const { return text_.substr(start, pos_ - start); }
+
+ private:
+  std::string_view text_;
+  std::size_t pos_ = 0;
+};
+
 }  // namespace kiln

@@ -1,23 +1,23 @@
 #include "manifest/manifest.h"
 
 #include <algorithm>
-#include <regex>
 #include <set>
 
 #include "core/fs.h"
 #include "core/hash.h"
 #include "core/strings.h"
+#include "manifest/limits.h"
 #include "manifest/toml_reader.h"
 #include "manifest/version.h"
 
 namespace kiln::manifest {
 
-namespace {
-
 bool is_identifier(std::string_view s) {
-  static const std::regex re(R"(^[A-Za-z_][A-Za-z0-9_]*$)");
-  return std::regex_match(s.begin(), s.end(), re);
+  auto word_char = [](char c) { return is_ascii_alnum(c) || c == '_'; };
+  return !s.empty() && !is_ascii_digit(s[0]) && std::all_of(s.begin(), s.end(), word_char);
 }
+
+namespace {
 
 bool is_dotted_identifier(std::string_view s) {
   for (const auto& part : split(s, ".", /*skip_empty=*/false))
@@ -54,6 +54,7 @@ Source read_source(const TableReader& t, const std::filesystem::path& manifest_d
   if (t.has("pypi")) {
     s.kind = Source::Kind::Pypi;
     s.pypi = t.required_string("pypi");
+    t.check_length("pypi", s.pypi, kMaxNameBytes);
     if (!is_valid_project_name(s.pypi)) t.fail("pypi", cat("bad project name '", s.pypi, "'"));
     s.file = t.string("file").value_or("");
     s.sha256 = t.required_string("sha256");
@@ -126,6 +127,7 @@ Shardable read_shard(const TableReader& t, const Extension& e) {
 Extension read_extension(const TableReader& t) {
   Extension e;
   e.name = t.required_string("name");
+  t.check_length("name", e.name, kMaxNameBytes);
   if (!is_dotted_identifier(e.name))
     t.fail("name", cat("bad extension module name '", e.name, "': expected a Python identifier"));
   auto sources = t.strings("sources");
@@ -184,15 +186,18 @@ Manifest parse(const std::string& text, const std::filesystem::path& file,
                    "homepage", "dependencies"});
   m.name = pkg.required_string("name");
   m.name_at = pkg.position("name");
+  pkg.check_length("name", m.name, kMaxNameBytes);
   if (!is_valid_project_name(m.name))
     pkg.fail("name", cat("bad package name '", m.name, "': expected letters, digits, '-', '_' or '.'"));
   m.version = pkg.required_string("version");
+  pkg.check_length("version", m.version, kMaxVersionBytes);
   if (!is_valid_version(m.version))
     pkg.fail("version", cat("bad version '", m.version, "': expected a PEP 440 version such as 1.6.1"));
   m.summary = pkg.required_string("summary");
   if (m.summary.find('\n') != std::string::npos) pkg.fail("summary", "'package.summary' must be one line");
   m.license = pkg.required_string("license");
   m.requires_python = pkg.required_string("requires-python");
+  pkg.check_length("requires-python", m.requires_python, kMaxRequirementBytes);
   if (!is_valid_specifier_set(m.requires_python))
     pkg.fail("requires-python", cat("bad version specifier '", m.requires_python, "': expected e.g. '>=3.9'"));
   m.homepage = pkg.string("homepage").value_or("");
@@ -202,6 +207,7 @@ Manifest parse(const std::string& text, const std::filesystem::path& file,
   if (!m.readme.empty() && !is_tree_path(m.readme))
     pkg.fail("readme", cat("'", m.readme, "' must be a relative path inside the source tree"));
   m.requires_dist = pkg.strings("dependencies").value_or(std::vector<std::string>{});
+  pkg.check_lengths("dependencies", m.requires_dist, kMaxRequirementBytes);
   std::set<std::string> seen_deps;
   for (std::size_t i = 0; i < m.requires_dist.size(); ++i) {
     if (!is_valid_requirement(m.requires_dist[i]))
@@ -259,6 +265,7 @@ Manifest parse(const std::string& text, const std::filesystem::path& file,
                                         : cat(" (did you mean '", hint, "'?)")));
   }
   m.packages = br.strings("packages").value_or(std::vector<std::string>{});
+  br.check_lengths("packages", m.packages, kMaxNameBytes);
   for (std::size_t i = 0; i < m.packages.size(); ++i)
     if (!is_dotted_identifier(m.packages[i]))
       fail_at(source, br.element_position("packages", i),

@@ -54,6 +54,8 @@ struct Extension {
 
 enum class Backend { Native, Setuptools, Pure };
 std::string backend_name(Backend backend);
+// A Python identifier or C macro name: [A-Za-z_][A-Za-z0-9_]* (ASCII).
+bool is_identifier(std::string_view s);
 
 struct Manifest {
   std::filesystem::path file;  // absolute path of the manifest

@@ -5,6 +5,7 @@
 
 #include "core/fs.h"
 #include "core/strings.h"
+#include "manifest/limits.h"
 #include "manifest/version.h"
 
 namespace kiln::manifest {
@@ -61,9 +62,15 @@ Expected<const Manifest*> Repository::select(const std::string& spec) const {
   if (auto eq = spec.find("=="); eq != std::string::npos) {
     name = std::string(trim(spec.substr(0, eq)));
     version = std::string(trim(spec.substr(eq + 2)));
+    if (version.size() > kMaxVersionBytes)
+      return Error::bad_input(cat("bad package spec '", printable_excerpt(spec),
+                                  "': the version is longer than ", kMaxVersionBytes, " bytes"));
     if (!is_valid_version(version))
       return Error::bad_input(cat("bad package spec '", spec, "': '", version, "' is not a PEP 440 version"));
   }
+  if (name.size() > kMaxNameBytes)
+    return Error::bad_input(cat("bad package spec '", printable_excerpt(spec),
+                                "': the name is longer than ", kMaxNameBytes, " bytes"));
   if (!is_valid_project_name(name))
     return Error::bad_input(cat("bad package spec '", spec, "': expected NAME or NAME==VERSION"));
   std::string normalized = normalize_name(name);
@@ -128,6 +135,9 @@ Expected<Target> Repository::target(const std::string& name_or_path) const {
       return Error::bad_input(cat("target file '", name_or_path, "' does not exist"));
     return load_target(name_or_path, name_or_path);
   }
+  if (name_or_path.size() > kMaxTargetNameBytes)
+    return Error::bad_input(cat("bad target name '", printable_excerpt(name_or_path),
+                                "': longer than ", kMaxTargetNameBytes, " bytes"));
   if (!is_valid_target_name(name_or_path))
     return Error::bad_input(cat("bad target name '", name_or_path, "'"));
   fs::path file = dir_ / "targets" / (name_or_path + ".toml");

@@ -1,10 +1,11 @@
 #include "manifest/target.h"
 
-#include <regex>
+#include <algorithm>
 
 #include "core/fs.h"
 #include "core/hash.h"
 #include "core/strings.h"
+#include "manifest/limits.h"
 #include "manifest/toml_reader.h"
 #include "manifest/version.h"
 
@@ -29,11 +30,10 @@ void read_cuda_wheels(const SourceText& source, const TableReader& cr, Target& t
     return;
   }
   if (wheels.empty()) cr.fail_missing("wheel");
-  static const std::regex file_re(R"(^([A-Za-z0-9_.]+)-[0-9][A-Za-z0-9_.+!]*-[^-]+-[^-]+-[^-]+\.whl$)");
   for (const toml::table* w : wheels) {
     TableReader wr(source, *w, "cuda.wheel", {"file", "sha256"});
     CudaWheel wheel{wr.required_string("file"), wr.required_string("sha256")};
-    if (!std::regex_match(wheel.file, file_re) || wheel.file.find('/') != std::string::npos)
+    if (!is_wheel_file_name(wheel.file) || wheel.file.find('/') != std::string::npos)
       wr.fail("file", cat("'", wheel.file, "' is not a wheel file name (NAME-VERSION-PY-ABI-PLATFORM.whl)"));
     if (!is_sha256_hex(wheel.sha256))
       wr.fail("sha256", cat("bad sha256 '", wheel.sha256, "': expected 64 lowercase hexadecimal digits"));
@@ -51,6 +51,10 @@ Target parse(const std::string& text, const std::string& name, const std::string
   Target t;
   t.name = name;
   t.display_path = display_path;
+  if (name.size() > kMaxTargetNameBytes)
+    fail_at(source, {0, 0},
+            cat("target name '", printable_excerpt(name), "' is longer than ", kMaxTargetNameBytes,
+                " bytes"));
   if (!is_valid_target_name(name))
     fail_at(source, {0, 0}, cat("bad target name '", name, "': expected lowercase letters, digits, '.', '_' or '-'"));
 
@@ -67,8 +71,7 @@ Target parse(const std::string& text, const std::string& name, const std::string
   t.python_version = pr.string("version").value_or("");
   if (t.python_interpreter.empty() == t.python_version.empty())
     fail_at(source, pr.position(), "[python] needs exactly one of 'interpreter' or 'version'");
-  static const std::regex py_version(R"(^3\.[0-9]{1,2}$)");
-  if (!t.python_version.empty() && !std::regex_match(t.python_version, py_version))
+  if (!t.python_version.empty() && !is_python_version(t.python_version))
     pr.fail("version", cat("bad Python version '", t.python_version, "': expected e.g. 3.11"));
 
   const toml::table* torch = top.table("torch");
@@ -80,6 +83,7 @@ Target parse(const std::string& text, const std::string& name, const std::string
   else tor.fail("source", cat("bad torch source '", torch_source, "': expected 'pypi' or 'environment'"));
   if (t.torch_source == Target::TorchSource::Pypi) {
     t.torch_version = tor.required_string("version");
+    tor.check_length("version", t.torch_version, kMaxVersionBytes);
     if (!is_valid_version(t.torch_version))
       tor.fail("version", cat("bad torch version '", t.torch_version, "': expected e.g. 2.11.0"));
     auto wheels = tor.tables("wheel");
@@ -87,8 +91,7 @@ Target parse(const std::string& text, const std::string& name, const std::string
     for (const toml::table* w : wheels) {
       TableReader wr(source, *w, "torch.wheel", {"python", "file", "sha256"});
       TorchWheel wheel{wr.required_string("python"), wr.required_string("file"), wr.required_string("sha256")};
-      static const std::regex tag(R"(^cp3[0-9]{1,2}t?$)");
-      if (!std::regex_match(wheel.python_tag, tag))
+      if (!is_cpython_tag(wheel.python_tag))
         wr.fail("python", cat("bad Python tag '", wheel.python_tag, "': expected e.g. cp311"));
       std::string prefix = cat("torch-", t.torch_version, "-");
       if (wheel.file.rfind(prefix, 0) != 0 || wheel.file.size() < 4 ||
@@ -105,6 +108,7 @@ Target parse(const std::string& text, const std::string& name, const std::string
   } else {
     if (tor.has("wheel")) tor.fail("wheel", "'torch.wheel' does not apply to source = \"environment\"");
     t.torch_version = tor.string("version").value_or("");
+    tor.check_length("version", t.torch_version, kMaxVersionBytes);
     if (!t.torch_version.empty() && !is_valid_version(t.torch_version))
       tor.fail("version", cat("bad torch version '", t.torch_version, "': expected e.g. 2.11.0"));
   }
@@ -116,8 +120,7 @@ Target parse(const std::string& text, const std::string& name, const std::string
   if (t.cuda_toolkit != "system" && t.cuda_toolkit != "wheels")
     cr.fail("toolkit", cat("bad CUDA toolkit '", t.cuda_toolkit, "': expected 'system' or 'wheels'"));
   t.cuda_version = cr.required_string("version");
-  static const std::regex cuda_version(R"(^[0-9]{2}\.[0-9]$)");
-  if (!std::regex_match(t.cuda_version, cuda_version))
+  if (!is_cuda_version(t.cuda_version))
     cr.fail("version", cat("bad CUDA version '", t.cuda_version, "': expected MAJOR.MINOR such as 13.0"));
   t.cuda_home = cr.string("home").value_or("");
   if (!t.cuda_home.empty() && t.cuda_toolkit == "wheels")
@@ -143,8 +146,39 @@ std::string CudaWheel::project() const {
 }
 
 bool is_valid_target_name(std::string_view name) {
-  static const std::regex re(R"(^[a-z0-9][a-z0-9._-]*$)");
-  return std::regex_match(name.begin(), name.end(), re);
+  auto ok = [](char c) {
+    return is_ascii_lower(c) || is_ascii_digit(c) || c == '.' || c == '_' || c == '-';
+  };
+  return !name.empty() && (is_ascii_lower(name[0]) || is_ascii_digit(name[0])) &&
+         std::all_of(name.begin(), name.end(), ok);
+}
+
+bool is_wheel_file_name(std::string_view file) {
+  // Five fields between dashes: NAME ([A-Za-z0-9_.]+), VERSION ([0-9][A-Za-z0-9_.+!]*), then any
+  // three non-empty ones, the last ending in ".whl" after at least one character.
+  std::vector<std::string> f = split(file, "-", /*skip_empty=*/false);
+  if (f.size() != 5) return false;
+  auto name_char = [](char c) { return is_ascii_alnum(c) || c == '_' || c == '.'; };
+  auto version_char = [&](char c) { return name_char(c) || c == '+' || c == '!'; };
+  return !f[0].empty() && std::all_of(f[0].begin(), f[0].end(), name_char) && !f[1].empty() &&
+         is_ascii_digit(f[1][0]) && std::all_of(f[1].begin(), f[1].end(), version_char) &&
+         !f[2].empty() && !f[3].empty() && f[4].size() > 4 && f[4].ends_with(".whl");
+}
+
+bool is_python_version(std::string_view version) {  // 3.N or 3.NN
+  return (version.size() == 3 || version.size() == 4) && version.substr(0, 2) == "3." &&
+         std::all_of(version.begin() + 2, version.end(), is_ascii_digit);
+}
+
+bool is_cpython_tag(std::string_view tag) {  // cp3N, cp3NN, then maybe t (free-threaded)
+  if (tag.ends_with('t')) tag.remove_suffix(1);
+  return (tag.size() == 4 || tag.size() == 5) && tag.substr(0, 3) == "cp3" &&
+         std::all_of(tag.begin() + 3, tag.end(), is_ascii_digit);
+}
+
+bool is_cuda_version(std::string_view version) {  // NN.N
+  return version.size() == 4 && is_ascii_digit(version[0]) && is_ascii_digit(version[1]) &&
+         version[2] == '.' && is_ascii_digit(version[3]);
 }
 
 std::string Target::interpreter() const {

@@ -63,6 +63,13 @@ Expected<Target> load_target(const std::filesystem::path& file, const std::strin
 // The same target with other archs, named "<name>-<slug>" so two arch sets never share a name.
 Target with_archs(const Target& target, const ArchList& archs);
 
-bool is_valid_target_name(std::string_view name);
+bool is_valid_target_name(std::string_view name);  // [a-z0-9][a-z0-9._-]*
+// The forms of a target's fields, each decided in one pass: NAME-VERSION-PY-ABI-PLATFORM.whl (a
+// CUDA wheel's file), a Python version ("3.11"), a CPython tag ("cp311", "cp313t"), a CUDA
+// version ("13.0").
+bool is_wheel_file_name(std::string_view file);
+bool is_python_version(std::string_view version);
+bool is_cpython_tag(std::string_view tag);
+bool is_cuda_version(std::string_view version);
 
 }  // namespace kiln::manifest

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "core/strings.h"
+#include "manifest/limits.h"
 
 namespace kiln::manifest {
 
@@ -96,10 +97,24 @@ void TableReader::wrong_type(std::string_view key, std::string_view wanted) cons
   fail(key, cat("'", qualified(key), "' must be ", wanted, ", not ", type_name(*node(key))));
 }
 
+void TableReader::check_length(std::string_view key, std::string_view value,
+                               std::size_t max) const {
+  if (value.size() > max) fail(key, cat("'", qualified(key), "' is longer than ", max, " bytes"));
+}
+
+void TableReader::check_lengths(std::string_view key, const std::vector<std::string>& values,
+                                std::size_t max) const {
+  for (std::size_t i = 0; i < values.size(); ++i)
+    if (values[i].size() > max)
+      fail_at(source_, element_position(key, i),
+              cat("an entry of '", qualified(key), "' is longer than ", max, " bytes"));
+}
+
 std::optional<std::string> TableReader::string(std::string_view key) const {
   const toml::node* n = node(key);
   if (!n) return std::nullopt;
   if (!n->is_string()) wrong_type(key, "a string");
+  check_length(key, n->as_string()->get(), kMaxStringBytes);
   return std::string(n->as_string()->get());
 }
 
@@ -135,6 +150,7 @@ std::optional<std::vector<std::string>> TableReader::strings(std::string_view ke
               cat("'", qualified(key), "' must hold only strings, not ", type_name(element)));
     out.emplace_back(element.as_string()->get());
   }
+  check_lengths(key, out, kMaxStringBytes);
   return out;
 }
 

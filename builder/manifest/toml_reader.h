@@ -51,6 +51,11 @@ class TableReader {
   Position element_position(std::string_view key, std::size_t index) const;
   [[noreturn]] void fail(std::string_view key, std::string_view message) const;
   [[noreturn]] void fail_missing(std::string_view key) const;
+  // Located failures when the string at `key` (each string of the array at `key`) is longer than
+  // `max` bytes (manifest/limits.h). string() and strings() already refuse kMaxStringBytes.
+  void check_length(std::string_view key, std::string_view value, std::size_t max) const;
+  void check_lengths(std::string_view key, const std::vector<std::string>& values,
+                     std::size_t max) const;
 
   const SourceText& source() const { return source_; }
   std::string qualified(std::string_view key) const;

@@ -1,7 +1,7 @@
 #include "toolchain/cuda.h"
 
+#include <charconv>
 #include <cstdlib>
-#include <regex>
 
 #include "core/fs.h"
 #include "core/strings.h"
@@ -17,9 +17,16 @@ nlohmann::json CudaToolkit::identity() const {
 }
 
 std::string parse_nvcc_release(const std::string& version_text) {
-  static const std::regex re(R"(release ([0-9]+\.[0-9]+))");
-  std::smatch m;
-  return std::regex_search(version_text, m, re) ? m[1].str() : std::string();
+  // The first "release N.N".
+  std::string_view text = version_text;
+  for (std::size_t at = text.find("release "); at != std::string_view::npos;
+       at = text.find("release ", at + 1)) {
+    Scanner s(text.substr(at + 8));
+    if (!s.take_while(is_ascii_digit).empty() && s.skip('.') &&
+        !s.take_while(is_ascii_digit).empty())
+      return std::string(s.since(0));
+  }
+  return {};
 }
 
 Expected<void> check_cuda_matches(const CudaToolkit& toolkit, const std::string& wanted_version,
@@ -32,14 +39,33 @@ Expected<void> check_cuda_matches(const CudaToolkit& toolkit, const std::string&
   return {};
 }
 
+int host_config_gcc_max(std::string_view text) {
+  for (std::size_t at = text.find("#if"); at != std::string_view::npos;
+       at = text.find("#if", at + 1)) {
+    Scanner s(text.substr(at + 3));
+    if (s.skip_spaces().empty() || !s.skip("__GNUC__")) continue;
+    s.skip_spaces();
+    if (!s.skip('>')) continue;
+    s.skip_spaces();
+    std::string_view digits = s.take_while(is_ascii_digit);
+    if (digits.empty()) continue;
+    // White space holding a line break, then "#error ... unsupported GNU version" on one line.
+    if (s.skip_spaces().find('\n') == std::string_view::npos || !s.skip("#error")) continue;
+    if (s.take_while([](char c) { return c != '\n'; }).find("unsupported GNU version") ==
+        std::string_view::npos)
+      continue;
+    int major = 0;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), major);
+    return ec == std::errc() ? major : 0;  // a number past int is no GCC major
+  }
+  return 0;
+}
+
 GccRange supported_gcc(const CudaToolkit& toolkit) {
   GccRange range;
   auto text = read_file(toolkit.home / "include" / "crt" / "host_config.h");
   if (!text) return range;
-  // The GNU block: "#if __GNUC__ > 15" followed by "#error -- unsupported GNU version!".
-  static const std::regex re(R"(#if\s+__GNUC__\s*>\s*([0-9]+)\s*\n\s*\n?\s*#error[^\n]*unsupported GNU version)");
-  std::smatch m;
-  if (std::regex_search(*text, m, re)) range.max = std::stoi(m[1].str());
+  range.max = host_config_gcc_max(*text);
   return range;
 }
 

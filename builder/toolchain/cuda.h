@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -84,6 +85,9 @@ struct GccRange {
   int max = 0;  // 0: unknown (no host_config.h)
 };
 GccRange supported_gcc(const CudaToolkit& toolkit);
+// The N of the GNU block of a host_config.h's text ("#if __GNUC__ > N", then
+// "#error -- unsupported GNU version!" on a later line); 0 when there is none.
+int host_config_gcc_max(std::string_view host_config);
 // Fails with what to do when `cxx` is a GCC outside the toolkit's range; other compilers pass.
 Expected<void> check_host_compiler(const CudaToolkit& toolkit, const HostCompiler& cxx);
 

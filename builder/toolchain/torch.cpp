@@ -1,7 +1,5 @@
 #include "toolchain/torch.h"
 
-#include <regex>
-
 #include "archive/unpack.h"
 #include "core/fs.h"
 #include "core/hash.h"
@@ -18,13 +16,53 @@ namespace {
 const std::vector<std::string> kLibFiles = {"libc10.so", "libc10_cuda.so", "libtorch.so",
                                             "libtorch_cpu.so", "libtorch_cuda.so", "libtorch_python.so"};
 
-std::string py_string_var(const std::string& text, const std::string& name) {
-  std::regex re(name + R"(\s*(?::\s*[A-Za-z_\[\]\. ]+)?=\s*['"]([^'"]*)['"])");
-  std::smatch m;
-  return std::regex_search(text, m, re) ? m[1].str() : std::string();
+}  // namespace
+
+std::string py_string_var(std::string_view text, std::string_view name) {
+  auto in_annotation = [](char c) {
+    return is_ascii_alpha(c) || c == '_' || c == '[' || c == ']' || c == '.' || c == ' ';
+  };
+  auto is_quote = [](char c) { return c == '\'' || c == '"'; };
+  for (std::size_t at = text.find(name); at != std::string_view::npos;
+       at = text.find(name, at + 1)) {
+    Scanner s(text.substr(at + name.size()));
+    s.skip_spaces();
+    if (s.skip(':')) {
+      // ":" white space, then at least one annotation character (a blank counts as either).
+      std::string_view blank = s.skip_spaces();
+      if (s.take_while(in_annotation).empty() && !blank.ends_with(' ')) continue;
+    }
+    if (!s.skip('=')) continue;
+    s.skip_spaces();
+    if (!is_quote(s.peek())) continue;
+    s.skip(s.peek());
+    std::string_view value = s.take_while([&](char c) { return !is_quote(c); });
+    if (s.done()) continue;  // no closing quote
+    return std::string(value);
+  }
+  return {};
 }
 
-}  // namespace
+std::vector<std::string> pybind_abi_defines(std::string_view libtorch_python) {
+  // The first __pybind11_internals_v<N>_<compiler>_<stdlib>_cxxabi<N>__ ([a-z]+ each).
+  const std::string_view prefix = "__pybind11_internals_v";
+  for (std::size_t at = libtorch_python.find(prefix); at != std::string_view::npos;
+       at = libtorch_python.find(prefix, at + 1)) {
+    Scanner s(libtorch_python.substr(at + prefix.size()));
+    if (s.take_while(is_ascii_digit).empty() || !s.skip('_')) continue;
+    std::string_view compiler = s.take_while(is_ascii_lower);
+    if (compiler.empty() || !s.skip('_')) continue;
+    std::string_view stdlib = s.take_while(is_ascii_lower);
+    if (stdlib.empty() || !s.skip('_')) continue;
+    std::size_t abi_at = s.pos();
+    if (!s.skip("cxxabi") || s.take_while(is_ascii_digit).empty()) continue;
+    std::string_view abi = s.since(abi_at);
+    if (!s.skip("__")) continue;
+    return {cat("-DPYBIND11_COMPILER_TYPE=\"_", compiler, "\""),
+            cat("-DPYBIND11_STDLIB=\"_", stdlib, "\""), cat("-DPYBIND11_BUILD_ABI=\"_", abi, "\"")};
+  }
+  return {};
+}
 
 const std::vector<std::string>& torch_link_libraries() {
   static const std::vector<std::string> libs = {"c10", "torch", "torch_cpu", "torch_python",
@@ -73,13 +111,7 @@ Expected<TorchSysroot> read_torch_sysroot(const fs::path& torch_dir) {
     if (ext->find("_PYBIND11_COMPILER_TYPE") != std::string::npos) {
       // Old torch: the pybind11 ABI strings are baked into libtorch_python's internals key.
       auto py = read_file(torch_dir / "lib" / "libtorch_python.so");
-      static const std::regex key(R"(__pybind11_internals_v\d+_([a-z]+)_([a-z]+)_(cxxabi\d+)__)");
-      std::smatch m;
-      if (py && std::regex_search(*py, m, key)) {
-        t.pybind_defines = {cat("-DPYBIND11_COMPILER_TYPE=\"_", m[1].str(), "\""),
-                            cat("-DPYBIND11_STDLIB=\"_", m[2].str(), "\""),
-                            cat("-DPYBIND11_BUILD_ABI=\"_", m[3].str(), "\"")};
-      }
+      if (py) t.pybind_defines = pybind_abi_defines(*py);
     }
   }
   return t;

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -37,6 +38,13 @@ Expected<TorchSysroot> torch_from_wheel(const std::filesystem::path& wheel, cons
 Expected<TorchSysroot> read_torch_sysroot(const std::filesystem::path& torch_dir);
 // torch of a Python environment: asks the interpreter where torch is, then reads its files.
 Expected<TorchSysroot> torch_from_environment(const std::string& interpreter);
+
+// The string a Python file assigns to `name` ("__version__ = '2.11.0'", "cuda: Optional[str] =
+// '13.0'"): the first such assignment, "" when there is none.
+std::string py_string_var(std::string_view text, std::string_view name);
+// The pybind11 ABI defines an old torch's cpp_extension passed, from the internals key baked into
+// libtorch_python ("__pybind11_internals_v4_gcc_libstdcpp_cxxabi1011__"); empty when it has none.
+std::vector<std::string> pybind_abi_defines(std::string_view libtorch_python);
 
 // The libraries kiln links extensions against, in cpp_extension's order.
 const std::vector<std::string>& torch_link_libraries();

@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -78,5 +79,29 @@ class Findings {
 };
 
 CheckResult skipped(std::string id, std::string why);
+
+// The checks' matchers of names and header lines (each in its check's file; declared for tests).
+// metadata: a "Name: value" header line (ASCII name, then ":" and nothing or " " and a value
+// without CR or LF); a Metadata-Version kiln knows (1.0, 1.1, 1.2, 2.N); a normalised local
+// version label ([a-z0-9]+ parts joined by dots).
+bool is_metadata_header_line(std::string_view line);
+bool is_known_metadata_version(std::string_view version);
+bool is_normalized_local_label(std::string_view label);
+// tags: the glibc minor of a manylinux platform tag (manylinux_2_28_x86_64 -> 28, as large as an
+// int holds; manylinux1/2010/2014 -> 5/12/17) with its architecture in `arch`, or -1 when it is
+// not one.
+int manylinux_minor(std::string_view tag, std::string& arch);
+// tags: an extension module's name NAME.cpython-3<minor>[t]-<arch>-linux-gnu.so.
+struct CpythonSuffix {
+  std::string minor;  // "11" of cpython-311
+  bool free_threaded = false;
+  std::string arch;
+};
+std::optional<CpythonSuffix> cpython_suffix(std::string_view file_name);
+bool is_abi3_module(std::string_view file_name);  // NAME.abi3.so
+// elf: lib<a CUDA library>.so[.N]...
+bool is_cuda_library(std::string_view soname);
+// torch-abi: the N of libcudart.so.N ("" when `soname` is not one).
+std::string_view cudart_major(std::string_view soname);
 
 }  // namespace kiln::validate

@@ -2,7 +2,6 @@
 // library bundled in the wheel; no RPATH/RUNPATH outside the wheel; absolute build paths baked
 // into the binaries are reported (a warning: they are harmless to run but leak the build machine).
 #include <algorithm>
-#include <regex>
 #include <set>
 
 #include "core/strings.h"
@@ -25,13 +24,6 @@ const std::set<std::string>& system_libraries() {
       "libresolv.so.2", "libnsl.so.1", "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1",
       "libgcc_s.so.1", "libstdc++.so.6"};
   return libs;
-}
-
-// The CUDA libraries torch's own dependencies (nvidia-* wheels) or the driver provide.
-bool is_cuda_library(const std::string& name) {
-  static const std::regex re(
-      R"(^lib(cudart|cublas|cublasLt|cufft|cufftw|curand|cusolver|cusparse|cusparseLt|nvrtc|nvrtc-builtins|nvJitLink|nvToolsExt|cupti|nccl|cudnn|cufile|nvshmem_host|cuda)\.so(\.[0-9]+)*$)");
-  return std::regex_match(name, re);
 }
 
 // Strings in the image that look like absolute paths of a build machine.
@@ -62,6 +54,22 @@ bool origin_relative(const std::string& entry) {
 }
 
 }  // namespace
+
+// The CUDA libraries torch's own dependencies (nvidia-* wheels) or the driver provide:
+// lib<name>.so, then any number of ".N" (none of the names holds a dot).
+bool is_cuda_library(std::string_view soname) {
+  static const std::set<std::string_view> names = {
+      "cudart",   "cublas",     "cublasLt", "cufft",          "cufftw",    "curand",     "cusolver",
+      "cusparse", "cusparseLt", "nvrtc",    "nvrtc-builtins", "nvJitLink", "nvToolsExt", "cupti",
+      "nccl",     "cudnn",      "cufile",   "nvshmem_host",   "cuda"};
+  Scanner s(soname);
+  if (!s.skip("lib") || !names.count(s.take_while([](char c) { return c != '.'; })) ||
+      !s.skip(".so"))
+    return false;
+  while (s.skip('.'))
+    if (s.take_while(is_ascii_digit).empty()) return false;
+  return s.done();
+}
 
 CheckResult check_elf(const LoadedWheel& w) {
   if (!w.zip) return skipped("elf", "the archive is unreadable");

@@ -2,9 +2,9 @@
 // name and the dist-info directory; PEP 440 version and local label; Requires-Python present;
 // for kiln's compiled wheels, the torch pin and local label agree with the provenance.
 #include <algorithm>
-#include <regex>
 
 #include "core/strings.h"
+#include "manifest/limits.h"
 #include "manifest/version.h"
 #include "validate/checks.h"
 #include "wheel/metadata.h"
@@ -14,10 +14,8 @@ namespace kiln::validate {
 
 namespace {
 
-
 // The header lines up to the first empty line must each be "Name: value" or a continuation.
 std::string header_problem(std::string_view text) {
-  static const std::regex field(R"(^[A-Za-z0-9][A-Za-z0-9-]*:( .*|)$)");
   std::size_t line_no = 0, pos = 0;
   while (pos < text.size()) {
     std::size_t end = text.find('\n', pos);
@@ -28,9 +26,18 @@ std::string header_problem(std::string_view text) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) break;
     if ((line[0] == ' ' || line[0] == '\t') && line_no > 1) continue;
-    if (!std::regex_match(line, field)) return cat("line ", line_no, " is not a 'Name: value' header: ", line.substr(0, 60));
+    if (!is_metadata_header_line(line))
+      return cat("line ", line_no, " is not a 'Name: value' header: ", line.substr(0, 60));
   }
   return "";
+}
+
+using manifest::kMaxNameBytes;
+using manifest::kMaxRequirementBytes;
+
+// A value too long to check, shortened for the message.
+std::string too_long(std::string_view what, std::string_view value, std::size_t max) {
+  return cat(what, " '", printable_excerpt(value), "' is longer than ", max, " bytes");
 }
 
 std::string torch_minor_of(const std::string& version) {
@@ -39,6 +46,29 @@ std::string torch_minor_of(const std::string& version) {
 }
 
 }  // namespace
+
+bool is_metadata_header_line(std::string_view line) {
+  // [A-Za-z0-9][A-Za-z0-9-]*:, then nothing or " " and a value without a line break.
+  Scanner s(line);
+  if (!is_ascii_alnum(s.peek())) return false;
+  s.take_while([](char c) { return is_ascii_alnum(c) || c == '-'; });
+  if (!s.skip(':')) return false;
+  return s.done() || (s.skip(' ') && s.rest().find_first_of("\r\n") == std::string_view::npos);
+}
+
+bool is_known_metadata_version(std::string_view v) {
+  if (v == "1.0" || v == "1.1" || v == "1.2") return true;
+  return v.size() > 2 && v.substr(0, 2) == "2." &&
+         std::all_of(v.begin() + 2, v.end(), is_ascii_digit);
+}
+
+bool is_normalized_local_label(std::string_view label) {
+  for (const auto& part : split(label, ".", /*skip_empty=*/false))
+    if (part.empty() || !std::all_of(part.begin(), part.end(),
+                                     [](char c) { return is_ascii_lower(c) || is_ascii_digit(c); }))
+      return false;
+  return true;
+}
 
 CheckResult check_metadata(const LoadedWheel& w) {
   if (!w.zip) return skipped("metadata", "the archive is unreadable");
@@ -61,14 +91,16 @@ CheckResult check_metadata(const LoadedWheel& w) {
   f.data()["version"] = version;
   f.data()["metadata_version"] = mv;
 
-  static const std::regex mv_re(R"(^(1\.[012]|2\.[0-9]+)$)");
   if (mv.empty()) f.fail("METADATA has no Metadata-Version");
-  else if (!std::regex_match(mv, mv_re)) f.fail(cat("METADATA's Metadata-Version ", mv, " is not a known core metadata version"));
+  else if (!is_known_metadata_version(mv))
+    f.fail(cat("METADATA's Metadata-Version ", mv, " is not a known core metadata version"));
   for (const char* single : {"Metadata-Version", "Name", "Version", "Requires-Python"})
     if (md.all(single).size() > 1) f.fail(cat("METADATA has ", md.all(single).size(), " ", single, " fields"));
 
   if (name.empty()) {
     f.fail("METADATA has no Name");
+  } else if (name.size() > kMaxNameBytes) {
+    f.fail(too_long("METADATA Name", name, kMaxNameBytes));
   } else {
     if (!manifest::is_valid_project_name(name)) f.fail(cat("METADATA Name '", name, "' is not a valid project name"));
     if (manifest::wheel_name(name) != manifest::wheel_name(w.name.distribution))
@@ -97,17 +129,22 @@ CheckResult check_metadata(const LoadedWheel& w) {
     std::string pub = version.substr(0, plus);
     if (plus != std::string::npos) local = version.substr(plus + 1);
     if (!manifest::is_valid_version(pub)) f.fail(cat("version ", version, " is not a canonical PEP 440 version"));
-    static const std::regex local_re(R"(^[a-z0-9]+(\.[a-z0-9]+)*$)");
-    if (plus != std::string::npos && !std::regex_match(local, local_re))
+    if (plus != std::string::npos && !is_normalized_local_label(local))
       f.fail(cat("local version label '", local, "' is not normalised (lowercase letters, digits and dots)"));
   }
 
   std::string rp = md.first("Requires-Python");
   if (rp.empty()) f.fail("METADATA has no Requires-Python");
+  else if (rp.size() > kMaxRequirementBytes)
+    f.fail(too_long("Requires-Python", rp, kMaxRequirementBytes));
   else if (!manifest::is_valid_specifier_set(rp)) f.fail(cat("Requires-Python '", rp, "' is not a valid specifier set"));
 
   std::string torch_pin;
   for (const auto& req : md.all("Requires-Dist")) {
+    if (req.size() > kMaxRequirementBytes) {
+      f.fail(too_long("Requires-Dist", req, kMaxRequirementBytes));
+      continue;
+    }
     if (!manifest::is_valid_requirement(req)) {
       f.fail(cat("Requires-Dist '", req, "' is not a valid PEP 508 requirement"));
       continue;

@@ -2,7 +2,8 @@
 // Python/ABI tag; compiled code is not tagged "any"; the manylinux level is not lower than the
 // newest GLIBC_/GLIBCXX_/CXXABI_/GCC_ version the ELF files need (auditwheel's rule).
 #include <algorithm>
-#include <regex>
+#include <charconv>
+#include <climits>
 #include <set>
 
 #include "core/strings.h"
@@ -14,26 +15,57 @@ namespace kiln::validate {
 
 namespace {
 
-// The glibc minor a platform tag promises (manylinux_2_28_x86_64 -> 28), or -1 when it is not a
-// manylinux tag; `arch` gets the architecture part.
-int manylinux_minor(const std::string& tag, std::string& arch) {
-  static const std::regex pep600(R"(^manylinux_2_([0-9]+)_([a-z0-9_]+)$)");
-  static const std::regex legacy(R"(^manylinux(1|2010|2014)_([a-z0-9_]+)$)");
-  std::smatch m;
-  if (std::regex_match(tag, m, pep600)) {
-    arch = m[2];
-    return std::stoi(m[1].str());
-  }
-  if (std::regex_match(tag, m, legacy)) {
-    arch = m[2];
-    return m[1] == "1" ? 5 : m[1] == "2010" ? 12 : 17;
-  }
-  return -1;
+bool is_arch_char(char c) {
+  return is_ascii_lower(c) || is_ascii_digit(c) || c == '_';
 }
 
 std::string basename(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 
 }  // namespace
+
+int manylinux_minor(std::string_view tag, std::string& arch) {
+  Scanner s(tag);
+  int minor = -1;
+  if (s.skip("manylinux_2_")) {  // PEP 600: manylinux_2_<minor>_<arch>
+    std::string_view digits = s.take_while(is_ascii_digit);
+    if (digits.empty() || !s.skip('_')) return -1;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), minor);
+    if (ec != std::errc()) minor = INT_MAX;  // more than an int holds: promises every glibc
+  } else if (s.skip("manylinux")) {          // PEP 513, 571, 599
+    minor = s.skip("1_") ? 5 : s.skip("2010_") ? 12 : s.skip("2014_") ? 17 : -1;
+    if (minor < 0) return -1;
+  } else {
+    return -1;
+  }
+  std::string_view arch_part = s.take_while(is_arch_char);
+  if (arch_part.empty() || !s.done()) return -1;
+  arch = std::string(arch_part);
+  return minor;
+}
+
+// NAME.cpython-3<digits>[t]-<arch>-linux-gnu.so, NAME non-empty and without a line break. Only the
+// last ".cpython-3" can start the suffix: the suffix holds no other dot than that of ".so".
+std::optional<CpythonSuffix> cpython_suffix(std::string_view file_name) {
+  std::size_t at = file_name.rfind(".cpython-3");
+  if (at == std::string_view::npos || at == 0 ||
+      file_name.substr(0, at).find_first_of("\r\n") != std::string_view::npos)
+    return std::nullopt;
+  Scanner s(file_name.substr(at + 10));
+  CpythonSuffix out;
+  out.minor = std::string(s.take_while(is_ascii_digit));
+  out.free_threaded = s.skip('t');
+  if (out.minor.empty() || !s.skip('-')) return std::nullopt;
+  out.arch = std::string(s.take_while(is_arch_char));
+  if (out.arch.empty() || !s.skip("-linux-gnu.so") || !s.done()) return std::nullopt;
+  return out;
+}
+
+bool is_abi3_module(std::string_view file_name) {  // NAME.abi3.so, NAME as above
+  const std::string_view suffix = ".abi3.so";
+  return file_name.size() > suffix.size() && file_name.ends_with(suffix) &&
+         file_name.substr(0, file_name.size() - suffix.size()).find_first_of("\r\n") ==
+             std::string_view::npos;
+}
 
 CheckResult check_tags(const LoadedWheel& w) {
   if (!w.zip) return skipped("tags", "the archive is unreadable");
@@ -80,25 +112,23 @@ CheckResult check_tags(const LoadedWheel& w) {
     if (!abi.empty() && !abis.count(abi))
       f.fail(cat("the wheel was built for ", abi, " (provenance) but is tagged ", join(w.name.abi_tags, ".")));
   }
-  static const std::regex cpython(R"(^.+\.cpython-3([0-9]+)(t?)-([a-z0-9_]+)-linux-gnu\.so$)");
-  static const std::regex abi3(R"(^.+\.abi3\.so$)");
   std::vector<std::string> modules;
   for (const auto& b : w.binaries) {
     if (!b.extension) continue;
     std::string name = basename(b.path);
     modules.push_back(b.path);
-    std::smatch m;
-    if (std::regex_match(name, m, cpython)) {
-      std::string tag = cat("cp3", m[1].str(), m[2].str());
+    if (auto m = cpython_suffix(name)) {
+      std::string tag = cat("cp3", m->minor, m->free_threaded ? "t" : "");
       if (!abis.count(tag))
         f.fail(cat(b.path, " is built for ", tag, " but the wheel's ABI tag is ", join(w.name.abi_tags, ".")));
-      if (!pythons.count(cat("cp3", m[1].str())))
-        f.fail(cat(b.path, " is built for cp3", m[1].str(), " but the wheel's Python tag is ", join(w.name.python_tags, ".")));
-      std::string arch = m[3];
+      if (!pythons.count(cat("cp3", m->minor)))
+        f.fail(cat(b.path, " is built for cp3", m->minor, " but the wheel's Python tag is ",
+                   join(w.name.python_tags, ".")));
+      const std::string& arch = m->arch;
       for (const auto& pl : w.name.platform_tags)
         if (pl != "any" && (pl.size() < arch.size() || pl.compare(pl.size() - arch.size(), arch.size(), arch) != 0))
           f.fail(cat(b.path, " is built for ", arch, " but the platform tag is ", pl));
-    } else if (std::regex_match(name, abi3)) {
+    } else if (is_abi3_module(name)) {
       if (!abis.count("abi3")) f.fail(cat(b.path, " is a stable-ABI module but the wheel's ABI tag is ", join(w.name.abi_tags, ".")));
     } else {
       f.warn(cat(b.path, " has no ABI suffix, so any CPython would load it; its tag cannot be checked"));

@@ -5,11 +5,11 @@
 #include <cxxabi.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <regex>
 #include <set>
 #include <unordered_set>
 
@@ -80,7 +80,21 @@ fs::path find_library(const std::string& name, const std::vector<fs::path>& dirs
 
 int major_of(const std::string& version) { return std::atoi(version.c_str()); }
 
+// Whether a run of digits is `n` (leading zeros allowed; too long for an int is no match).
+bool same_number(std::string_view digits, int n) {
+  int value = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  return ec == std::errc() && end == digits.data() + digits.size() && value == n;
+}
+
 }  // namespace
+
+std::string_view cudart_major(std::string_view soname) {
+  Scanner s(soname);
+  if (!s.skip("libcudart.so.")) return {};
+  std::string_view digits = s.take_while(is_ascii_digit);
+  return s.done() ? digits : std::string_view();
+}
 
 std::vector<fs::path> default_library_dirs() {
   std::vector<fs::path> dirs;
@@ -139,16 +153,16 @@ CheckResult check_torch_abi(const LoadedWheel& w, const Options& options) {
     if (!b.info.soname.empty()) bundled.insert(b.info.soname);
     bundled.insert(b.path.substr(b.path.rfind('/') + 1));
   }
-  static const std::regex cudart(R"(^libcudart\.so\.([0-9]+)$)");
   std::set<std::string> unchecked_libs;
   for (const auto& b : w.binaries)
     for (const auto& n : b.info.needed) {
       if (bundled.count(n) || n.rfind("libc10", 0) == 0 || n.rfind("libtorch", 0) == 0) continue;
       wanted.insert(n);
-      std::smatch m;
-      if (std::regex_match(n, m, cudart) && !torch.cuda.empty() && std::stoi(m[1].str()) != major_of(torch.cuda))
-        f.fail(cat(b.path, " needs ", n, " (CUDA ", m[1].str(), ") but ", torch_name, " is built with CUDA ", torch.cuda,
-                   ", whose environments provide libcudart.so.", major_of(torch.cuda)));
+      std::string_view cudart = cudart_major(n);
+      if (!cudart.empty() && !torch.cuda.empty() && !same_number(cudart, major_of(torch.cuda)))
+        f.fail(cat(b.path, " needs ", n, " (CUDA ", cudart, ") but ", torch_name,
+                   " is built with CUDA ", torch.cuda, ", whose environments provide libcudart.so.",
+                   major_of(torch.cuda)));
     }
   for (const auto& lib : wanted) {
     fs::path file = find_library(lib, dirs);

@@ -1,6 +1,5 @@
 #include "wheel/metadata.h"
 
-#include <regex>
 #include <set>
 
 #include "core/hash.h"
@@ -19,6 +18,23 @@ std::string one_line(std::string_view s) {
   return out;
 }
 
+// The extras a requirement's marker names: each `extra == "name"` (either quote; what
+// extra\s*==\s*["']([^"']+)["'] found, left to right, one after the other).
+void add_extras(std::string_view requirement, std::set<std::string>& extras) {
+  for (std::size_t at = requirement.find("extra"); at != std::string_view::npos;
+       at = requirement.find("extra", at + 1)) {
+    Scanner s(requirement.substr(at + 5));
+    s.skip_spaces();
+    if (!s.skip("==")) continue;
+    s.skip_spaces();
+    if (!s.skip('"') && !s.skip('\'')) continue;
+    std::string_view name = s.take_while([](char c) { return c != '"' && c != '\''; });
+    if (name.empty() || s.done()) continue;
+    extras.insert(std::string(name));
+    at += 5 + s.pos();  // the closing quote: the next match starts after it
+  }
+}
+
 }  // namespace
 
 std::string CoreMetadata::render() const {
@@ -31,11 +47,9 @@ std::string CoreMetadata::render() const {
   for (const auto& f : license_files) out += cat("License-File: ", one_line(f), "\n");
   if (!requires_python.empty()) out += cat("Requires-Python: ", one_line(requires_python), "\n");
   std::set<std::string> extras;
-  static const std::regex extra_re(R"(extra\s*==\s*["']([^"']+)["'])");
   for (const auto& r : requires_dist) {
     out += cat("Requires-Dist: ", one_line(r), "\n");
-    for (auto it = std::sregex_iterator(r.begin(), r.end(), extra_re); it != std::sregex_iterator(); ++it)
-      extras.insert((*it)[1].str());
+    add_extras(r, extras);
   }
   for (const auto& e : extras) out += cat("Provides-Extra: ", e, "\n");
   if (!description_content_type.empty())

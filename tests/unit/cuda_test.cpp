@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <map>
+#include <regex>
 
 #include "archive/zip_writer.h"
 #include "core/fs.h"
@@ -264,6 +265,49 @@ TEST(CudaSystem, TheMachinesToolkitWhenThereIsOne) {
   EXPECT_EQ(source->identity().value()["version"], t.version);
   // The machine's toolkit states its own GCC limit.
   EXPECT_GE(supported_gcc(t).max, 12);
+}
+
+// parse_nvcc_release and the host_config.h reader were std::regex searches; the hand-written ones
+// find the same thing on short texts and never recurse on long ones.
+TEST(CudaText, MatchersAgreeWithTheRegularExpressionsTheyReplaced) {
+  const std::regex release(R"(release ([0-9]+\.[0-9]+))");
+  for (std::string s :
+       {"Cuda compilation tools, release 13.0, V13.0.88", "release 12.8", "release 12.",
+        "release .8", "release  12.8", "release 12.8.1", "releases 1.2 release 3.4",
+        "release x release 1.2", "Release 1.2", "release 1", "", "release 123.456789"}) {
+    std::smatch m;
+    EXPECT_EQ(parse_nvcc_release(s), std::regex_search(s, m, release) ? m[1].str() : "")
+        << "'" << s << "'";
+  }
+  const std::regex gcc(
+      R"(#if\s+__GNUC__\s*>\s*([0-9]+)\s*\n\s*\n?\s*#error[^\n]*unsupported GNU version)");
+  for (std::string s :
+       {std::string(kHostConfig), std::string("#if __GNUC__ > 13\n#error unsupported GNU version"),
+        std::string("#if __GNUC__>13\n\n\n  #error -- unsupported GNU version!"),
+        std::string("#if __GNUC__ > 13 #error unsupported GNU version"),
+        std::string("#if __GNUC__ > 13\n#error other\nunsupported GNU version"),
+        std::string("#ifdef __GNUC__ > 13\n#error unsupported GNU version"),
+        std::string("#if  \t __GNUC__ \n > \n 14 \t\n\t#error x unsupported GNU version y"),
+        std::string(
+            "#if __GNUC__ > 13\n#error x\n#if __GNUC__ > 14\n#error unsupported GNU version"),
+        std::string("#if __GNUC__ > \n#error unsupported GNU version"),
+        std::string("#if__GNUC__ > 13\n#error unsupported GNU version"),
+        std::string("#if __GNUC__ > 13\r\n#error unsupported GNU version"),
+        std::string("#if __GNUC__ > 13\r#error unsupported GNU version"), std::string()}) {
+    std::smatch m;
+    int want = std::regex_search(s, m, gcc) ? std::stoi(m[1].str()) : 0;
+    EXPECT_EQ(host_config_gcc_max(s), want) << "'" << s << "'";
+  }
+  // std::stoi threw on this one; a number past int is no GCC major.
+  EXPECT_EQ(
+      host_config_gcc_max("#if __GNUC__ > 99999999999999999999\n#error unsupported GNU version"),
+      0);
+  const std::string mb(1 << 20, ' ');
+  EXPECT_EQ(parse_nvcc_release("release " + std::string(1 << 20, '1') + ".2"),
+            std::string(1 << 20, '1') + ".2");
+  EXPECT_EQ(host_config_gcc_max("#if" + mb + "__GNUC__" + mb + ">" + mb + "15" + mb + "\n" + mb +
+                                "#error" + std::string(1 << 20, '-') + "unsupported GNU version"),
+            15);
 }
 
 }  // namespace kiln::toolchain

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <regex>
 
 #include "core/fs.h"
 #include "core/hash.h"
@@ -247,6 +248,61 @@ TEST_F(ManifestTest, CaretContextIsCutToASaneWidth) {
   EXPECT_EQ(lines[1].back(), '^');
   EXPECT_LE(lines[1].size(), lines[0].size());  // the caret stands within the excerpt
   EXPECT_EQ(m.error().message.find('\x1b'), std::string::npos);
+
+// Strings of 1 MB in every field a regular expression once checked (each overflowed the stack
+// of std::regex: SIGSEGV), and in any other string: a located error naming the cap.
+TEST_F(ManifestTest, LongStringsGetLocatedErrorsNamingTheCap) {
+  struct Case {
+    std::string from, before, after;  // `from` becomes before + a long string + after
+    std::string where, what;          // "LINE:COL", the key as the message names it
+    std::size_t cap;
+  };
+  const std::vector<Case> cases = {
+      {"name = \"demo\"", "name = \"", "\"", "2:8", "'package.name'", 200},
+      {"version = \"1.0.0\"", "version = \"1.", "\"", "3:11", "'package.version'", 128},
+      {"\">=3.9\"", "\">=3.", "\"", "6:19", "'package.requires-python'", 4096},
+      {"[\"einops\", \"torch\"]", "[\"einops\", \"torch>=", "\"]", "7:27",
+       "an entry of 'package.dependencies'", 4096},
+      {"pypi = \"demo\"", "pypi = \"", "\"", "10:8", "'source.pypi'", 200},
+      {"packages = [\"demo\"]", "packages = [\"", "\"]", "18:13", "an entry of 'build.packages'",
+       200},
+      {"name = \"demo_cuda\"", "name = \"", "\"", "21:8", "'build.extension.name'", 200},
+      // Any other string: only the general cap.
+      {"summary = \"A demo extension\"", "summary = \"", "\"", "4:11", "'package.summary'", 65536},
+      {"[\"-O3\"]", "[\"", "\"]", "23:15", "an entry of 'build.extension.nvcc-flags'", 65536},
+  };
+  // 60 KB: over the field's cap; 1 MB: over the cap on any string, checked first.
+  for (std::size_t size : {std::size_t{60000}, std::size_t{1} << 20}) {
+    for (const auto& c : cases) {
+      if (size <= c.cap) {  // under the cap on any string: valid here
+        EXPECT_EQ(error_of(edit(c.from, c.before + std::string(size, 'x') + c.after)),
+                  "<no error>");
+        continue;
+      }
+      auto m = parse(edit(c.from, c.before + std::string(size, '1') + c.after));
+      ASSERT_FALSE(m) << c.what;
+      EXPECT_EQ(m.error().kind, ErrorKind::BadInput);
+      std::size_t cap = size > 65536 ? 65536 : c.cap;
+      EXPECT_EQ(m.error().message, cat("manifests/demo/1.0.0.toml:", c.where, ": ", c.what,
+                                       " is longer than ", cap, " bytes"));
+    }
+  }
+  // At the cap, the ordinary checks decide.
+  EXPECT_EQ(
+      error_of(edit("name = \"demo\"", "name = \"" + std::string(200, 'a') + "\"")).find("longer"),
+      std::string::npos);
+  // Long but under the caps: what a regular expression once checked is decided in one pass.
+  EXPECT_EQ(error_of(edit("\"einops\", ", "\"einops; " + std::string(4000, 'x') + "\", ")),
+            "<no error>");
+}
+
+TEST(ManifestNames, IdentifierAgreesWithTheRegularExpressionItReplaced) {
+  const std::regex old(R"(^[A-Za-z_][A-Za-z0-9_]*$)");
+  for (std::string s : {"a", "_", "_1", "A_b9", "9a", "", "a-b", "a.b", "a b", "\xc3\xa4", "a\n",
+                        "__init__", "Z", "z9_", "1", "a$"})
+    EXPECT_EQ(is_identifier(s), std::regex_match(s, old)) << "'" << s << "'";
+  EXPECT_TRUE(is_identifier(std::string(1 << 20, 'a')));
+  EXPECT_FALSE(is_identifier(std::string(1 << 20, 'a') + "-"));
 }
 
 // Fuzzing found toml++ 3.3.0 reaching __builtin_unreachable on non-ASCII code points

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <regex>
+#include <set>
+
 namespace kiln::wheel {
 
 TEST(Metadata, RendersCoreMetadataWithExtras) {
@@ -25,6 +28,42 @@ TEST(Metadata, RendersCoreMetadataWithExtras) {
   EXPECT_EQ(parsed.first("name"), "causal-conv1d");
   EXPECT_EQ(parsed.all("Requires-Dist").size(), 3u);
   EXPECT_EQ(parsed.body, "# Title\nbody\n");
+}
+
+// The extras were found with std::regex extra\s*==\s*["']([^"']+)["'] (sregex_iterator): the
+// hand-written search finds the same ones, and a 1 MB extra name no longer overflows the stack.
+TEST(Metadata, ExtrasAgreeWithTheRegularExpressionTheyReplaced) {
+  const std::regex old(R"(extra\s*==\s*["']([^"']+)["'])");
+  auto extras_of = [](const std::string& requirement) {
+    CoreMetadata m;
+    m.name = "a";
+    m.version = "1";
+    m.requires_dist = {requirement};
+    std::set<std::string> out;
+    std::string text = m.render();
+    const std::string field = "\nProvides-Extra: ";
+    for (auto at = text.find(field); at != std::string::npos; at = text.find(field, at + 1)) {
+      auto start = at + field.size();
+      out.insert(text.substr(start, text.find('\n', start) - start));
+    }
+    return out;
+  };
+  for (std::string r :
+       {"a; extra == 'x'", "a; extra==\"x\"", "a; extra == 'x\"", "a; extra\t==\n'x'",
+        "a; extra = 'x'", "a; extra == ''", "a; extra == 'x", "a; extra == x",
+        "a; extra == 'x' or extra == \"y\"", "a; extraextra == 'x'", "a; extra == 'extra=='y''",
+        "a; extra == \"extra == 'y'\" and extra == 'z'", "a; (extra == 'x y')",
+        "extra=='a'extra=='b'", "a; extra == 'x' and python_version < '3.9'", "a; EXTRA == 'x'",
+        "a; extra ==  'x'extra", ""}) {
+    std::set<std::string> want;
+    for (auto it = std::sregex_iterator(r.begin(), r.end(), old); it != std::sregex_iterator();
+         ++it)
+      want.insert((*it)[1].str());
+    EXPECT_EQ(extras_of(r), want) << "'" << r << "'";
+  }
+  const std::string mb(1 << 20, 'x');
+  EXPECT_EQ(extras_of("a; extra == '" + mb + "'"), std::set<std::string>{mb});
+  EXPECT_EQ(extras_of("a; extra == '" + mb), std::set<std::string>{});
 }
 
 TEST(Metadata, PinTorch) {

@@ -97,4 +97,26 @@ TEST_F(RepositoryTest, Targets) {
   EXPECT_EQ(repo.target("Bad Name").error().message, "bad target name 'Bad Name'");
 }
 
+// Command-line arguments of 1 MB (std::regex overflowed the stack on them: SIGSEGV): refused by
+// their length first, the message showing only their start.
+TEST_F(RepositoryTest, LongArgumentsAreRefusedByLength) {
+  add("pkg-a", "pkg-a", "1.0.0");
+  Repository repo = load().value();
+  const std::string mb(1 << 20, 'a'), start(60, 'a');
+  EXPECT_EQ(repo.select(mb).error().message,
+            "bad package spec '" + start + "...': the name is longer than 200 bytes");
+  EXPECT_EQ(repo.select(mb + "==1.0.0").error().message,
+            "bad package spec '" + start + "...': the name is longer than 200 bytes");
+  EXPECT_EQ(repo.select("pkg-a==1." + std::string(1 << 20, '0')).error().message,
+            "bad package spec 'pkg-a==1." + std::string(51, '0') +
+                "...': the version is longer than 128 bytes");
+  EXPECT_EQ(repo.select("pkg-a==1." + std::string(1 << 20, '0')).error().kind, ErrorKind::BadInput);
+  EXPECT_EQ(repo.target(mb).error().message,
+            "bad target name '" + start + "...': longer than 128 bytes");
+  // At the caps, the ordinary answers.
+  EXPECT_EQ(repo.select(std::string(200, 'a')).error().message.rfind("no manifest for package", 0),
+            0u);
+  EXPECT_EQ(repo.target(std::string(128, 'a')).error().message.rfind("no target '", 0), 0u);
+}
+
 }  // namespace kiln::manifest

@@ -70,3 +70,49 @@ TEST(Strings, ParseByteSize) {
 }
 
 }  // namespace kiln
+
+namespace kiln {
+
+TEST(Strings, AsciiClassesIgnoreTheLocale) {
+  EXPECT_TRUE(is_ascii_digit('0') && is_ascii_digit('9') && !is_ascii_digit('a') &&
+              !is_ascii_digit('\xb2'));
+  EXPECT_TRUE(is_ascii_lower('a') && !is_ascii_lower('A') && !is_ascii_lower('\xe4'));
+  EXPECT_TRUE(is_ascii_alpha('Z') && !is_ascii_alpha('_') && !is_ascii_alpha('\xc3'));
+  EXPECT_TRUE(is_ascii_alnum('7') && is_ascii_alnum('q') && !is_ascii_alnum('-'));
+  for (char c : std::string(" \t\n\v\f\r")) EXPECT_TRUE(is_ascii_space(c)) << int(c);
+  for (char c : std::string("\x08\x0e\x1f\xa0x\0", 6)) EXPECT_FALSE(is_ascii_space(c)) << int(c);
+}
+
+TEST(Strings, ScannerConsumesForwardOnly) {
+  Scanner s("  >=12.5rc1 ; x");
+  EXPECT_EQ(s.skip_spaces(), "  ");
+  EXPECT_TRUE(s.at(">="));
+  EXPECT_FALSE(s.skip("=="));
+  EXPECT_TRUE(s.skip(">="));
+  std::size_t start = s.pos();
+  EXPECT_EQ(s.take_while(is_ascii_digit), "12");
+  EXPECT_EQ(s.peek(), '.');
+  EXPECT_EQ(s.peek(1), '5');
+  EXPECT_TRUE(s.skip('.'));
+  EXPECT_EQ(s.take_while(is_ascii_digit), "5");
+  EXPECT_EQ(s.since(start), "12.5");
+  EXPECT_EQ(s.take_while(is_ascii_digit), "");  // nothing consumed
+  EXPECT_TRUE(s.skip("rc"));
+  EXPECT_EQ(s.rest(), "1 ; x");
+  EXPECT_EQ(s.take_while([](char c) { return c != ';'; }), "1 ");
+  EXPECT_FALSE(s.done());
+  EXPECT_EQ(s.take_while([](char) { return true; }), "; x");
+  EXPECT_TRUE(s.done());
+  EXPECT_EQ(s.peek(), '\0');
+  EXPECT_EQ(s.peek(5), '\0');
+  EXPECT_FALSE(s.skip('x'));
+  EXPECT_TRUE(s.skip(""));
+  EXPECT_EQ(s.rest(), "");
+  // A megabyte run in one call, no recursion.
+  std::string mb(1 << 20, '7');
+  Scanner big(mb);
+  EXPECT_EQ(big.take_while(is_ascii_digit).size(), mb.size());
+  EXPECT_TRUE(big.done());
+}
+
+}  // namespace kiln

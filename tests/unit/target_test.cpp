@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include "core/fs.h"
 #include "manifest/repository.h"
 
@@ -128,6 +130,90 @@ sha256 = "e0da7ad981f3a8aff08241b5bfc1af868742a63e2762f53a5171c492ef242649"
             "targets/t.toml:25:8: a second wheel of nvidia-cuda-nvcc (nvidia_cuda_nvcc-13.0.88-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl)");
   EXPECT_EQ(error_of(with("version = \"13.0\"\n\n", "version = \"13.0\"\nhome = \"/opt/cuda\"\n\n")),
             "targets/t.toml:19:8: 'cuda.home' applies only to the system toolkit");
+}
+
+// Strings of 60 KB and 1 MB where a regular expression once checked a target (std::regex
+// overflowed the stack on them: SIGSEGV): located errors naming the cap, or the ordinary error.
+TEST(Target, LongStringsGetLocatedErrors) {
+  const std::string kb60(60000, '1'), mb(1 << 20, '1');
+  EXPECT_EQ(error_of(edit("version = \"2.11.0\"", "version = \"2." + kb60 + "\"")),
+            "targets/t.toml:9:11: 'torch.version' is longer than 128 bytes");
+  EXPECT_EQ(error_of(edit("version = \"2.11.0\"", "version = \"2." + mb + "\"")),
+            "targets/t.toml:9:11: 'torch.version' is longer than 65536 bytes");
+  EXPECT_EQ(error_of(edit("version = \"13.0\"", "version = \"" + mb + "\"")),
+            "targets/t.toml:18:11: 'cuda.version' is longer than 65536 bytes");
+  EXPECT_EQ(error_of(edit("interpreter = \"python3\"", "interpreter = \"" + mb + "\"")),
+            "targets/t.toml:6:15: 'python.interpreter' is longer than 65536 bytes");
+  EXPECT_EQ(error_of(edit("description = \"test\"", "description = \"" + mb + "\"")),
+            "targets/t.toml:2:15: 'target.description' is longer than 65536 bytes");
+  // Under the cap on any string, the field's own check (linear now) refuses it.
+  std::string cuda = error_of(edit("version = \"13.0\"", "version = \"" + kb60 + "\""));
+  EXPECT_EQ(cuda.rfind("targets/t.toml:18:11: bad CUDA version '", 0), 0u) << cuda.substr(0, 80);
+  std::string python = error_of(edit("interpreter = \"python3\"", "version = \"3." + kb60 + "\""));
+  EXPECT_EQ(python.rfind("targets/t.toml:6:11: bad Python version '3.", 0), 0u)
+      << python.substr(0, 80);
+  std::string tag = error_of(edit("python = \"cp311\"", "python = \"cp3" + kb60 + "\""));
+  EXPECT_EQ(tag.rfind("targets/t.toml:12:10: bad Python tag 'cp3", 0), 0u) << tag.substr(0, 80);
+  // The target's name (its file's stem, or --target NAME).
+  auto named = parse_target(kTarget, std::string(1 << 20, 'a'), "targets/a.toml");
+  ASSERT_FALSE(named);
+  EXPECT_EQ(named.error().message, "targets/a.toml: target name '" + std::string(60, 'a') +
+                                       "...' is longer than 128 bytes");
+  EXPECT_TRUE(parse_target(kTarget, std::string(128, 'a'), "targets/a.toml"));
+}
+
+TEST(Target, MatchersAgreeWithTheRegularExpressionsTheyReplaced) {
+  const std::regex name(R"(^[a-z0-9][a-z0-9._-]*$)");
+  for (std::string s : {"default", "a", "0", "a.b_c-d", "-a", ".a", "_a", "A", "aB", "a b", "",
+                        "a/b", "a\n", "torch2.10-cu128", "9-", "\xc3\xa4"})
+    EXPECT_EQ(is_valid_target_name(s), std::regex_match(s, name)) << "'" << s << "'";
+  const std::regex file(R"(^([A-Za-z0-9_.]+)-[0-9][A-Za-z0-9_.+!]*-[^-]+-[^-]+-[^-]+\.whl$)");
+  for (std::string s :
+       {"nvidia_cuda_nvcc-13.0.88-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
+        "a-1-p-a-x.whl",
+        "a-1-p-a-.whl",
+        "a-1-p-a-x.whl.whl",
+        "a-1-p-a-x.whlx",
+        "a-1-p-a-xwhl",
+        "a-1-p-a.whl",
+        "a-1-p-a-x-y.whl",
+        "-1-p-a-x.whl",
+        "a--p-a-x.whl",
+        "a-x1-p-a-x.whl",
+        "a-1+local!x-p-a-x.whl",
+        "a-1-p--x.whl",
+        "a-1--a-x.whl",
+        "a b-1-p-a-x.whl",
+        "a-1 -p-a-x.whl",
+        "a-1-p q-a-x.whl",
+        "a-1-p-a-\n.whl",
+        "a-1-p-a-x.WHL",
+        "a.b_c-1-p-a-x.whl",
+        "",
+        "a-1-p-a-x",
+        "a-1-p-a-..whl",
+        "a-1-p-a-/.whl",
+        "ä-1-p-a-x.whl"})
+    EXPECT_EQ(is_wheel_file_name(s), std::regex_match(s, file)) << "'" << s << "'";
+  const std::regex py(R"(^3\.[0-9]{1,2}$)"), tag(R"(^cp3[0-9]{1,2}t?$)"),
+      cuda(R"(^[0-9]{2}\.[0-9]$)");
+  for (std::string s :
+       {"3.1", "3.11", "3.111", "3.", "3", "2.7", "3.1a", "3,11", " 3.11", "3.11\n", "", "3.x"})
+    EXPECT_EQ(is_python_version(s), std::regex_match(s, py)) << "'" << s << "'";
+  for (std::string s : {"cp3", "cp31", "cp311", "cp3111", "cp311t", "cp31t", "cp3t", "cp311tt",
+                        "cp311T", "cp211", "cp311 ", "py311", "", "t", "cp31a"})
+    EXPECT_EQ(is_cpython_tag(s), std::regex_match(s, tag)) << "'" << s << "'";
+  for (std::string s : {"13.0", "12.8", "1.0", "130", "13.00", "13.", "13,0", "a3.0", "13.0\n", "",
+                        "13.x", "113.0"})
+    EXPECT_EQ(is_cuda_version(s), std::regex_match(s, cuda)) << "'" << s << "'";
+  // 1 MB each, decided in one pass.
+  const std::string mb(1 << 20, 'a');
+  EXPECT_TRUE(is_valid_target_name(mb));
+  EXPECT_TRUE(is_wheel_file_name(mb + "-1" + mb + "-" + mb + "-" + mb + "-" + mb + ".whl"));
+  EXPECT_FALSE(is_wheel_file_name(mb));
+  EXPECT_FALSE(is_python_version("3." + mb));
+  EXPECT_FALSE(is_cpython_tag("cp3" + mb));
+  EXPECT_FALSE(is_cuda_version(mb));
 }
 
 TEST(Target, ShippedTargetsParse) {

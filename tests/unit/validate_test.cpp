@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <fstream>
 #include <map>
+#include <regex>
 
 #include "archive/zip_reader.h"
 #include "archive/zip_writer.h"
@@ -11,6 +13,7 @@
 #include "core/process.h"
 #include "core/strings.h"
 #include "elf/elf.h"
+#include "validate/checks.h"
 #include "wheel/metadata.h"
 #include "wheel/tags.h"
 #include "wheel/writer.h"
@@ -325,6 +328,49 @@ TEST_F(Validate, MetadataProblems) {
   EXPECT_CONTAINS(said(run(upper), "metadata"), "local version label 'CU130' is not normalised");
 }
 
+// METADATA fields of 60 KB and 1 MB from a foreign wheel (std::regex overflowed the stack on
+// them: SIGSEGV): a failing metadata check naming the cap, never a crash.
+TEST_F(Validate, LongMetadataFieldsFailTheMetadataCheck) {
+  auto meta = [&](const std::string& from, const std::string& to) {
+    return run(rewrite(
+        pure(), "demo_pkg-1.0-py3-none-any.whl",
+        [&](auto& e) {
+          auto& m = entry(e, "/METADATA");
+          m.replace(m.find(from), from.size(), to);
+        },
+        /*fix_record=*/true));
+  };
+  for (std::size_t size : {std::size_t{60000}, std::size_t{1} << 20}) {
+    const std::string big(size, 'x');
+    Report dist = meta("Requires-Python: >=3.9\n",
+                       "Requires-Python: >=3.9\nRequires-Dist: torch>=" + big + "\n");
+    EXPECT_EQ(said(dist, "metadata"), "fail: Requires-Dist 'torch>=" + std::string(53, 'x') +
+                                          "...' is longer than 4096 bytes");
+    Report marker =
+        meta("Requires-Python: >=3.9\n", "Requires-Python: >=3.9\nRequires-Dist: a; " + big + "\n");
+    EXPECT_CONTAINS(said(marker, "metadata"), "is longer than 4096 bytes");
+    Report python =
+        meta("Requires-Python: >=3.9", "Requires-Python: >=3." + std::string(size, '9'));
+    EXPECT_CONTAINS(said(python, "metadata"), "fail: Requires-Python '>=3.999");
+    EXPECT_CONTAINS(said(python, "metadata"), "...' is longer than 4096 bytes");
+    Report name = meta("Name: demo-pkg", "Name: " + big);
+    EXPECT_EQ(said(name, "metadata"),
+              "fail: METADATA Name '" + std::string(60, 'x') + "...' is longer than 200 bytes");
+    // Any other header line of that length is checked in one pass, and fine.
+    Report summary =
+        meta("Requires-Python: >=3.9\n", "Requires-Python: >=3.9\nSummary: " + big + "\n");
+    EXPECT_EQ(check(summary, "metadata").verdict, Verdict::Pass) << said(summary, "metadata");
+    Report header = meta("Requires-Python: >=3.9\n", "Requires-Python: >=3.9\n" + big + "\n");
+    EXPECT_CONTAINS(said(header, "metadata"), "is not a 'Name: value' header: xxxx");
+    Report version = meta("Metadata-Version: 2.1", "Metadata-Version: 2." + std::string(size, '1'));
+    EXPECT_EQ(check(version, "metadata").verdict, Verdict::Pass) << said(version, "metadata");
+  }
+  // Under the cap: the requirement is checked (in one pass).
+  Report ok = meta("Requires-Python: >=3.9\n",
+                   "Requires-Python: >=3.9\nRequires-Dist: a; " + std::string(4000, 'x') + "\n");
+  EXPECT_EQ(check(ok, "metadata").verdict, Verdict::Pass) << said(ok, "metadata");
+}
+
 TEST_F(Validate, ProvenanceTorchPinAndLabel) {
   nlohmann::json prov = {{"tools", {{"torch", {{"version", "2.11.0+cu130"}, {"cuda", "13.0"}}}}},
                          {"inputs", {{"target", {{"cuda", {{"version", "13.0"}}}}}}}};
@@ -465,6 +511,131 @@ TEST_F(Validate, GpuTargetVerdicts) {
   EXPECT_CONTAINS(on(variants, "sm_103"), "warn: dev.cpython-311-x86_64-linux-gnu.so runs on sm_103 only by JIT-compiling PTX compute_75");
   EXPECT_CONTAINS(on(variants, "sm_86"), "JIT-compiling PTX compute_75 at load (costs start-up time");
   EXPECT_CONTAINS(on(variants, "sm_70"), "fail: dev.cpython-311-x86_64-linux-gnu.so will not run on sm_70");
+}
+
+// The matchers that replaced the checks' regular expressions agree with them on short, tricky
+// names, and decide names of 1 MB in one pass (std::regex overflowed the stack on those).
+TEST(ValidateMatchers, AgreeWithTheRegularExpressionsTheyReplaced) {
+  const std::regex header(R"(^[A-Za-z0-9][A-Za-z0-9-]*:( .*|)$)");
+  for (std::string s :
+       {"Name: x", "Name:", "Name: ", "Name:x", "Name :x", "-Name: x", "9-a: x", "N_a: x",
+        "Name: x\ry", "Name: x\t", "Name: \x01", "Name", ": x", "", "Requires-Dist: a; b",
+        "Name:  x", "Name:\tx", "N\xc3\xa4: x", "Name: \xc3\xa4"})
+    EXPECT_EQ(is_metadata_header_line(s), std::regex_match(s, header)) << "'" << s << "'";
+  const std::regex mv(R"(^(1\.[012]|2\.[0-9]+)$)");
+  for (std::string s : {"1.0", "1.1", "1.2", "1.3", "2.0", "2.1", "2.10", "2.", "2", "2.x", "3.0",
+                        "1.0 ", "", "2.1.1", "12.1"})
+    EXPECT_EQ(is_known_metadata_version(s), std::regex_match(s, mv)) << "'" << s << "'";
+  const std::regex local(R"(^[a-z0-9]+(\.[a-z0-9]+)*$)");
+  for (std::string s :
+       {"cu130torch2.11", "a", "a.b", "a..b", ".a", "a.", "", "A", "a-b", "a_b", "1.2.3", "a b"})
+    EXPECT_EQ(is_normalized_local_label(s), std::regex_match(s, local)) << "'" << s << "'";
+
+  const std::regex pep600(R"(^manylinux_2_([0-9]+)_([a-z0-9_]+)$)"),
+      legacy(R"(^manylinux(1|2010|2014)_([a-z0-9_]+)$)");
+  for (std::string s : {"manylinux_2_28_x86_64",
+                        "manylinux_2_5_i686",
+                        "manylinux_2__x86_64",
+                        "manylinux_2_28_",
+                        "manylinux_2_28",
+                        "manylinux_2_28x86_64",
+                        "manylinux_2_28_X86",
+                        "manylinux_3_28_x86_64",
+                        "manylinux1_x86_64",
+                        "manylinux2010_x86_64",
+                        "manylinux2014_aarch64",
+                        "manylinux2015_x86_64",
+                        "manylinux12010_x86_64",
+                        "manylinux1_",
+                        "manylinux_1_x86_64",
+                        "musllinux_1_2_x86_64",
+                        "linux_x86_64",
+                        "any",
+                        "",
+                        "manylinux_2_28_x86_64 ",
+                        "manylinux_2_017_x86_64",
+                        "manylinux2014_x86_64_v2",
+                        "manylinux_2_28_x86-64"}) {
+    std::smatch m;
+    int want = -1;
+    std::string want_arch = "unset", arch = "unset";
+    if (std::regex_match(s, m, pep600))
+      want = std::stoi(m[1].str()), want_arch = m[2];
+    else if (std::regex_match(s, m, legacy))
+      want = m[1] == "1" ? 5 : m[1] == "2010" ? 12 : 17, want_arch = m[2];
+    EXPECT_EQ(manylinux_minor(s, arch), want) << "'" << s << "'";
+    EXPECT_EQ(arch, want_arch) << "'" << s << "'";
+  }
+  std::string arch;
+  EXPECT_EQ(manylinux_minor("manylinux_2_99999999999999999999_x86_64", arch),
+            INT_MAX);  // std::stoi threw
+
+  const std::regex cpython(R"(^.+\.cpython-3([0-9]+)(t?)-([a-z0-9_]+)-linux-gnu\.so$)"),
+      abi3(R"(^.+\.abi3\.so$)");
+  for (std::string s : {"ext.cpython-311-x86_64-linux-gnu.so",
+                        "ext.cpython-313t-x86_64-linux-gnu.so",
+                        ".cpython-311-x86_64-linux-gnu.so",
+                        "a.cpython-3-x86_64-linux-gnu.so",
+                        "a.cpython-311t-linux-gnu.so",
+                        "a.cpython-311-x86_64-linux-gnu.sox",
+                        "a.cpython-311-X86-linux-gnu.so",
+                        "a.cpython-311-x86-64-linux-gnu.so",
+                        "a.cpython-311-x86_64-linux-musl.so",
+                        "a.cpython-311.cpython-312-x86_64-linux-gnu.so",
+                        "a.cpython-312-x.cpython-311-x86_64-linux-gnu.so",
+                        "a\nb.cpython-311-x86_64-linux-gnu.so",
+                        "a\rb.cpython-311-x86_64-linux-gnu.so",
+                        "\x01.cpython-311-x86_64-linux-gnu.so",
+                        "a.cpython-311tt-x86_64-linux-gnu.so",
+                        "a.cpython-2711-x86_64-linux-gnu.so",
+                        "a.cpython-311-x86_64-linux-gnu.so.1",
+                        "a.so",
+                        "a.abi3.so",
+                        ".abi3.so",
+                        "a\n.abi3.so",
+                        "a.abi3.so.1",
+                        "abi3.so",
+                        "a.ABI3.so",
+                        ""}) {
+    std::smatch m;
+    auto got = cpython_suffix(s);
+    bool want = std::regex_match(s, m, cpython);
+    ASSERT_EQ(got.has_value(), want) << "'" << s << "'";
+    if (want) {
+      EXPECT_EQ(got->minor, m[1].str());
+      EXPECT_EQ(got->free_threaded, m[2] == "t");
+      EXPECT_EQ(got->arch, m[3].str());
+    }
+    EXPECT_EQ(is_abi3_module(s), std::regex_match(s, abi3)) << "'" << s << "'";
+  }
+
+  const std::regex cuda(
+      R"(^lib(cudart|cublas|cublasLt|cufft|cufftw|curand|cusolver|cusparse|cusparseLt|nvrtc|nvrtc-builtins|nvJitLink|nvToolsExt|cupti|nccl|cudnn|cufile|nvshmem_host|cuda)\.so(\.[0-9]+)*$)");
+  for (std::string s :
+       {"libcudart.so.13", "libcudart.so", "libcudart.so.", "libcudart.so.13.0.1",
+        "libcudart.so.1a", "libcublasLt.so.13", "libcublasL.so.13", "libnvrtc-builtins.so.13.0",
+        "libcuda.so.1", "libcudax.so", "libc.so.6", "cudart.so", "libcudart.sox", "libcudart.so..1",
+        "libnvshmem_host.so.3", "libcudart", "lib.so", ""})
+    EXPECT_EQ(is_cuda_library(s), std::regex_match(s, cuda)) << "'" << s << "'";
+  const std::regex cudart(R"(^libcudart\.so\.([0-9]+)$)");
+  for (std::string s : {"libcudart.so.13", "libcudart.so.013", "libcudart.so.", "libcudart.so.13.0",
+                        "libcudart.so", "libcudart.so.1x", "libcudart.so.99999999999999999999"}) {
+    std::smatch m;
+    EXPECT_EQ(std::string(cudart_major(s)), std::regex_match(s, m, cudart) ? m[1].str() : "")
+        << "'" << s << "'";
+  }
+
+  const std::string mb(1 << 20, 'a');
+  EXPECT_TRUE(is_metadata_header_line("Summary: " + mb));
+  EXPECT_FALSE(is_metadata_header_line(mb));
+  EXPECT_FALSE(is_known_metadata_version("2." + mb));
+  EXPECT_TRUE(is_normalized_local_label(mb + "." + mb));
+  EXPECT_EQ(manylinux_minor("manylinux_2_28_" + mb, arch), 28);
+  EXPECT_EQ(manylinux_minor("manylinux_2_" + std::string(1 << 20, '9') + "_x86_64", arch), INT_MAX);
+  EXPECT_TRUE(cpython_suffix(mb + ".cpython-311-" + std::string(1 << 20, '_') + "-linux-gnu.so"));
+  EXPECT_TRUE(is_abi3_module(mb + ".abi3.so"));
+  EXPECT_FALSE(is_cuda_library("libcudart.so" + std::string(1 << 20, '.')));
+  EXPECT_EQ(cudart_major("libcudart.so." + std::string(1 << 20, '1')).size(), std::size_t{1} << 20);
 }
 
 }  // namespace

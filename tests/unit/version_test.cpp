@@ -2,6 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <regex>
+#include <tuple>
+
+#include "core/strings.h"
+
 namespace kiln::manifest {
 
 TEST(Version, Names) {
@@ -43,6 +49,367 @@ TEST(Version, SpecifiersAndRequirements) {
   EXPECT_FALSE(is_valid_requirement("torch >= banana"));
   EXPECT_FALSE(is_valid_requirement(""));
   EXPECT_EQ(requirement_name("Fla_Core[cuda]==0.6.0"), "fla-core");
+}
+
+// The regular expressions these checks once were (libstdc++'s std::regex recurses once per
+// character and overflowed the stack on a string of about 50 KB), kept here as the reference the
+// hand-written matchers must agree with on short, tricky inputs.
+namespace {
+
+const std::regex kOldVersion(
+    R"(^(?:([1-9][0-9]*)!)?((?:0|[1-9][0-9]*)(?:\.(?:0|[1-9][0-9]*))*))"
+    R"((?:(a|b|rc)(0|[1-9][0-9]*))?(?:\.post(0|[1-9][0-9]*))?(?:\.dev(0|[1-9][0-9]*))?$)");
+const std::regex kOldName(R"(^([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9])$)");
+const std::regex kOldSpecifier(
+    R"(^\s*(~=|===|==|!=|<=|>=|<|>)\s*([0-9]+!)?[0-9]+(\.[0-9]+)*((a|b|rc)[0-9]+)?(\.post[0-9]+)?(\.dev[0-9]+)?(\.\*)?\s*$)");
+const std::regex kOldRequirement(
+    R"(^\s*([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9])\s*(\[\s*[A-Za-z0-9._-]+(\s*,\s*[A-Za-z0-9._-]+)*\s*\])?\s*(\(?\s*([<>=!~@][^;()]*)\)?)?\s*(;\s*\S.*)?$)");
+
+bool old_specifier_set(const std::string& s) {
+  if (trim(s).empty()) return false;
+  for (const auto& part : split(s, ",", false))
+    if (!std::regex_match(part, kOldSpecifier)) return false;
+  return true;
+}
+
+bool old_requirement(const std::string& r) {
+  std::smatch m;
+  if (!std::regex_match(r, m, kOldRequirement)) return false;
+  std::string spec(trim(m[5].str()));
+  return spec.empty() || spec.rfind("@", 0) == 0 || old_specifier_set(spec);
+}
+
+// compare_versions as it was (std::stol: short numbers only).
+int old_compare(const std::string& a, const std::string& b) {
+  struct V {
+    long epoch = 0;
+    std::vector<long> release;
+    int pre_kind = 3;
+    long pre = 0, post = -1, dev = -1;
+  };
+  auto parse = [](const std::string& text) {
+    std::smatch m;
+    V v;
+    if (!std::regex_match(text, m, kOldVersion)) return v;
+    if (m[1].matched) v.epoch = std::stol(m[1].str());
+    for (const auto& part : split(m[2].str(), ".")) v.release.push_back(std::stol(part));
+    while (v.release.size() > 1 && v.release.back() == 0) v.release.pop_back();
+    if (m[3].matched) {
+      v.pre_kind = m[3] == "a" ? 0 : m[3] == "b" ? 1 : 2;
+      v.pre = std::stol(m[4].str());
+    }
+    if (m[5].matched) v.post = std::stol(m[5].str());
+    if (m[6].matched) v.dev = std::stol(m[6].str());
+    return v;
+  };
+  V x = parse(a), y = parse(b);
+  std::size_t n = std::max(x.release.size(), y.release.size());
+  x.release.resize(n, 0);
+  y.release.resize(n, 0);
+  auto key = [](const V& v) {
+    int pre_kind = (v.pre_kind == 3 && v.post < 0 && v.dev >= 0) ? -1 : v.pre_kind;
+    long dev = v.dev < 0 ? std::numeric_limits<long>::max() : v.dev;
+    return std::make_tuple(v.epoch, v.release, pre_kind, v.pre, v.post, dev);
+  };
+  return key(x) < key(y) ? -1 : (key(y) < key(x) ? 1 : 0);
+}
+
+const std::vector<std::string> kVersions = {"0",
+                                            "1",
+                                            "01",
+                                            "00",
+                                            "10",
+                                            "1.0",
+                                            "1.01",
+                                            "1.0.0.0",
+                                            "1.2.3",
+                                            "1!",
+                                            "0!1",
+                                            "1!0",
+                                            "01!1",
+                                            "1!1.0",
+                                            "12!1",
+                                            "!1",
+                                            "1.",
+                                            ".1",
+                                            "1..0",
+                                            "1a",
+                                            "1a0",
+                                            "1a01",
+                                            "1a1",
+                                            "1b2",
+                                            "1rc3",
+                                            "1c1",
+                                            "1r1",
+                                            "1rc",
+                                            "1.0a1a2",
+                                            "1.0.post",
+                                            "1.0.post0",
+                                            "1.0.post00",
+                                            "1.0.post1.dev2",
+                                            "1.0.dev2.post1",
+                                            "1.0a1.post2.dev3",
+                                            "1.0rc1.post1.dev1",
+                                            "1.0.dev",
+                                            "1.0.dev0",
+                                            "1.0.dev01",
+                                            "1.0-1",
+                                            "1.0+local",
+                                            " 1.0",
+                                            "1.0 ",
+                                            "1.0\n",
+                                            "1.postx",
+                                            "1!2!3",
+                                            "2.11.0",
+                                            "1.0.*",
+                                            "v1",
+                                            "1_0",
+                                            "1.0.post1a",
+                                            "",
+                                            "1.0A1",
+                                            "1.0.a1",
+                                            "1.0-a1",
+                                            "1.0post1",
+                                            "1.0dev1",
+                                            "1.0.post1.",
+                                            "1.0.0.dev1",
+                                            "1.0a0",
+                                            "1.0b0.dev0",
+                                            "0.0",
+                                            "0.0.0.1",
+                                            "1!1a1"};
+
+const std::vector<std::string> kSpecifiers = {">=3.9",
+                                              " >= 3.9 ",
+                                              "~=1.0",
+                                              "~1.0",
+                                              "===1.0",
+                                              "====1.0",
+                                              "==1.0.*",
+                                              "==1.*",
+                                              "==1.0.*.*",
+                                              "!=1.0",
+                                              "<1",
+                                              ">1",
+                                              "<>1",
+                                              "=1",
+                                              "=>1",
+                                              ">=1!2",
+                                              ">=1!",
+                                              ">=!2",
+                                              ">=1a1",
+                                              ">=1a",
+                                              ">=1rc1",
+                                              ">=1c1",
+                                              ">=1.post1",
+                                              ">=1.post",
+                                              ">=1.dev1",
+                                              ">=1.dev",
+                                              ">=1.0a1.post1.dev1.*",
+                                              ">=1\n",
+                                              "\t>=1",
+                                              ">=\v1",
+                                              ">=1\f",
+                                              ">=1\r\n",
+                                              ">=1,<2",
+                                              ">=1,",
+                                              ",>=1",
+                                              ">=1,,<2",
+                                              "",
+                                              " ",
+                                              ">=01.02",
+                                              ">=1.0.",
+                                              ">= 1.0 .*",
+                                              ">=1.0 a1",
+                                              "==1.0+local",
+                                              ">=3.9;",
+                                              "@1",
+                                              ">=1.*.0",
+                                              ">=1.0.post1.dev1.*.*",
+                                              ">= 1 , < 2 ",
+                                              "<=",
+                                              ">=1!2.0rc1",
+                                              "~=1.0rc",
+                                              "==1.0.dev1.*",
+                                              ">=1.0 ",
+                                              ">=1.0\x01"};
+
+const std::vector<std::string> kRequirements = {"einops",
+                                                " einops ",
+                                                "a",
+                                                "a-",
+                                                "-a",
+                                                "a.b_c-d",
+                                                "a b",
+                                                "a[x]",
+                                                "a [x]",
+                                                "a[ x , y ]",
+                                                "a[x,]",
+                                                "a[]",
+                                                "a[x",
+                                                "a[x]]",
+                                                "a[x y]",
+                                                "a>=1",
+                                                "a >= 1",
+                                                "a(>=1)",
+                                                "a (>=1)",
+                                                "a(>=1",
+                                                "a>=1)",
+                                                "a( >=1 )",
+                                                "a(  )",
+                                                "a()",
+                                                "a@ https://x",
+                                                "a @ https://x/y.whl",
+                                                "a@",
+                                                "a @",
+                                                "a>=1;python_version<'3.9'",
+                                                "a; extra == 'x'",
+                                                "a;",
+                                                "a; ",
+                                                "a;\n x",
+                                                "a; x\n",
+                                                "a; x\r",
+                                                "a; x\ty",
+                                                "a>=1\n",
+                                                "a>=1;\n",
+                                                "a>=1 ; x",
+                                                "a>=banana",
+                                                "a>=1,<2",
+                                                "a>=1,",
+                                                "a==1.*",
+                                                "a~=1",
+                                                "a[x]>=1; extra=='y'",
+                                                "a>=1(",
+                                                "a>=1)(",
+                                                "a>=1)x",
+                                                "a>=1 x",
+                                                "a;x;y",
+                                                "a(>=1);x",
+                                                "a (>=1) ; x",
+                                                "a\x01",
+                                                "a; \x01",
+                                                "(a)",
+                                                "a[x](>=1)",
+                                                "a=1",
+                                                "a!=1",
+                                                "a<1",
+                                                "a~1",
+                                                "a>=1;;",
+                                                "",
+                                                " ",
+                                                "a\v>=1",
+                                                "a>=1\v",
+                                                "a>= 1\f",
+                                                "a@ x; y",
+                                                "a @x(y)",
+                                                "a>=1.0a1",
+                                                "a>=1.0.post",
+                                                "a >=1 ,<2",
+                                                "a;\x80",
+                                                "a\x80",
+                                                "a[x]@ url",
+                                                "a[x.y-z_w]",
+                                                "a[-]",
+                                                "a ( >= 1 , < 2 ) ; x",
+                                                "a==1.0 )",
+                                                "a ==1.0 ) ;x",
+                                                "a(",
+                                                "a)",
+                                                "a;(",
+                                                "a>=1\n;x",
+                                                "a>=1;\r",
+                                                "a;\tx",
+                                                "a; x y z ",
+                                                "a>=1 \n ; x",
+                                                "torch >= banana",
+                                                "a>",
+                                                "a>1>2",
+                                                "a==",
+                                                "a!",
+                                                "a~=",
+                                                "a[x]",
+                                                "A.B[x]>=1"};
+
+const std::vector<std::string> kNames = {"a",     "A",  "0",  "a-",  "-a",  "a.b",
+                                         "a..b",  "a_", "_a", "a b", "a\n", "\xc3\xa4",
+                                         "a-b-c", "",   "a.", ".a",  "ab",  "a_-.b"};
+
+}  // namespace
+
+TEST(Version, MatchersAgreeWithTheRegularExpressionsTheyReplaced) {
+  for (const auto& v : kVersions)
+    EXPECT_EQ(is_valid_version(v), std::regex_match(v, kOldVersion)) << "'" << v << "'";
+  for (const auto& n : kNames)
+    EXPECT_EQ(is_valid_project_name(n), std::regex_match(n, kOldName)) << "'" << n << "'";
+  for (const auto& s : kSpecifiers) {
+    EXPECT_EQ(is_valid_specifier_set(s), old_specifier_set(s)) << "'" << s << "'";
+    // Every specifier in a set, and with its neighbours.
+    EXPECT_EQ(is_valid_specifier_set(s + ",<9"), old_specifier_set(s + ",<9")) << "'" << s << "'";
+  }
+  for (const auto& r : kRequirements)
+    EXPECT_EQ(is_valid_requirement(r), old_requirement(r)) << "'" << r << "'";
+  // Every specifier and version after a name, as a requirement.
+  for (const auto& s : kSpecifiers)
+    EXPECT_EQ(is_valid_requirement("a" + s), old_requirement("a" + s)) << "'a" << s << "'";
+  for (const auto& v : kVersions) {
+    EXPECT_EQ(is_valid_requirement("a==" + v), old_requirement("a==" + v)) << "'a==" << v << "'";
+    EXPECT_EQ(is_valid_requirement("a (==" + v + ")"), old_requirement("a (==" + v + ")")) << v;
+  }
+}
+
+TEST(Version, OrderingAgreesWithTheOldOneOnEveryPair) {
+  std::vector<std::string> valid;
+  for (const auto& v : kVersions)
+    if (std::regex_match(v, kOldVersion)) valid.push_back(v);
+  valid.push_back("not a version");
+  for (const auto& a : valid)
+    for (const auto& b : valid)
+      EXPECT_EQ(compare_versions(a, b), old_compare(a, b)) << a << " vs " << b;
+}
+
+TEST(Version, NumbersOfAnyLengthCompareWithoutOverflow) {
+  // std::stol threw std::out_of_range on these.
+  const std::string big = "99999999999999999999";
+  EXPECT_TRUE(is_valid_version("1." + big));
+  EXPECT_GT(compare_versions("1." + big, "1.99999999999999999998"), 0);
+  EXPECT_LT(compare_versions("1." + big, "1.100000000000000000000"), 0);
+  EXPECT_LT(compare_versions("1." + big, "2.0"), 0);
+  EXPECT_GT(compare_versions(big + "!1", "1!" + big), 0);
+  EXPECT_LT(compare_versions("1.0a" + big, "1.0b1"), 0);
+  EXPECT_LT(compare_versions("1.0.post9", "1.0.post" + big), 0);
+  EXPECT_LT(compare_versions("1.0.dev" + big, "1.0"), 0);
+  EXPECT_GT(compare_versions("1.0.dev" + big, "1.0.dev9"), 0);
+  EXPECT_EQ(compare_versions("1." + big + ".0.0", "1." + big), 0);
+}
+
+TEST(Version, MegabyteStringsAreDecidedWithoutRecursion) {
+  // Each of these overflowed the stack (SIGSEGV) in std::regex.
+  const std::size_t mb = 1 << 20;
+  const std::string as(mb, 'a'), ones(mb, '1');
+  std::string dotted = "1";
+  while (dotted.size() < mb) dotted += ".0";
+  EXPECT_TRUE(is_valid_project_name(as));
+  EXPECT_FALSE(is_valid_project_name(as + "-"));
+  EXPECT_TRUE(is_valid_version(ones));
+  EXPECT_TRUE(is_valid_version(dotted));
+  EXPECT_FALSE(is_valid_version(dotted + "."));
+  EXPECT_EQ(compare_versions(dotted, "1"), 0);
+  EXPECT_GT(compare_versions(ones, dotted), 0);
+  EXPECT_TRUE(is_valid_specifier_set(">=" + dotted));
+  EXPECT_TRUE(is_valid_specifier_set(">=" + ones + std::string(mb, ' ')));
+  std::string many;
+  while (many.size() < mb) many += ">=1,";
+  EXPECT_TRUE(is_valid_specifier_set(many + "<2"));
+  EXPECT_TRUE(is_valid_requirement(as));
+  EXPECT_TRUE(is_valid_requirement("a>=" + dotted));
+  EXPECT_TRUE(is_valid_requirement("a; " + as));
+  EXPECT_FALSE(is_valid_requirement("a; " + as + "\n"));
+  EXPECT_TRUE(is_valid_requirement("a @ " + as));
+  std::string extras = "a[x";
+  while (extras.size() < mb) extras += ", x";
+  EXPECT_TRUE(is_valid_requirement(extras + "]"));
+  EXPECT_FALSE(is_valid_requirement(extras));
+  EXPECT_EQ(requirement_name(as + ">=1"), as);
 }
 
 }  // namespace kiln::manifest
