@@ -248,6 +248,7 @@ TEST_F(ManifestTest, CaretContextIsCutToASaneWidth) {
   EXPECT_EQ(lines[1].back(), '^');
   EXPECT_LE(lines[1].size(), lines[0].size());  // the caret stands within the excerpt
   EXPECT_EQ(m.error().message.find('\x1b'), std::string::npos);
+}
 
 // Strings of 1 MB in every field a regular expression once checked (each overflowed the stack
 // of std::regex: SIGSEGV), and in any other string: a located error naming the cap.
