@@ -26,9 +26,6 @@ const manifest::Repository& Context::repository() {
     std::string display = manifests_dir;
     fs::path patches = absolute_path(dir).parent_path() / "patches";
     repo_ = manifest::Repository::load(absolute_path(dir), patches, display).value();
-    // Commands about other packages go on; those that need a broken one fail with its error.
-    for (const auto& b : repo_->broken())
-      log::warn(cat("ignoring a broken manifest: ", b.error.message));
   }
   return *repo_;
 }
@@ -54,6 +51,11 @@ std::vector<manifest::Target> Context::targets(const std::vector<std::string>& n
 }
 
 fs::path Context::cache_path() const { return absolute_path(cache_dir); }
+
+void Context::report_broken_manifests() const {
+  if (!repo_) return;
+  for (const auto& b : repo_->broken()) log::warn(cat("ignored a broken manifest: ", b.error.message));
+}
 
 void require_archs_value(const CLI::Option* option, const std::string& value) {
   if (option->count() > 0 && trim(value).empty())
@@ -104,8 +106,14 @@ int run(int argc, char** argv) {
     return rc == 0 ? 0 : 2;  // --help and --version succeed; every usage error is exit 2
   }
   log::set_verbosity(ctx.verbosity);
-  for (auto& [sub, fn] : subs)
-    if (sub->parsed()) return fn();
+  for (auto& [sub, fn] : subs) {
+    if (!sub->parsed()) continue;
+    // A command that needs a broken manifest fails with its located error; one that does not
+    // goes on, and says at the end which manifests it could not read.
+    int rc = fn();
+    ctx.report_broken_manifests();
+    return rc;
+  }
   return 2;
 }
 

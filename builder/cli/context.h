@@ -29,6 +29,8 @@ struct Context {
   std::vector<manifest::Target> targets(const std::vector<std::string>& names,
                                         const std::string& archs);
   std::filesystem::path cache_path() const;
+  // A warning for each manifest the repository could not load (when it was loaded).
+  void report_broken_manifests() const;
 
  private:
   std::optional<manifest::Repository> repo_;

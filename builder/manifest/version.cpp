@@ -176,6 +176,11 @@ bool is_valid_specifier_set(std::string_view specifiers) {
 // the specifiers checked as a set. No part can end early and leave the rest to the next (each
 // stops at a character the next must start with), so one pass decides.
 bool is_valid_requirement(std::string_view requirement) {
+  // A requirement becomes a line of METADATA: no line breaks, no control characters but the tab
+  // (PEP 508 whitespace).
+  std::string untabbed(requirement);
+  std::replace(untabbed.begin(), untabbed.end(), '\t', ' ');
+  if (!control_character(untabbed).empty()) return false;
   Scanner s(requirement);
   s.skip_spaces();
   if (!is_valid_project_name(s.take_while(is_name_char))) return false;
@@ -204,11 +209,9 @@ bool is_valid_requirement(std::string_view requirement) {
     s.skip(')');
   }
   s.skip_spaces();
-  if (s.skip(';')) {  // a marker: something not blank, then no line break
+  if (s.skip(';')) {  // a marker: something not blank
     s.skip_spaces();
     if (s.done()) return false;
-    s.skip(s.peek());
-    if (s.rest().find_first_of("\r\n") != std::string_view::npos) return false;
   } else if (!s.done()) {
     return false;
   }

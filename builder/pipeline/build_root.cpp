@@ -25,6 +25,11 @@ bool is_root_name(const std::string& name) {
   return name.size() == kNameLength && is_hex(name) && lower(name) == name;
 }
 
+// Beside the key locks: <cache>/locks/build-<name>.lock.
+fs::path lock_path(const cache::Store& store, const std::string& name) {
+  return store.root() / "locks" / cat("build-", name, ".lock");
+}
+
 // Where this process's build roots are: /tmp/kiln-build in kiln's namespace (entered for the first
 // cache that builds), else the cache's own build directory.
 Expected<fs::path> build_roots(const cache::Store& store) {
@@ -51,7 +56,7 @@ Expected<fs::path> build_roots(const cache::Store& store) {
 Expected<BuildRoot> BuildRoot::create(const cache::Store& store, const std::string& source_key, bool keep) {
   KILN_TRY(fs::path base, build_roots(store));
   const std::string name = source_key.substr(0, kNameLength);
-  KILN_TRY(FileLock lock, FileLock::acquire(base / (name + ".lock")));
+  KILN_TRY(FileLock lock, FileLock::acquire(lock_path(store, name)));
   const fs::path path = base / name;
   std::error_code ec;
   fs::remove_all(path, ec);  // what a killed build left (remove_all never follows a link)
@@ -83,7 +88,7 @@ std::uint64_t remove_abandoned_build_roots(const cache::Store& store) {
   std::uint64_t removed = 0;
   for (const auto& name : names) {
     // The lock file stays: removing a lock file others may have opened would split the lock.
-    auto lock = FileLock::try_acquire(dir / (name + ".lock"), /*create=*/true);
+    auto lock = FileLock::try_acquire(lock_path(store, name), /*create=*/true);
     if (!lock) continue;  // a build (or the compilers of a killed one) holds it
     if (fs::remove_all(dir / name, ec); !ec) ++removed;
   }

@@ -150,7 +150,7 @@ class FaultRig:
         while time.time() < deadline:
             busy = False
             for root in self.build_roots(cache):
-                lock = Path(str(root) + ".lock")
+                lock = Path(cache) / "locks" / f"build-{root.name}.lock"
                 if lock.exists():
                     import fcntl
                     with open(lock) as f:
