@@ -311,10 +311,10 @@ setpriv --reuid=65534 --regid=65534 --clear-groups env HOME={theirs} {KILN} --ca
                  ("zip member CRC", "demo-1.0.0.zip", zip_bad_crc, r"CRC"),
                  ("zip names disagree", "demo-1.0.0.zip", renamed, r"local header"),
                  ("zip entries overlap", "demo-1.0.0.zip", bytes(data), r"overlap|local header|unaccounted")]
-        for what, name, archive, message in cases:
+        for n, (what, name, archive, message) in enumerate(cases):
             with self.subTest(what=what):
                 self.local_archive(name, archive)
-                out = self.tmp / "out"
+                out = self.tmp / f"out-{n}"
                 self.assert_fails_cleanly("prepare", "demo", "-o", str(out), code=2,
                                           message=rf"kiln: error: .*({message})")
                 self.assertFalse(out.exists())
