@@ -135,18 +135,23 @@ class HardeningTest(SourceTestCase):
         self.kiln("--cache", str(other), "cache", "gc", check=0)
         self.assertFalse(root.exists())
 
-    def in_private_tmp(self, script, user=None):
+    def in_private_tmp(self, script):
         """Runs `script` (sh) as root in a mount namespace of its own whose /tmp is a tmpfs holding
-        only this test's directory (bound back in), so that what it plants in /tmp nobody else
-        sees; with `user`, the script's `$AS` runs a command as that uid."""
+        the real /tmp's entries (bound back in) but its kiln-build, so that what the script plants
+        in /tmp nobody else sees."""
         if os.geteuid() != 0 or subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
             self.skipTest("needs root and unshare -m")
-        rel = self.tmp.relative_to("/tmp")
-        prologue = f"""set -e
+        prologue = """set -e
 mount --rbind /tmp /mnt
 mount -t tmpfs tmpfs /tmp
-mkdir -p {self.tmp}
-mount --bind /mnt/{rel} {self.tmp}
+for e in /mnt/* /mnt/.[!.]* /mnt/..?*; do
+  [ -e "$e" ] || [ -L "$e" ] || continue
+  n=${e#/mnt/}
+  [ "$n" = kiln-build ] && continue
+  if [ -L "$e" ]; then ln -s "$(readlink "$e")" "/tmp/$n"
+  elif [ -d "$e" ]; then mkdir "/tmp/$n" && mount --rbind "$e" "/tmp/$n"
+  else touch "/tmp/$n" && mount --bind "$e" "/tmp/$n"; fi
+done
 """
         proc = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", prologue + script],
                               capture_output=True, text=True, timeout=1800)
