@@ -34,7 +34,8 @@ Expected<void> check_gzip(int fd, std::uint64_t max_bytes, std::string_view arch
     if (z.avail_in == 0 && !eof) {
       ssize_t n = ::pread(fd, in.data(), in.size(), offset);
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return Error::failed(cat("cannot read archive ", archive_name, ": ", std::strerror(errno)));
+      if (n < 0)
+        return Error::failed(cat("cannot read archive ", archive_name, ": ", std::strerror(errno)));
       eof = n == 0;
       offset += n;
       z.next_in = reinterpret_cast<Bytef*>(in.data());
@@ -47,7 +48,8 @@ Expected<void> check_gzip(int fd, std::uint64_t max_bytes, std::string_view arch
       }
       if (z.next_in[0] == 0) {
         for (uInt i = 0; i < z.avail_in; ++i)
-          if (z.next_in[i] != 0) return corrupt(archive_name, "data follows the end of its gzip stream");
+          if (z.next_in[i] != 0)
+            return corrupt(archive_name, "data follows the end of its gzip stream");
         z.avail_in = 0;
         continue;
       }
@@ -61,10 +63,15 @@ Expected<void> check_gzip(int fd, std::uint64_t max_bytes, std::string_view arch
     z.avail_out = static_cast<uInt>(out.size());
     int r = inflate(&z, Z_NO_FLUSH);
     produced += out.size() - z.avail_out;
-    if (produced > max_bytes) return corrupt(archive_name, cat("its gzip stream decompresses to more than ", max_bytes, " bytes"));
-    if (r == Z_STREAM_END) in_member = false;
-    else if (r == Z_DATA_ERROR || r == Z_NEED_DICT) return corrupt(archive_name, cat("corrupt gzip data (", z.msg ? z.msg : "bad data", ")"));
-    else if (r == Z_MEM_ERROR) return Error::failed("zlib ran out of memory");
+    if (produced > max_bytes)
+      return corrupt(archive_name,
+                     cat("its gzip stream decompresses to more than ", max_bytes, " bytes"));
+    if (r == Z_STREAM_END)
+      in_member = false;
+    else if (r == Z_DATA_ERROR || r == Z_NEED_DICT)
+      return corrupt(archive_name, cat("corrupt gzip data (", z.msg ? z.msg : "bad data", ")"));
+    else if (r == Z_MEM_ERROR)
+      return Error::failed("zlib ran out of memory");
   }
 }
 
@@ -91,24 +98,36 @@ Expected<void> drain(int fd, int filter, std::uint64_t max_bytes, std::string_vi
     ~Closer() { ::close(fd); }
   } closer{dup};
   struct archive_entry* entry = nullptr;
-  if (archive_read_open_fd(a.get(), dup, kBlock) != ARCHIVE_OK || archive_read_next_header(a.get(), &entry) != ARCHIVE_OK)
-    return corrupt(archive_name, cat("cannot read its compressed stream again (", archive_error_string(a.get()), ")"));
+  if (archive_read_open_fd(a.get(), dup, kBlock) != ARCHIVE_OK ||
+      archive_read_next_header(a.get(), &entry) != ARCHIVE_OK)
+    return corrupt(archive_name, cat("cannot read its compressed stream again (",
+                                     archive_error_string(a.get()), ")"));
   std::string buf(kBlock, '\0');
   std::uint64_t produced = 0;
   for (;;) {
     la_ssize_t n = archive_read_data(a.get(), buf.data(), buf.size());
     if (n == 0) return {};
-    if (n < 0) return corrupt(archive_name, cat("corrupt compressed data (", printable_excerpt(archive_error_string(a.get()) ? archive_error_string(a.get()) : "", 120), ")"));
+    if (n < 0)
+      return corrupt(
+          archive_name,
+          cat("corrupt compressed data (",
+              printable_excerpt(archive_error_string(a.get()) ? archive_error_string(a.get()) : "",
+                                120),
+              ")"));
     produced += static_cast<std::uint64_t>(n);
-    if (produced > max_bytes) return corrupt(archive_name, cat("its compressed stream decompresses to more than ", max_bytes, " bytes"));
+    if (produced > max_bytes)
+      return corrupt(archive_name,
+                     cat("its compressed stream decompresses to more than ", max_bytes, " bytes"));
   }
 }
 
 }  // namespace
 
-Expected<void> check_compressed_stream(int fd, int filter, std::uint64_t max_bytes, std::string_view archive_name) {
+Expected<void> check_compressed_stream(int fd, int filter, std::uint64_t max_bytes,
+                                       std::string_view archive_name) {
   if (filter == ARCHIVE_FILTER_GZIP) return check_gzip(fd, max_bytes, archive_name);
-  if (filter == ARCHIVE_FILTER_XZ || filter == ARCHIVE_FILTER_BZIP2 || filter == ARCHIVE_FILTER_ZSTD)
+  if (filter == ARCHIVE_FILTER_XZ || filter == ARCHIVE_FILTER_BZIP2 ||
+      filter == ARCHIVE_FILTER_ZSTD)
     return drain(fd, filter, max_bytes, archive_name);
   return {};
 }

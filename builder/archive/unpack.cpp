@@ -97,7 +97,8 @@ std::string split_member(std::string_view name, std::vector<std::string>& parts)
   if (name.size() > kMaxNameBytes) return cat("has a name longer than ", kMaxNameBytes, " bytes");
   if (name.front() == '/') return "is an absolute path";
   // Such names would reach RECORD, whose rows installers split at every line break.
-  if (std::string c = control_character(name); !c.empty()) return cat("has a control character (", c, ") in its name");
+  if (std::string c = control_character(name); !c.empty())
+    return cat("has a control character (", c, ") in its name");
   for (auto& part : split(name, "/")) {
     if (part == ".") continue;
     if (part == "..") return "escapes the destination ('..' component)";
@@ -639,7 +640,8 @@ Expected<void> check_zip_structure(int fd, const std::string& name) {
   if (::pread(fd, magic, sizeof magic, 0) != static_cast<ssize_t>(sizeof magic)) return {};
   if (std::string_view(magic, 2) != "PK") return {};
   // The same file; member names are checked by the unpacker, in its own words.
-  auto zip = ZipReader::open(fs::path("/proc/self/fd") / std::to_string(fd), name, /*check_names=*/false);
+  auto zip =
+      ZipReader::open(fs::path("/proc/self/fd") / std::to_string(fd), name, /*check_names=*/false);
   if (!zip) return std::move(zip).error();
   return {};
 }
@@ -712,8 +714,10 @@ Expected<UnpackResult> unpack(const fs::path& archive_path, const fs::path& dest
   KILN_TRY(UnpackResult result, unpacker.run(a.get()));
   // The rest of the compressed stream (after the tar end marker: padding, the trailer) is checked
   // too; a few records of padding may follow what libarchive read.
-  const auto read = static_cast<std::uint64_t>(std::max<la_int64_t>(0, archive_filter_bytes(a.get(), 0)));
-  KILN_CHECK(check_compressed_stream(input.get(), archive_filter_code(a.get(), 0), read + (1u << 20), name));
+  const auto read =
+      static_cast<std::uint64_t>(std::max<la_int64_t>(0, archive_filter_bytes(a.get(), 0)));
+  KILN_CHECK(check_compressed_stream(input.get(), archive_filter_code(a.get(), 0),
+                                     read + (1u << 20), name));
   archive_read_close(a.get());
   root.reset();
   KILN_CHECK(rename_no_replace(temp.path(), dest));

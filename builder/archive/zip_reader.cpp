@@ -1,6 +1,5 @@
 #include "archive/zip_reader.h"
 
-
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -49,15 +48,14 @@ std::string hex32(std::uint32_t v) {
   return buf;
 }
 
-
 // The ZIP64 extended information extra field (0x0001) of a header, when present.
 struct Zip64Fields {
   std::optional<std::uint64_t> size, compressed, offset;
 };
 
 // Walks an extra field block; false when it is malformed (a record runs past the block).
-bool read_zip64_extra(std::string_view extra, bool want_size, bool want_compressed, bool want_offset,
-                      Zip64Fields& out, bool& found) {
+bool read_zip64_extra(std::string_view extra, bool want_size, bool want_compressed,
+                      bool want_offset, Zip64Fields& out, bool& found) {
   found = false;
   std::size_t at = 0;
   while (at < extra.size()) {
@@ -103,11 +101,13 @@ Expected<MappedFile> MappedFile::open(const fs::path& path) {
     ~Closer() { ::close(fd); }
   } closer{fd};
   struct stat st;
-  if (::fstat(fd, &st) != 0) return Error::failed(cat("cannot stat ", path.string(), ": ", std::strerror(errno)));
+  if (::fstat(fd, &st) != 0)
+    return Error::failed(cat("cannot stat ", path.string(), ": ", std::strerror(errno)));
   if (!S_ISREG(st.st_mode)) return Error::bad_input(cat(path.string(), " is not a regular file"));
   if (st.st_size == 0) return MappedFile(nullptr, 0);
   void* data = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-  if (data == MAP_FAILED) return Error::failed(cat("cannot map ", path.string(), ": ", std::strerror(errno)));
+  if (data == MAP_FAILED)
+    return Error::failed(cat("cannot map ", path.string(), ": ", std::strerror(errno)));
   return MappedFile(data, static_cast<std::size_t>(st.st_size));
 }
 
@@ -131,7 +131,8 @@ std::string zip_name_problem(std::string_view name) {
   if (!is_valid_utf8(name)) return "is not valid UTF-8";
   // A line break in a name splits its RECORD row for installers (pip reads RECORD with
   // str.splitlines()), which then remove files the wheel never held.
-  if (std::string c = control_character(name); !c.empty()) return cat("has a control character (", c, ") in its name");
+  if (std::string c = control_character(name); !c.empty())
+    return cat("has a control character (", c, ") in its name");
   std::string_view body = name.back() == '/' ? name.substr(0, name.size() - 1) : name;
   if (body.empty()) return "is an absolute path";
   for (const auto& part : split(body, "/", /*skip_empty=*/false)) {
@@ -150,7 +151,9 @@ struct ZipReader::Image {
   std::string_view bytes() const { return mapped ? mapped->bytes() : std::string_view(owned); }
 };
 
-std::string_view ZipReader::image() const { return image_->bytes(); }
+std::string_view ZipReader::image() const {
+  return image_->bytes();
+}
 
 Expected<ZipReader> ZipReader::open(const fs::path& path, std::string name, bool check_names) {
   KILN_TRY(MappedFile mapped, MappedFile::open(path));
@@ -178,7 +181,9 @@ const ZipEntry* ZipReader::find(std::string_view name) const {
 Expected<void> ZipReader::parse(bool check_names) {
   const std::string_view b = image();
   const std::uint64_t size = b.size();
-  auto bad = [&](const std::string& what) { return Error::bad_input(cat("zip ", name_, ": ", what)); };
+  auto bad = [&](const std::string& what) {
+    return Error::bad_input(cat("zip ", name_, ": ", what));
+  };
 
   // End of central directory: the last record whose comment reaches exactly the end of the file.
   if (size < kEndSize) return bad(cat("too short to be a zip (", size, " bytes)"));
@@ -214,7 +219,8 @@ Expected<void> ZipReader::parse(bool check_names) {
     if (eocd < kLocator64Size || read_le32(b, eocd - kLocator64Size) != kLocator64Sig)
       return bad("the end record needs ZIP64 values but there is no ZIP64 locator");
     std::uint64_t loc = eocd - kLocator64Size;
-    if (read_le32(b, loc + 4) != 0 || read_le32(b, loc + 16) > 1) return bad("is a multi-disk archive, which wheels never are");
+    if (read_le32(b, loc + 4) != 0 || read_le32(b, loc + 16) > 1)
+      return bad("is a multi-disk archive, which wheels never are");
     std::uint64_t end64 = read_le64(b, loc + 8);
     if (end64 > loc || loc - end64 < kEnd64Size || read_le32(b, end64) != kEnd64Sig)
       return bad("the ZIP64 locator does not point at a ZIP64 end record");
@@ -223,8 +229,10 @@ Expected<void> ZipReader::parse(bool check_names) {
     if (read_le32(b, end64 + 16) != 0 || read_le32(b, end64 + 20) != 0)
       return bad("is a multi-disk archive, which wheels never are");
     std::uint64_t count64 = read_le64(b, end64 + 32);
-    if (read_le64(b, end64 + 24) != count64) return bad("the ZIP64 end record's entry counts disagree");
-    if (count != 0xffff && count != count64) return bad("the end records disagree on the number of entries");
+    if (read_le64(b, end64 + 24) != count64)
+      return bad("the ZIP64 end record's entry counts disagree");
+    if (count != 0xffff && count != count64)
+      return bad("the end records disagree on the number of entries");
     count = count64;
     cd_size = read_le64(b, end64 + 40);
     cd_offset = read_le64(b, end64 + 48);
@@ -232,8 +240,11 @@ Expected<void> ZipReader::parse(bool check_names) {
   }
   if (cd_offset > cd_end || cd_size != cd_end - cd_offset)
     return bad(cat("the central directory (offset ", cd_offset, ", ", cd_size,
-                   " bytes) is not where the end record says (it must end at offset ", cd_end, ")"));
-  if (count > cd_size / kCentralSize) return bad(cat("the end record claims ", count, " entries, more than the central directory holds"));
+                   " bytes) is not where the end record says (it must end at offset ", cd_end,
+                   ")"));
+  if (count > cd_size / kCentralSize)
+    return bad(
+        cat("the end record claims ", count, " entries, more than the central directory holds"));
 
   // Central directory.
   std::set<std::string, std::less<>> names, dirs;
@@ -241,7 +252,8 @@ Expected<void> ZipReader::parse(bool check_names) {
   entries_.reserve(count);
   for (std::uint64_t i = 0; i < count; ++i) {
     if (cd_end - at < kCentralSize || read_le32(b, at) != kCentralSig)
-      return bad(cat("central directory entry ", i + 1, " of ", count, " is malformed (offset ", at, ")"));
+      return bad(
+          cat("central directory entry ", i + 1, " of ", count, " is malformed (offset ", at, ")"));
     std::uint16_t made_by = read_le16(b, at + 4);
     ZipEntry e;
     e.flags = read_le16(b, at + 8);
@@ -249,7 +261,8 @@ Expected<void> ZipReader::parse(bool check_names) {
     e.crc = read_le32(b, at + 16);
     e.compressed_size = read_le32(b, at + 20);
     e.size = read_le32(b, at + 24);
-    std::uint16_t name_len = read_le16(b, at + 28), extra_len = read_le16(b, at + 30), comment_len = read_le16(b, at + 32);
+    std::uint16_t name_len = read_le16(b, at + 28), extra_len = read_le16(b, at + 30),
+                  comment_len = read_le16(b, at + 32);
     std::uint16_t disk = read_le16(b, at + 34);
     std::uint32_t external = read_le32(b, at + 38);
     e.local_offset = read_le32(b, at + 42);
@@ -259,12 +272,16 @@ Expected<void> ZipReader::parse(bool check_names) {
     std::string_view extra = b.substr(at + kCentralSize + name_len, extra_len);
     at += kCentralSize + name_len + extra_len + comment_len;
 
-    auto entry_bad = [&](const std::string& what) { return bad(cat("entry '", printable_excerpt(e.name, 200), "' ", what)); };
+    auto entry_bad = [&](const std::string& what) {
+      return bad(cat("entry '", printable_excerpt(e.name, 200), "' ", what));
+    };
     if (check_names)
-      if (std::string problem = zip_name_problem(e.name); !problem.empty()) return entry_bad(problem);
+      if (std::string problem = zip_name_problem(e.name); !problem.empty())
+        return entry_bad(problem);
     Zip64Fields z64;
     bool found = false;
-    if (!read_zip64_extra(extra, e.size == kMax32, e.compressed_size == kMax32, e.local_offset == kMax32, z64, found))
+    if (!read_zip64_extra(extra, e.size == kMax32, e.compressed_size == kMax32,
+                          e.local_offset == kMax32, z64, found))
       return entry_bad("has a malformed extra field");
     if (e.size == kMax32 || e.compressed_size == kMax32 || e.local_offset == kMax32) {
       if (!found) return entry_bad("needs a ZIP64 extra field but has none");
@@ -273,34 +290,47 @@ Expected<void> ZipReader::parse(bool check_names) {
       if (z64.offset) e.local_offset = *z64.offset;
     }
     if (disk != 0 && disk != 0xffff) return bad("is a multi-disk archive, which wheels never are");
-    if (e.flags & (kFlagEncrypted | kFlagStrongEncryption | kFlagMaskedHeaders)) return entry_bad("is encrypted");
-    if (e.flags & kFlagPatched) return entry_bad("uses compressed patched data, which kiln does not read");
-    if (e.method != 0 && e.method != 8) return entry_bad(cat("uses compression method ", e.method, " (only stored and deflate are allowed)"));
+    if (e.flags & (kFlagEncrypted | kFlagStrongEncryption | kFlagMaskedHeaders))
+      return entry_bad("is encrypted");
+    if (e.flags & kFlagPatched)
+      return entry_bad("uses compressed patched data, which kiln does not read");
+    if (e.method != 0 && e.method != 8)
+      return entry_bad(
+          cat("uses compression method ", e.method, " (only stored and deflate are allowed)"));
     if (e.method == 0 && e.compressed_size != e.size)
-      return entry_bad(cat("is stored but its sizes differ (", e.compressed_size, " != ", e.size, ")"));
+      return entry_bad(
+          cat("is stored but its sizes differ (", e.compressed_size, " != ", e.size, ")"));
     if (e.is_directory() && e.size != 0) return entry_bad("is a directory with content");
     if ((made_by >> 8) == 3) e.mode = external >> 16;  // made on Unix: st_mode in the high half
 
-    std::string_view key = e.is_directory() ? std::string_view(e.name).substr(0, e.name.size() - 1) : std::string_view(e.name);
+    std::string_view key = e.is_directory() ? std::string_view(e.name).substr(0, e.name.size() - 1)
+                                            : std::string_view(e.name);
     if (names.count(key) || dirs.count(key)) return entry_bad("is a duplicate");
-    if (e.is_directory()) dirs.insert(std::string(key));
-    else names.insert(std::string(key));
+    if (e.is_directory())
+      dirs.insert(std::string(key));
+    else
+      names.insert(std::string(key));
     entries_.push_back(std::move(e));
   }
-  if (at != cd_end) return bad(cat("the central directory has ", cd_end - at, " bytes after its last entry"));
+  if (at != cd_end)
+    return bad(cat("the central directory has ", cd_end - at, " bytes after its last entry"));
   // A file may not also be a directory of another entry (with names left to the caller, neither is
   // this: a symlink entry with entries under it is the unpacker's to refuse).
   for (const auto& n : check_names ? names : std::set<std::string, std::less<>>{})
-    for (std::size_t slash = n.find('/'); slash != std::string::npos; slash = n.find('/', slash + 1))
+    for (std::size_t slash = n.find('/'); slash != std::string::npos;
+         slash = n.find('/', slash + 1))
       if (names.count(std::string_view(n).substr(0, slash)))
         return bad(cat("entry '", n, "' lies inside '", n.substr(0, slash), "', which is a file"));
 
   // Local headers: each agrees with its central entry; entries tile the space before the directory.
   std::vector<std::pair<std::uint64_t, std::uint64_t>> spans;  // [local header, end of entry)
   for (auto& e : entries_) {
-    auto entry_bad = [&](const std::string& what) { return bad(cat("entry '", printable_excerpt(e.name, 200), "': ", what)); };
+    auto entry_bad = [&](const std::string& what) {
+      return bad(cat("entry '", printable_excerpt(e.name, 200), "': ", what));
+    };
     std::uint64_t lo = e.local_offset;
-    if (lo > cd_offset || cd_offset - lo < kLocalSize) return entry_bad(cat("local header offset ", lo, " lies outside the entries"));
+    if (lo > cd_offset || cd_offset - lo < kLocalSize)
+      return entry_bad(cat("local header offset ", lo, " lies outside the entries"));
     if (read_le32(b, lo) != kLocalSig) return entry_bad(cat("no local header at offset ", lo));
     std::uint16_t flags = read_le16(b, lo + 6), method = read_le16(b, lo + 8);
     std::uint32_t crc = read_le32(b, lo + 14);
@@ -311,11 +341,14 @@ Expected<void> ZipReader::parse(bool check_names) {
     std::string_view local_name = b.substr(lo + kLocalSize, name_len);
     std::string_view extra = b.substr(lo + kLocalSize + name_len, extra_len);
     if (local_name != e.name)
-      return entry_bad(cat("local header names it '", printable_excerpt(local_name, 200), "'; the central directory disagrees"));
+      return entry_bad(cat("local header names it '", printable_excerpt(local_name, 200),
+                           "'; the central directory disagrees"));
     if (flags != e.flags)
-      return entry_bad(cat("local header flags ", flags, " disagree with the central directory's ", e.flags));
+      return entry_bad(
+          cat("local header flags ", flags, " disagree with the central directory's ", e.flags));
     if (method != e.method)
-      return entry_bad(cat("local header method ", method, " disagrees with the central directory's ", e.method));
+      return entry_bad(cat("local header method ", method,
+                           " disagrees with the central directory's ", e.method));
     Zip64Fields z64;
     bool found = false;
     if (!read_zip64_extra(extra, usize == kMax32, csize == kMax32, false, z64, found))
@@ -325,18 +358,22 @@ Expected<void> ZipReader::parse(bool check_names) {
     if (csize == kMax32 && z64.compressed) csize = *z64.compressed;
     e.data_offset = lo + kLocalSize + name_len + extra_len;
     bool descriptor = e.flags & kFlagDescriptor;
-    auto agree = [&](std::uint64_t local, std::uint64_t central, const char* what) -> Expected<void> {
+    auto agree = [&](std::uint64_t local, std::uint64_t central,
+                     const char* what) -> Expected<void> {
       if (local == central || (descriptor && local == 0)) return {};
       if (std::string(what) == "CRC")
         return entry_bad(cat("local header CRC ", hex32(static_cast<std::uint32_t>(local)),
-                             " disagrees with the central directory's ", hex32(static_cast<std::uint32_t>(central))));
-      return entry_bad(cat("local header ", what, " ", local, " disagrees with the central directory's ", central));
+                             " disagrees with the central directory's ",
+                             hex32(static_cast<std::uint32_t>(central))));
+      return entry_bad(cat("local header ", what, " ", local,
+                           " disagrees with the central directory's ", central));
     };
     KILN_CHECK(agree(crc, e.crc, "CRC"));
     KILN_CHECK(agree(csize, e.compressed_size, "compressed size"));
     KILN_CHECK(agree(usize, e.size, "size"));
     if (e.data_offset > cd_offset || cd_offset - e.data_offset < e.compressed_size)
-      return entry_bad(cat("data (", e.compressed_size, " bytes at offset ", e.data_offset, ") runs past the entries"));
+      return entry_bad(cat("data (", e.compressed_size, " bytes at offset ", e.data_offset,
+                           ") runs past the entries"));
     std::uint64_t stop = e.data_offset + e.compressed_size;
     if (descriptor) {
       // crc, compressed, size (8-byte sizes for ZIP64 entries), optionally after a signature.
@@ -358,7 +395,8 @@ Expected<void> ZipReader::parse(bool check_names) {
   std::uint64_t expected = 0;
   for (const auto& [lo, hi] : spans) {
     if (lo < expected) return bad(cat("entries overlap at offset ", lo));
-    if (lo > expected) return bad(cat(lo - expected, " bytes at offset ", expected, " belong to no entry"));
+    if (lo > expected)
+      return bad(cat(lo - expected, " bytes at offset ", expected, " belong to no entry"));
     expected = hi;
   }
   if (expected != cd_offset)
@@ -366,17 +404,22 @@ Expected<void> ZipReader::parse(bool check_names) {
   return {};
 }
 
-Expected<void> ZipReader::read_chunks(const ZipEntry& e, const std::function<void(std::string_view)>& sink) const {
+Expected<void> ZipReader::read_chunks(const ZipEntry& e,
+                                      const std::function<void(std::string_view)>& sink) const {
   std::string_view b = image();
-  auto bad = [&](const std::string& what) { return Error::bad_input(cat("zip ", name_, ": entry '", e.name, "': ", what)); };
-  if (e.data_offset > b.size() || b.size() - e.data_offset < e.compressed_size) return bad("data lies outside the file");
+  auto bad = [&](const std::string& what) {
+    return Error::bad_input(cat("zip ", name_, ": entry '", e.name, "': ", what));
+  };
+  if (e.data_offset > b.size() || b.size() - e.data_offset < e.compressed_size)
+    return bad("data lies outside the file");
   std::string_view data = b.substr(e.data_offset, e.compressed_size);
   uLong crc = crc32(0, Z_NULL, 0);
   std::uint64_t produced = 0;
   if (e.method == 0) {
     for (std::size_t p = 0; p < data.size(); p += kChunk) {
       std::string_view chunk = data.substr(p, kChunk);
-      crc = crc32(crc, reinterpret_cast<const Bytef*>(chunk.data()), static_cast<uInt>(chunk.size()));
+      crc =
+          crc32(crc, reinterpret_cast<const Bytef*>(chunk.data()), static_cast<uInt>(chunk.size()));
       sink(chunk);
     }
     produced = data.size();
@@ -399,25 +442,31 @@ Expected<void> ZipReader::read_chunks(const ZipEntry& e, const std::function<voi
       rc = inflate(&inf.z, Z_NO_FLUSH);
       std::size_t n = out.size() - inf.z.avail_out;
       if (rc != Z_OK && rc != Z_STREAM_END) {
-        if (rc == Z_BUF_ERROR && inf.z.avail_in == 0 && fed == data.size()) return bad("deflate data ends early");
+        if (rc == Z_BUF_ERROR && inf.z.avail_in == 0 && fed == data.size())
+          return bad("deflate data ends early");
         return bad(cat("deflate data is corrupt (", inf.z.msg ? inf.z.msg : "zlib error", ")"));
       }
       produced += n;
-      if (produced > e.size) return bad(cat("inflates to more than the ", e.size, " bytes the directory says"));
+      if (produced > e.size)
+        return bad(cat("inflates to more than the ", e.size, " bytes the directory says"));
       crc = crc32(crc, reinterpret_cast<const Bytef*>(out.data()), static_cast<uInt>(n));
       if (n) sink(std::string_view(out.data(), n));
     }
-    if (inf.z.avail_in != 0 || fed != data.size()) return bad("has bytes after the end of its deflate data");
+    if (inf.z.avail_in != 0 || fed != data.size())
+      return bad("has bytes after the end of its deflate data");
   }
-  if (produced != e.size) return bad(cat("holds ", produced, " bytes; the directory says ", e.size));
+  if (produced != e.size)
+    return bad(cat("holds ", produced, " bytes; the directory says ", e.size));
   if (crc != e.crc)
-    return bad(cat("CRC ", hex32(static_cast<std::uint32_t>(crc)), " of its data disagrees with the recorded ", hex32(e.crc)));
+    return bad(cat("CRC ", hex32(static_cast<std::uint32_t>(crc)),
+                   " of its data disagrees with the recorded ", hex32(e.crc)));
   return {};
 }
 
 Expected<std::string> ZipReader::read(const ZipEntry& e, std::uint64_t max_size) const {
   if (e.size > max_size)
-    return Error::bad_input(cat("zip ", name_, ": entry '", e.name, "' is ", e.size, " bytes, over the limit of ", max_size));
+    return Error::bad_input(cat("zip ", name_, ": entry '", e.name, "' is ", e.size,
+                                " bytes, over the limit of ", max_size));
   std::string out;
   out.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(e.size, std::uint64_t(64) << 20)));
   KILN_CHECK(read_chunks(e, [&](std::string_view chunk) { out += chunk; }));

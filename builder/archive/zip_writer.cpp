@@ -45,7 +45,6 @@ bool is_ascii(std::string_view s) {
   return true;
 }
 
-
 std::string errno_text() {
   return std::strerror(errno);
 }
@@ -118,7 +117,8 @@ Expected<void> ZipWriter::patch(std::uint64_t at, std::string_view bytes) {
 Expected<void> ZipWriter::check_name(std::string_view name) const {
   std::string zip = path_.filename().string();
   auto bad = [&](std::string_view what) {
-    return Error::bad_input(cat("zip ", zip, ": entry '", printable_excerpt(name, 200), "' ", what));
+    return Error::bad_input(
+        cat("zip ", zip, ": entry '", printable_excerpt(name, 200), "' ", what));
   };
   if (name.empty()) return Error::bad_input(cat("zip ", zip, ": empty entry name"));
   if (name.size() > 0xffff) return bad("has a name longer than 65535 bytes");

@@ -29,8 +29,8 @@ struct Running {
   std::size_t index;
   std::optional<Child> child;  // the running step's process
   double started;
-  std::size_t step = 0;      // 0: argv, i: then[i - 1]
-  double cpu_seconds = 0;    // of the steps that ended
+  std::size_t step = 0;    // 0: argv, i: then[i - 1]
+  double cpu_seconds = 0;  // of the steps that ended
   long max_rss_kib = 0;
 };
 
@@ -52,7 +52,9 @@ Expected<Child> spawn_step(const Job& job, std::size_t step) {
   return spawn(spec);
 }
 
-bool group_alive(pid_t pgid) { return pgid > 0 && ::kill(-pgid, 0) == 0; }
+bool group_alive(pid_t pgid) {
+  return pgid > 0 && ::kill(-pgid, 0) == 0;
+}
 
 // Stops every running job and everything it started: SIGTERM to each process group, then
 // SIGKILL to whatever is left after half a second; returns once the groups are empty.
@@ -121,7 +123,8 @@ Expected<JobStats> run_jobs(const std::vector<Job>& jobs, const RunnerOptions& o
       for (std::size_t d : jobs[i].deps) ready = ready && state[d] == 2;
       if (!ready) continue;
       int weight = std::min(jobs[i].weight, slots);
-      bool fits = used_slots + weight <= slots && (running.empty() || used_memory + jobs[i].memory_gib <= memory);
+      bool fits = used_slots + weight <= slots &&
+                  (running.empty() || used_memory + jobs[i].memory_gib <= memory);
       if (!fits) break;  // keep the order: a big job is not overtaken forever by small ones
       KILN_CHECK(ensure_directory(jobs[i].log.parent_path()));
       std::string commands = format_argv(jobs[i].argv) + "\n";
@@ -181,10 +184,12 @@ Expected<JobStats> run_jobs(const std::vector<Job>& jobs, const RunnerOptions& o
       if (!result.ok()) {
         stop_all(running);
         auto text = read_file(job.log);
-        return Error::failed(
-            cat(job.label, " failed (", result.term_signal ? cat("signal ", result.term_signal) : cat("exit ", result.exit_code),
-                "); log: ", job.log.string()),
-            cat("command: ", format_argv(argv), "\n", tail_lines(text ? *text : std::string(), 25)));
+        return Error::failed(cat(job.label, " failed (",
+                                 result.term_signal ? cat("signal ", result.term_signal)
+                                                    : cat("exit ", result.exit_code),
+                                 "); log: ", job.log.string()),
+                             cat("command: ", format_argv(argv), "\n",
+                                 tail_lines(text ? *text : std::string(), 25)));
       }
       if (job.on_success) {
         auto ok = job.on_success();
@@ -198,7 +203,8 @@ Expected<JobStats> run_jobs(const std::vector<Job>& jobs, const RunnerOptions& o
       stats.run++;
       stats.cpu_seconds += cpu;
       stats.timings.push_back({job.label, seconds, rss, cpu});
-      log::info(cat("[", done, "/", total, "] ", job.label, " (", static_cast<int>(seconds + 0.5), " s)"));
+      log::info(cat("[", done, "/", total, "] ", job.label, " (", static_cast<int>(seconds + 0.5),
+                    " s)"));
     }
     if (!progressed) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

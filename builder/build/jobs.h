@@ -22,8 +22,8 @@ struct Job {
   std::vector<std::string> env_unset;
   std::filesystem::path cwd;
   std::filesystem::path log;
-  int weight = 1;          // slots it occupies (e.g. nvcc --threads)
-  double memory_gib = 1;   // estimated peak memory
+  int weight = 1;                 // slots it occupies (e.g. nvcc --threads)
+  double memory_gib = 1;          // estimated peak memory
   std::vector<std::size_t> deps;  // indices of jobs that must finish first
   std::vector<int> inherit_fds;   // descriptors the process keeps (ProcessSpec::inherit_fds)
   // Runs right before the first command (e.g. to put inputs from other jobs in place).

@@ -8,12 +8,12 @@
 #include <cstring>
 #include <optional>
 
+#include "build/nvcc_split.h"
 #include "core/fs.h"
 #include "core/hash.h"
 #include "core/log.h"
 #include "core/process.h"
 #include "core/strings.h"
-#include "build/nvcc_split.h"
 
 namespace kiln::build {
 
@@ -24,12 +24,13 @@ namespace {
 // torch.utils.cpp_extension's nvcc defaults.
 const std::vector<std::string> kCommonNvccFlags = {
     "-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
-    "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__", "--expt-relaxed-constexpr"};
+    "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__",
+    "--expt-relaxed-constexpr"};
 
 // The host flags cpp_extension takes from Python's sysconfig, without -g: kiln ships no host
 // debug info (smaller wheels, faster compiles, nothing path-dependent).
-const std::vector<std::string> kCommonCxxFlags = {"-fno-strict-overflow", "-Wsign-compare", "-DNDEBUG",
-                                                  "-O2", "-Wall", "-fPIC"};
+const std::vector<std::string> kCommonCxxFlags = {
+    "-fno-strict-overflow", "-Wsign-compare", "-DNDEBUG", "-O2", "-Wall", "-fPIC"};
 
 bool has_std_flag(const std::vector<std::string>& flags) {
   return std::any_of(flags.begin(), flags.end(), [](const std::string& f) {
@@ -39,10 +40,12 @@ bool has_std_flag(const std::vector<std::string>& flags) {
 
 std::vector<std::string> include_flags(const NativeContext& ctx, const manifest::Extension& ext) {
   std::vector<std::string> flags;
-  for (const auto& dir : ext.include_dirs) flags.push_back("-I" + (ctx.root / "src" / dir).string());
+  for (const auto& dir : ext.include_dirs)
+    flags.push_back("-I" + (ctx.root / "src" / dir).string());
   // Through the fixed root, so recorded header paths do not depend on the cache's location.
   flags.push_back("-I" + (ctx.root / "torch" / "include").string());
-  flags.push_back("-I" + (ctx.root / "torch" / "include" / "torch" / "csrc" / "api" / "include").string());
+  flags.push_back("-I" +
+                  (ctx.root / "torch" / "include" / "torch" / "csrc" / "api" / "include").string());
   flags.push_back("-I" + (ctx.root / "cuda" / "include").string());
   flags.push_back("-I" + (ctx.root / "python").string());
   return flags;
@@ -54,9 +57,11 @@ std::vector<std::string> define_flags(const manifest::Extension& ext) {
   return flags;
 }
 
-std::vector<std::string> extension_defines(const NativeContext& ctx, const manifest::Extension& ext) {
-  std::vector<std::string> flags = {"-DTORCH_API_INCLUDE_EXTENSION_H",
-                                    "-DTORCH_EXTENSION_NAME=" + ext.name.substr(ext.name.rfind('.') + 1)};
+std::vector<std::string> extension_defines(const NativeContext& ctx,
+                                           const manifest::Extension& ext) {
+  std::vector<std::string> flags = {
+      "-DTORCH_API_INCLUDE_EXTENSION_H",
+      "-DTORCH_EXTENSION_NAME=" + ext.name.substr(ext.name.rfind('.') + 1)};
   for (const auto& f : ctx.torch.abi_flags()) flags.push_back(f);
   return flags;
 }
@@ -84,8 +89,9 @@ const std::vector<std::string>& pid_namespace_prefix() {
     probe.output = ProcessSpec::Output::Discard;
     auto r = run_process(probe);
     if (r && r->ok()) return p;
-    log::warn("cannot run nvcc in a PID namespace (unshare --pid): objects whose code uses anonymous "
-              "namespaces will differ between builds");
+    log::warn(
+        "cannot run nvcc in a PID namespace (unshare --pid): objects whose code uses anonymous "
+        "namespaces will differ between builds");
     return std::vector<std::string>{};
   }();
   return prefix;
@@ -94,8 +100,8 @@ const std::vector<std::string>& pid_namespace_prefix() {
 }  // namespace
 
 std::vector<std::string> cxx_compile_argv(const NativeContext& ctx, const manifest::Extension& ext,
-                                          const std::vector<std::string>& defines, const std::string& source,
-                                          const std::string& object) {
+                                          const std::vector<std::string>& defines,
+                                          const std::string& source, const std::string& object) {
   std::vector<std::string> argv = {ctx.cxx.path};
   append(argv, kCommonCxxFlags);
   append(argv, include_flags(ctx, ext));
@@ -149,11 +155,14 @@ std::vector<std::string> nvcc_flags(const NativeContext& ctx, const manifest::Ex
 // nvcc finds its tools and headers relative to the path it is run as: through the build root's
 // fixed cuda/ view, the paths it records are the same wherever the toolkit is installed (or
 // unpacked into a cache).
-std::string nvcc_path(const NativeContext& ctx) { return (ctx.root / "cuda" / "bin" / "nvcc").string(); }
+std::string nvcc_path(const NativeContext& ctx) {
+  return (ctx.root / "cuda" / "bin" / "nvcc").string();
+}
 
 std::vector<std::string> nvcc_compile_argv(const NativeContext& ctx, const manifest::Extension& ext,
-                                           const std::vector<std::string>& defines, const std::string& source,
-                                           const std::string& object, int threads, const std::string& keep_dir) {
+                                           const std::vector<std::string>& defines,
+                                           const std::string& source, const std::string& object,
+                                           int threads, const std::string& keep_dir) {
   std::vector<std::string> argv = pid_namespace_prefix();
   argv.push_back(nvcc_path(ctx));
   append(argv, nvcc_flags(ctx, ext, defines));
@@ -172,7 +181,8 @@ std::vector<std::string> nvcc_compile_argv(const NativeContext& ctx, const manif
   return argv;
 }
 
-std::vector<std::string> link_argv(const NativeContext& ctx, const std::vector<std::string>& objects,
+std::vector<std::string> link_argv(const NativeContext& ctx,
+                                   const std::vector<std::string>& objects,
                                    const std::string& output) {
   std::vector<std::string> argv = {ctx.cxx.path, "-shared", "-Wl,-O1", "-Wl,--as-needed"};
   append(argv, objects);
@@ -224,10 +234,12 @@ Expected<void> fix_mtimes(const fs::path& tree) {
   times[0].tv_sec = times[1].tv_sec = 315532800;
   times[0].tv_nsec = times[1].tv_nsec = 0;
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(tree, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+  for (auto it = fs::recursive_directory_iterator(tree, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (it->is_symlink() || !it->is_regular_file()) continue;
     if (::utimensat(AT_FDCWD, it->path().c_str(), times, AT_SYMLINK_NOFOLLOW) != 0)
-      return Error::failed(cat("cannot set the time of ", it->path().string(), ": ", std::strerror(errno)));
+      return Error::failed(
+          cat("cannot set the time of ", it->path().string(), ": ", std::strerror(errno)));
   }
   if (ec) return Error::failed(cat("cannot list ", tree.string(), ": ", ec.message()));
   return {};
@@ -243,7 +255,8 @@ std::string canonical_arch_list(const fs::path& nvcc) {
 }
 
 // Runs nvcc dry runs, several at a time; each result is its output or an error.
-std::vector<Expected<std::string>> run_dry_runs(const std::vector<std::vector<std::string>>& commands, const fs::path& cwd) {
+std::vector<Expected<std::string>> run_dry_runs(
+    const std::vector<std::vector<std::string>>& commands, const fs::path& cwd) {
   std::vector<Expected<std::string>> results(commands.size(), Error::failed("not run"));
   const std::size_t batch = 32;
   for (std::size_t first = 0; first < commands.size(); first += batch) {
@@ -253,14 +266,19 @@ std::vector<Expected<std::string>> run_dry_runs(const std::vector<std::vector<st
       spec.argv = commands[i];
       spec.cwd = cwd;
       auto child = spawn(spec);
-      if (!child) results[i] = child.error();
-      else children.emplace_back(i, std::move(*child));
+      if (!child)
+        results[i] = child.error();
+      else
+        children.emplace_back(i, std::move(*child));
     }
     for (auto& [i, child] : children) {
       auto r = child.wait();
-      if (!r) results[i] = r.error();
-      else if (!r->ok()) results[i] = Error::failed(cat("nvcc --dryrun failed: ", tail_lines(r->output, 5)));
-      else results[i] = std::move(r->output);
+      if (!r)
+        results[i] = r.error();
+      else if (!r->ok())
+        results[i] = Error::failed(cat("nvcc --dryrun failed: ", tail_lines(r->output, 5)));
+      else
+        results[i] = std::move(r->output);
     }
   }
   return results;
@@ -276,7 +294,7 @@ struct Unit {
   double share = 1;                  // its part of the source's units
   bool sharded = false;              // the source is declared shardable
   fs::path object;
-  fs::path fatbin_object;            // a CUDA unit's fat binary, when its host part is split off
+  fs::path fatbin_object;  // a CUDA unit's fat binary, when its host part is split off
 };
 
 // What a CUDA unit becomes when nvcc's dry run splits per arch.
@@ -294,8 +312,10 @@ std::string join_commands(const std::vector<std::vector<std::string>>& steps) {
   return join(lines, "\x1e");
 }
 
-std::vector<std::vector<std::string>> in_pid_namespace(std::vector<std::vector<std::string>> steps) {
-  for (auto& s : steps) s.insert(s.begin(), pid_namespace_prefix().begin(), pid_namespace_prefix().end());
+std::vector<std::vector<std::string>> in_pid_namespace(
+    std::vector<std::vector<std::string>> steps) {
+  for (auto& s : steps)
+    s.insert(s.begin(), pid_namespace_prefix().begin(), pid_namespace_prefix().end());
   return steps;
 }
 
@@ -305,13 +325,15 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
   NativeResult result;
   const int slots = ctx.jobs > 0 ? ctx.jobs : default_slots();
   // The fixed views the flags refer to.
-  for (const auto& [link, target] : {std::pair<std::string, fs::path>{"torch", ctx.torch.root},
-                                     std::pair<std::string, fs::path>{"python", ctx.python.include_dir},
-                                     std::pair<std::string, fs::path>{"cuda", ctx.cuda.home}}) {
+  for (const auto& [link, target] :
+       {std::pair<std::string, fs::path>{"torch", ctx.torch.root},
+        std::pair<std::string, fs::path>{"python", ctx.python.include_dir},
+        std::pair<std::string, fs::path>{"cuda", ctx.cuda.home}}) {
     std::error_code ec;
     fs::remove(ctx.root / link, ec);
     fs::create_directory_symlink(target, ctx.root / link, ec);
-    if (ec) return Error::failed(cat("cannot link ", (ctx.root / link).string(), ": ", ec.message()));
+    if (ec)
+      return Error::failed(cat("cannot link ", (ctx.root / link).string(), ": ", ec.message()));
   }
   KILN_CHECK(ensure_directory(ctx.root / "obj"));
   KILN_CHECK(ensure_directory(ctx.root / "out"));
@@ -338,7 +360,9 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
         u.tag = count > 1 ? cat(stem, ".", k, "-of-", count) : stem;
         u.name = count > 1 ? cat(file, "[", k, "/", count, "]") : file;
         // Units u with u % count == k.
-        u.share = count > 1 ? static_cast<double>((shard->units - k + count - 1) / count) / shard->units : 1.0;
+        u.share = count > 1
+                      ? static_cast<double>((shard->units - k + count - 1) / count) / shard->units
+                      : 1.0;
         u.sharded = shard != nullptr;
         u.object = ctx.root / "obj" / (ext.name + "." + u.tag + ".o");
         units.push_back(std::move(u));
@@ -349,7 +373,8 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
   // nvcc's dry runs for the CUDA units: one per arch (device part) and one for all (host part).
   std::vector<std::string> arch_tokens = split(ctx.archs.canonical(), ";");
   std::vector<manifest::ArchList> arch_entries;
-  for (const auto& token : arch_tokens) arch_entries.push_back(manifest::ArchList::parse(token).value());
+  for (const auto& token : arch_tokens)
+    arch_entries.push_back(manifest::ArchList::parse(token).value());
   const std::string arch_list = canonical_arch_list(ctx.cuda.nvcc);
   std::vector<std::vector<std::string>> dry_commands;
   std::vector<std::size_t> dry_first(units.size(), 0);
@@ -409,7 +434,8 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
     double estimate;
   };
   std::vector<Planned> planned;
-  const std::vector<std::pair<std::string, std::string>> env = {{"SOURCE_DATE_EPOCH", "315532800"}, {"LC_ALL", "C"}};
+  const std::vector<std::pair<std::string, std::string>> env = {{"SOURCE_DATE_EPOCH", "315532800"},
+                                                                {"LC_ALL", "C"}};
   auto object_key = [&](std::string_view kind, const std::string& commands) {
     return sha256_hex(cat(ctx.object_salt, "\n", kind, "\n", commands));
   };
@@ -436,7 +462,8 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
     return static_cast<std::size_t>(e - ctx.manifest->extensions.data());
   };
   std::string archs_label;
-  for (const auto& a : ctx.archs.archs()) archs_label += (archs_label.empty() ? "" : ",") + a.sm_name();
+  for (const auto& a : ctx.archs.archs())
+    archs_label += (archs_label.empty() ? "" : ",") + a.sm_name();
   // A host part needs its file's stub and module id, which the lowest arch's device pass writes.
   // With fewer device parts than slots, slots would idle while the device parts run: the host
   // parts then get the stub from a front-end job of their own (a few seconds), and run beside
@@ -455,7 +482,8 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
     std::string log_stem = ext.name + "." + u.tag;
 
     if (!u.source.ends_with(".cu")) {
-      std::vector<std::string> argv = cxx_compile_argv(ctx, ext, u.defines, source, u.object.string());
+      std::vector<std::string> argv =
+          cxx_compile_argv(ctx, ext, u.defines, source, u.object.string());
       std::string key = object_key("cxx", join(argv, "\x1f"));
       fs::path cached = cached_path(key, ".o");
       if (reuse(cached, u.object)) continue;
@@ -481,28 +509,47 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
       const std::size_t n = arch_entries.size();  // device parts, then host, fat binary, front end
       for (std::size_t a = 0; a < n + 3 && why_not.empty(); ++a) {
         const auto& out = dry_outputs[dry_first[i] + a];
-        if (!out) { why_not = out.error().message; break; }
+        if (!out) {
+          why_not = out.error().message;
+          break;
+        }
         auto parsed = nvcc::parse_dryrun(*out);
-        if (!parsed) { why_not = parsed.error().message; break; }
+        if (!parsed) {
+          why_not = parsed.error().message;
+          break;
+        }
         if (a < n) {
           auto part = nvcc::device_part(*parsed, arch_list);
-          if (!part) { why_not = part.error().message; break; }
+          if (!part) {
+            why_not = part.error().message;
+            break;
+          }
           for (const auto& im : part->images) images.push_back(im);
           su.devices.push_back(std::move(*part));
           su.device_labels.push_back(arch_tokens[a]);
         } else if (a == n) {
-          auto host = nvcc::host_part(*parsed, arch_list, su.devices.front().images, kFatbinaryFlags);
-          if (!host) { why_not = host.error().message; break; }
+          auto host =
+              nvcc::host_part(*parsed, arch_list, su.devices.front().images, kFatbinaryFlags);
+          if (!host) {
+            why_not = host.error().message;
+            break;
+          }
           su.host = std::move(*host);
           su.env = parsed->env;
         } else if (a == n + 1) {
           auto all = nvcc::host_part(*parsed, arch_list, images, kFatbinaryFlags);
-          if (!all) { why_not = all.error().message; break; }
+          if (!all) {
+            why_not = all.error().message;
+            break;
+          }
           su.host.fatbinary = std::move(all->fatbinary);
           su.host.fatbin = std::move(all->fatbin);
         } else {
           auto front = nvcc::front_end_part(*parsed, arch_list);
-          if (!front) { why_not = front.error().message; break; }
+          if (!front) {
+            why_not = front.error().message;
+            break;
+          }
           su.front = std::move(*front);
         }
       }
@@ -511,9 +558,11 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
 
     if (!split_unit) {
       log::verbose(cat(u.name, ": one nvcc for all archs (", why_not, ")"));
-      int threads = static_cast<int>(std::clamp<std::size_t>(ctx.archs.gencode_flags().size(), 1, static_cast<std::size_t>(slots)));
+      int threads = static_cast<int>(std::clamp<std::size_t>(ctx.archs.gencode_flags().size(), 1,
+                                                             static_cast<std::size_t>(slots)));
       fs::path keep = keep_dir(u) / "all";
-      std::vector<std::string> argv = nvcc_compile_argv(ctx, ext, u.defines, source, u.object.string(), threads, keep.string());
+      std::vector<std::string> argv =
+          nvcc_compile_argv(ctx, ext, u.defines, source, u.object.string(), threads, keep.string());
       std::string key = object_key("nvcc", join(argv, "\x1f"));
       fs::path cached = cached_path(key, ".o");
       if (reuse(cached, u.object)) continue;
@@ -528,7 +577,8 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
       job.memory_gib = 1.0 + 2.5 * u.share * threads;
       job.on_success = store(cached, u.object);
       ext_deps[ext_index(&ext)].push_back(planned.size());
-      planned.push_back({std::move(job), u.sharded ? 1 : 3, estimate * static_cast<double>(arch_entries.size())});
+      planned.push_back(
+          {std::move(job), u.sharded ? 1 : 3, estimate * static_cast<double>(arch_entries.size())});
       continue;
     }
 
@@ -559,20 +609,24 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
     auto host_steps = in_pid_namespace(su.host.steps);
     // The host object refers to its fat binary by a symbol, hidden in the module, that the fat
     // binary's object defines.
-    const std::string symbol = "__kiln_fatbin_" + sha256_hex(cat(ext.name, "/", u.tag)).substr(0, 16);
+    const std::string symbol =
+        "__kiln_fatbin_" + sha256_hex(cat(ext.name, "/", u.tag)).substr(0, 16);
     const std::string reference = nvcc::fatbin_reference(symbol);
     const std::string assembly = nvcc::fatbin_assembly(symbol, su.host.fatbin);
     const fs::path assembly_file = su.host.fatbin.parent_path() / "fatbin.s";
     u.fatbin_object = ctx.root / "obj" / (ext.name + "." + u.tag + ".fatbin.o");
     std::vector<std::string> fatbinary = in_pid_namespace({su.host.fatbinary}).front();
-    std::vector<std::string> assemble = {ctx.cxx.path, "-c", assembly_file.string(), "-o", u.fatbin_object.string()};
+    std::vector<std::string> assemble = {ctx.cxx.path, "-c", assembly_file.string(), "-o",
+                                         u.fatbin_object.string()};
     // The host part depends on the device parts only through the stub and module id, which the
     // front end's commands determine (wherever they are taken from); the fat binary on all.
-    std::string host_key = object_key(
-        "nvcc-host", cat(join_commands(host_steps), "\n", reference, "\n", join_commands(front_steps)));
+    std::string host_key = object_key("nvcc-host", cat(join_commands(host_steps), "\n", reference,
+                                                       "\n", join_commands(front_steps)));
     std::string fatbin_key = object_key(
-        "nvcc-fatbin", cat(join_commands({fatbinary, assemble}), "\n", assembly, "\n", join(device_keys, ",")));
-    fs::path host_cached = cached_path(host_key, ".o"), fatbin_cached = cached_path(fatbin_key, ".o");
+        "nvcc-fatbin",
+        cat(join_commands({fatbinary, assemble}), "\n", assembly, "\n", join(device_keys, ",")));
+    fs::path host_cached = cached_path(host_key, ".o"),
+             fatbin_cached = cached_path(fatbin_key, ".o");
     const bool host_hit = reuse(host_cached, u.object);
     const bool fatbin_hit = reuse(fatbin_cached, u.fatbin_object);
     if (host_hit && fatbin_hit) continue;
@@ -591,8 +645,10 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
       if (auto data = read_file(cached)) {
         auto files = unpack_files(*data);
         bool match = files && files->size() == outputs.size();
-        for (std::size_t f = 0; match && f < outputs.size(); ++f) match = (*files)[f].first == outputs[f];
-        for (std::size_t f = 0; match && f < outputs.size(); ++f) match = write_file_atomic(outputs[f], (*files)[f].second).has_value();
+        for (std::size_t f = 0; match && f < outputs.size(); ++f)
+          match = (*files)[f].first == outputs[f];
+        for (std::size_t f = 0; match && f < outputs.size(); ++f)
+          match = write_file_atomic(outputs[f], (*files)[f].second).has_value();
         device_cached[a] = match;
       }
       if (device_cached[a]) {
@@ -613,7 +669,8 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
         // The rest of nvcc's intermediates (preprocessed sources, PTX not shipped) can go.
         std::error_code ec;
         for (const auto& entry : fs::directory_iterator(outputs.front().parent_path(), ec))
-          if (std::find(outputs.begin(), outputs.end(), entry.path()) == outputs.end()) fs::remove(entry.path(), ec);
+          if (std::find(outputs.begin(), outputs.end(), entry.path()) == outputs.end())
+            fs::remove(entry.path(), ec);
         return {};
       };
       device_job[a] = planned.size();
@@ -629,7 +686,8 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
       if (!device_cached.front() && front_end_jobs) {
         from = &su.front;
         dep = planned.size();
-        planned.push_back({steps_job(cat("nvcc ", u.name, " front end"), front_steps, ".front.log", 0.5 + 0.5 * u.share),
+        planned.push_back({steps_job(cat("nvcc ", u.name, " front end"), front_steps, ".front.log",
+                                     0.5 + 0.5 * u.share),
                            4, estimate});
       }
       Job host = steps_job(cat("nvcc ", u.name, " host"), host_steps, ".host.log", 1.0);
@@ -637,8 +695,10 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
       host.before = [from = *from, hp = su.host, reference]() -> Expected<void> {
         KILN_TRY(std::string module_id, read_file(from.module_id));
         KILN_TRY(std::string stub, read_file(from.stub));
-        if (stub.find(cat("#include \"", hp.fatbin_source.filename().string(), "\"")) == std::string::npos)
-          return Error::failed(cat(from.stub.string(), " does not include ", hp.fatbin_source.filename().string()));
+        if (stub.find(cat("#include \"", hp.fatbin_source.filename().string(), "\"")) ==
+            std::string::npos)
+          return Error::failed(
+              cat(from.stub.string(), " does not include ", hp.fatbin_source.filename().string()));
         KILN_CHECK(write_file_atomic(hp.module_id, module_id));
         KILN_CHECK(write_file_atomic(hp.stub, nvcc::moved_stub(stub, from.stub, hp.stub)));
         return write_file_atomic(hp.fatbin_source, reference);
@@ -650,7 +710,8 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
     }
 
     if (!fatbin_hit) {
-      Job fat = steps_job(cat("fatbinary ", u.name, " ", archs_label), {fatbinary, assemble}, ".fatbin.log", 1.0);
+      Job fat = steps_job(cat("fatbinary ", u.name, " ", archs_label), {fatbinary, assemble},
+                          ".fatbin.log", 1.0);
       for (const auto& j : device_job)
         if (j) fat.deps.push_back(*j);
       if (host_job) fat.deps.push_back(*host_job);
@@ -668,8 +729,10 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
           KILN_TRY(std::string other_id, read_file(written[p].first));
           KILN_TRY(std::string other_stub, read_file(written[p].second));
           if (other_id != module_id || !nvcc::same_stub(other_stub, stub))
-            return Error::failed(cat(name, ": nvcc's device passes for different archs disagree on the host stub or "
-                                           "module id; this file cannot be compiled per arch"));
+            return Error::failed(
+                cat(name,
+                    ": nvcc's device passes for different archs disagree on the host stub or "
+                    "module id; this file cannot be compiled per arch"));
         }
         return write_file_atomic(assembly_file, assembly);
       };
@@ -711,7 +774,8 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
   std::vector<std::size_t> order(planned.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    if (planned[a].order_class != planned[b].order_class) return planned[a].order_class < planned[b].order_class;
+    if (planned[a].order_class != planned[b].order_class)
+      return planned[a].order_class < planned[b].order_class;
     return planned[a].estimate > planned[b].estimate;
   });
   std::vector<std::size_t> position(planned.size());

@@ -15,7 +15,8 @@ namespace fs = std::filesystem;
 namespace {
 
 bool is_name_char(char c, bool first) {
-  return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (!first && c >= '0' && c <= '9');
+  return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+         (!first && c >= '0' && c <= '9');
 }
 
 const std::string* lookup(const Env& vars, std::string_view name) {
@@ -56,10 +57,14 @@ bool parse_image(const std::string& word, Image& image) {
     auto eq = field.find('=');
     if (eq == std::string::npos) return false;
     std::string key = field.substr(0, eq), value = field.substr(eq + 1);
-    if (key == "kind") image.kind = value;
-    else if (key == "sm") image.sm = value;
-    else if (key == "file") image.file = value;
-    else return false;
+    if (key == "kind")
+      image.kind = value;
+    else if (key == "sm")
+      image.sm = value;
+    else if (key == "file")
+      image.file = value;
+    else
+      return false;
   }
   return !image.kind.empty() && !image.sm.empty() && !image.file.empty();
 }
@@ -68,7 +73,9 @@ std::string image_word(const Image& image) {
   return cat("--image3=kind=", image.kind, ",sm=", image.sm, ",file=", image.file.string());
 }
 
-Error unsupported(std::string_view what) { return Error::failed(cat("nvcc --dryrun: ", what)); }
+Error unsupported(std::string_view what) {
+  return Error::failed(cat("nvcc --dryrun: ", what));
+}
 
 }  // namespace
 
@@ -106,7 +113,9 @@ Expected<std::vector<std::string>> shell_words(std::string_view line, const Env&
         if (i >= line.size()) return unsupported("an unterminated double quote");
         char d = line[i];
         if (d == '"') break;
-        if (d == '\\' && i + 1 < line.size() && (line[i + 1] == '"' || line[i + 1] == '\\' || line[i + 1] == '$' || line[i + 1] == '`')) {
+        if (d == '\\' && i + 1 < line.size() &&
+            (line[i + 1] == '"' || line[i + 1] == '\\' || line[i + 1] == '$' ||
+             line[i + 1] == '`')) {
           word += line[++i];
         } else if (d == '$') {
           KILN_CHECK(expand(i));
@@ -123,8 +132,8 @@ Expected<std::vector<std::string>> shell_words(std::string_view line, const Env&
       i = close;
     } else if (c == '$') {
       KILN_CHECK(expand(i));
-    } else if (c == '\\' || c == '`' || c == ';' || c == '|' || c == '&' || c == '<' || c == '>' || c == '(' ||
-               c == ')' || c == '*' || c == '?' || c == '[' || c == '~') {
+    } else if (c == '\\' || c == '`' || c == ';' || c == '|' || c == '&' || c == '<' || c == '>' ||
+               c == '(' || c == ')' || c == '*' || c == '?' || c == '[' || c == '~') {
       return unsupported(cat("a shell character '", std::string(1, c), "'"));
     } else {
       word += c;
@@ -144,7 +153,8 @@ Expected<DryRun> parse_dryrun(std::string_view text) {
     std::size_t name_end = 0;
     while (name_end < line.size() && is_name_char(line[name_end], name_end == 0)) ++name_end;
     if (name_end > 0 && name_end < line.size() && line[name_end] == '=') {
-      run.env.emplace_back(std::string(line.substr(0, name_end)), std::string(line.substr(name_end + 1)));
+      run.env.emplace_back(std::string(line.substr(0, name_end)),
+                           std::string(line.substr(name_end + 1)));
       continue;
     }
     KILN_TRY(std::vector<std::string> argv, shell_words(line, run.env));
@@ -175,7 +185,9 @@ Step classify(const std::vector<std::string>& argv) {
   if (tool == "fatbinary") return Step::Fatbinary;
   if (tool == "cudafe++") return Step::Cudafe;
   if (tool == "nvlink" || tool == "bin2c" || tool == "nvcc") return Step::Other;
-  bool device = std::any_of(argv.begin(), argv.end(), [](const std::string& w) { return w.rfind("-D__CUDA_ARCH__=", 0) == 0; });
+  bool device = std::any_of(argv.begin(), argv.end(), [](const std::string& w) {
+    return w.rfind("-D__CUDA_ARCH__=", 0) == 0;
+  });
   if (has(argv, "-E")) return device ? Step::DevicePreprocess : Step::HostPreprocess;
   if (has(argv, "-c")) return Step::HostCompile;
   return Step::Other;
@@ -187,8 +199,10 @@ std::string arch_list_value(std::string_view list_gpu_arch) {
     if (word.rfind("compute_", 0) != 0) continue;
     std::string digits;
     for (char c : word.substr(8))
-      if (c >= '0' && c <= '9') digits += c;
-      else break;
+      if (c >= '0' && c <= '9')
+        digits += c;
+      else
+        break;
     if (!digits.empty() && digits.size() <= 4) numbers.insert(std::stoi(digits) * 10);
   }
   std::vector<std::string> parts;
@@ -202,7 +216,8 @@ bool set_arch_list(std::vector<std::string>& argv, const std::string& value) {
     if (argv[i].rfind("-D__CUDA_ARCH_LIST__=", 0) == 0) {
       argv[i] = "-D__CUDA_ARCH_LIST__=" + value;
       found = true;
-    } else if (argv[i] == "-D" && i + 1 < argv.size() && argv[i + 1].rfind("__CUDA_ARCH_LIST__=", 0) == 0) {
+    } else if (argv[i] == "-D" && i + 1 < argv.size() &&
+               argv[i + 1].rfind("__CUDA_ARCH_LIST__=", 0) == 0) {
       argv[i + 1] = "__CUDA_ARCH_LIST__=" + value;
       found = true;
     }
@@ -218,7 +233,8 @@ Expected<DevicePart> device_part(const DryRun& dryrun, const std::string& arch_l
   bool shape = (kinds.size() == 3 || kinds.size() == 4) && kinds[0] == Step::DevicePreprocess &&
                kinds[1] == Step::Cicc && kinds.back() == Step::Fatbinary &&
                (kinds.size() == 3 || kinds[2] == Step::Ptxas);
-  if (!shape) return unsupported("the device commands are not preprocess, cicc, [ptxas,] fatbinary");
+  if (!shape)
+    return unsupported("the device commands are not preprocess, cicc, [ptxas,] fatbinary");
   const auto& cicc = cmds[1];
   if (has(cicc, "--device-c")) return unsupported("relocatable device code (-rdc) is not split");
   if (!has(cicc, "--gen_module_id_file")) return unsupported("cicc does not write the module id");
@@ -233,13 +249,15 @@ Expected<DevicePart> device_part(const DryRun& dryrun, const std::string& arch_l
   if (part.images.empty()) return unsupported("fatbinary embeds no image");
   for (std::size_t i = 0; i + 1 < cmds.size(); ++i) {
     std::vector<std::string> argv = cmds[i];
-    if (i == 0 && !set_arch_list(argv, arch_list)) return unsupported("the device preprocessor has no __CUDA_ARCH_LIST__");
+    if (i == 0 && !set_arch_list(argv, arch_list))
+      return unsupported("the device preprocessor has no __CUDA_ARCH_LIST__");
     part.steps.push_back(std::move(argv));
   }
   return part;
 }
 
-Expected<HostPart> host_part(const DryRun& dryrun, const std::string& arch_list, const std::vector<Image>& images,
+Expected<HostPart> host_part(const DryRun& dryrun, const std::string& arch_list,
+                             const std::vector<Image>& images,
                              const std::vector<std::string>& fatbinary_flags) {
   HostPart part;
   int seen[4] = {0, 0, 0, 0};  // preprocess, cudafe++, fatbinary, compile
@@ -257,7 +275,8 @@ Expected<HostPart> host_part(const DryRun& dryrun, const std::string& arch_list,
         break;
       case Step::Cudafe: {
         if (seen[1]++ || !seen[0]) return unsupported("an unexpected cudafe++ command");
-        if (has(argv, "--device-c")) return unsupported("relocatable device code (-rdc) is not split");
+        if (has(argv, "--device-c"))
+          return unsupported("relocatable device code (-rdc) is not split");
         auto gen = std::find(argv.begin(), argv.end(), "--gen_module_id_file");
         if (gen == argv.end()) return unsupported("cudafe++ does not write the module id");
         argv.erase(gen);  // it reads the device parts' module id instead
@@ -277,20 +296,25 @@ Expected<HostPart> host_part(const DryRun& dryrun, const std::string& arch_list,
           return unsupported("an unexpected fatbinary command");
         // The fat binary becomes an object of its own (fatbin_assembly); the host compile
         // includes a reference to it instead (fatbin_reference).
-        argv.erase(std::remove_if(argv.begin(), argv.end(),
-                                  [](const std::string& w) { return w.rfind("--embedded-fatbin=", 0) == 0; }),
+        argv.erase(std::remove_if(
+                       argv.begin(), argv.end(),
+                       [](const std::string& w) { return w.rfind("--embedded-fatbin=", 0) == 0; }),
                    argv.end());
         std::size_t wanted = 0;
         for (auto& word : argv) {
           Image image;
           if (!parse_image(word, image)) continue;
           ++wanted;
-          auto it = std::find_if(images.begin(), images.end(),
-                                 [&](const Image& i) { return i.kind == image.kind && i.sm == image.sm; });
-          if (it == images.end()) return unsupported(cat("no device part made the ", image.kind, " image for sm ", image.sm));
+          auto it = std::find_if(images.begin(), images.end(), [&](const Image& i) {
+            return i.kind == image.kind && i.sm == image.sm;
+          });
+          if (it == images.end())
+            return unsupported(
+                cat("no device part made the ", image.kind, " image for sm ", image.sm));
           word = image_word(*it);
         }
-        if (wanted != images.size()) return unsupported("the device parts made images nvcc would not embed");
+        if (wanted != images.size())
+          return unsupported("the device parts made images nvcc would not embed");
         argv.insert(argv.end(), fatbinary_flags.begin(), fatbinary_flags.end());
         part.fatbinary = std::move(argv);
         continue;
@@ -318,13 +342,15 @@ Expected<DevicePart> front_end_part(const DryRun& dryrun, const std::string& arc
 }
 
 std::string fatbin_reference(const std::string& symbol) {
-  return cat("#ifndef __SKIP_INTERNAL_FATBINARY_HEADERS\n#include \"fatbinary_section.h\"\n#endif\n",
-             "#define __CUDAFATBINSECTION  \".nvFatBinSegment\"\n#define __CUDAFATBINDATASECTION  \".nv_fatbin\"\n",
-             "#ifdef __cplusplus\nextern \"C\" {\n#endif\n",
-             "extern const unsigned long long ", symbol, "[] __attribute__ ((visibility (\"hidden\")));\n",
-             "static const __fatBinC_Wrapper_t __fatDeviceText __attribute__ ((aligned (8))) ",
-             "__attribute__ ((section (__CUDAFATBINSECTION))) =\n\t{ 0x466243b1, 1, ", symbol, ", 0 };\n",
-             "#ifdef __cplusplus\n}\n#endif\n");
+  return cat(
+      "#ifndef __SKIP_INTERNAL_FATBINARY_HEADERS\n#include \"fatbinary_section.h\"\n#endif\n",
+      "#define __CUDAFATBINSECTION  \".nvFatBinSegment\"\n#define __CUDAFATBINDATASECTION  "
+      "\".nv_fatbin\"\n",
+      "#ifdef __cplusplus\nextern \"C\" {\n#endif\n", "extern const unsigned long long ", symbol,
+      "[] __attribute__ ((visibility (\"hidden\")));\n",
+      "static const __fatBinC_Wrapper_t __fatDeviceText __attribute__ ((aligned (8))) ",
+      "__attribute__ ((section (__CUDAFATBINSECTION))) =\n\t{ 0x466243b1, 1, ", symbol, ", 0 };\n",
+      "#ifdef __cplusplus\n}\n#endif\n");
 }
 
 std::string fatbin_assembly(const std::string& symbol, const fs::path& fatbin) {
@@ -333,9 +359,9 @@ std::string fatbin_assembly(const std::string& symbol, const fs::path& fatbin) {
     if (c == '"' || c == '\\') path += '\\';
     path += c;
   }
-  return cat("\t.section .nv_fatbin,\"a\"\n\t.align 8\n\t.globl ", symbol, "\n\t.hidden ", symbol, "\n\t.type ", symbol,
-             ", @object\n", symbol, ":\n\t.incbin \"", path, "\"\n\t.size ", symbol, ", .-", symbol,
-             "\n\t.section .note.GNU-stack,\"\",@progbits\n");
+  return cat("\t.section .nv_fatbin,\"a\"\n\t.align 8\n\t.globl ", symbol, "\n\t.hidden ", symbol,
+             "\n\t.type ", symbol, ", @object\n", symbol, ":\n\t.incbin \"", path, "\"\n\t.size ",
+             symbol, ", .-", symbol, "\n\t.section .note.GNU-stack,\"\",@progbits\n");
 }
 
 namespace {
@@ -344,7 +370,8 @@ namespace {
 std::string without_own_name(std::string_view stub) {
   std::vector<std::string> lines = split(stub, "\n", false);
   for (auto& line : lines)
-    if (line.rfind("# ", 0) == 0 && line.ends_with(".stub.c\"")) line = line.substr(0, line.find('"')) + "\"stub\"";
+    if (line.rfind("# ", 0) == 0 && line.ends_with(".stub.c\""))
+      line = line.substr(0, line.find('"')) + "\"stub\"";
   return join(lines, "\n");
 }
 
@@ -352,28 +379,34 @@ std::string without_temporaries(std::string_view stub) {
   std::string out;
   out.reserve(stub.size());
   for (std::size_t i = 0; i < stub.size();) {
-    bool temp = stub.compare(i, 3, "__T") == 0 && i + 3 < stub.size() && std::isdigit(static_cast<unsigned char>(stub[i + 3])) &&
-                (i == 0 || !(std::isalnum(static_cast<unsigned char>(stub[i - 1])) || stub[i - 1] == '_'));
+    bool temp =
+        stub.compare(i, 3, "__T") == 0 && i + 3 < stub.size() &&
+        std::isdigit(static_cast<unsigned char>(stub[i + 3])) &&
+        (i == 0 || !(std::isalnum(static_cast<unsigned char>(stub[i - 1])) || stub[i - 1] == '_'));
     if (!temp) {
       out += stub[i++];
       continue;
     }
     out += "__T";
-    for (i += 3; i < stub.size() && std::isdigit(static_cast<unsigned char>(stub[i])); ++i) {}
+    for (i += 3; i < stub.size() && std::isdigit(static_cast<unsigned char>(stub[i])); ++i) {
+    }
   }
   return out;
 }
 }  // namespace
 
 bool same_stub(std::string_view a, std::string_view b) {
-  return a == b || without_temporaries(without_own_name(a)) == without_temporaries(without_own_name(b));
+  return a == b ||
+         without_temporaries(without_own_name(a)) == without_temporaries(without_own_name(b));
 }
 
 std::string moved_stub(std::string_view stub, const fs::path& from, const fs::path& to) {
-  const std::string old_name = cat("\"", from.string(), "\""), new_name = cat("\"", to.string(), "\"");
+  const std::string old_name = cat("\"", from.string(), "\""),
+                    new_name = cat("\"", to.string(), "\"");
   std::vector<std::string> lines = split(stub, "\n", false);
   for (auto& line : lines)
-    if (line.rfind("# ", 0) == 0 && line.ends_with(old_name)) line = line.substr(0, line.size() - old_name.size()) + new_name;
+    if (line.rfind("# ", 0) == 0 && line.ends_with(old_name))
+      line = line.substr(0, line.size() - old_name.size()) + new_name;
   return join(lines, "\n");
 }
 

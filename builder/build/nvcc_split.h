@@ -50,7 +50,16 @@ Expected<DryRun> parse_dryrun(std::string_view text);
 // One command line, with `vars` expanded.
 Expected<std::vector<std::string>> shell_words(std::string_view line, const Env& vars);
 
-enum class Step { HostPreprocess, Cudafe, DevicePreprocess, Cicc, Ptxas, Fatbinary, HostCompile, Other };
+enum class Step {
+  HostPreprocess,
+  Cudafe,
+  DevicePreprocess,
+  Cicc,
+  Ptxas,
+  Fatbinary,
+  HostCompile,
+  Other
+};
 Step classify(const std::vector<std::string>& argv);
 
 // The __CUDA_ARCH_LIST__ value for every arch in `nvcc --list-gpu-arch` output
@@ -73,11 +82,13 @@ struct Image {
 // Line markers that name the stub file itself are also ignored.
 bool same_stub(std::string_view a, std::string_view b);
 // The stub a pass wrote to `from`, as if written to `to`: its line markers that name itself.
-std::string moved_stub(std::string_view stub, const std::filesystem::path& from, const std::filesystem::path& to);
+std::string moved_stub(std::string_view stub, const std::filesystem::path& from,
+                       const std::filesystem::path& to);
 
 // The device half of one arch: its commands and what the host half needs from it.
 struct DevicePart {
-  std::vector<std::vector<std::string>> steps;  // preprocess, cicc, ptxas (a mere check for PTX only)
+  std::vector<std::vector<std::string>>
+      steps;  // preprocess, cicc, ptxas (a mere check for PTX only)
   std::filesystem::path module_id;
   std::filesystem::path stub;
   std::vector<Image> images;  // what it contributes to the fat binary
@@ -92,11 +103,12 @@ Expected<DevicePart> front_end_part(const DryRun& fatbin_dryrun, const std::stri
 
 struct HostPart {
   std::vector<std::vector<std::string>> steps;  // preprocess, cudafe++, compile
-  std::filesystem::path module_id;  // where cudafe++ reads the module id from
-  std::filesystem::path stub;       // where the host compile includes the stub from
-  std::filesystem::path fatbin_source;  // the "x.fatbin.c" the stub includes (fatbin_reference goes there)
-  std::vector<std::string> fatbinary;   // makes the fat binary of every arch, for fatbin_assembly
-  std::filesystem::path fatbin;         // the file it makes
+  std::filesystem::path module_id;              // where cudafe++ reads the module id from
+  std::filesystem::path stub;                   // where the host compile includes the stub from
+  std::filesystem::path
+      fatbin_source;  // the "x.fatbin.c" the stub includes (fatbin_reference goes there)
+  std::vector<std::string> fatbinary;  // makes the fat binary of every arch, for fatbin_assembly
+  std::filesystem::path fatbin;        // the file it makes
 };
 // From `nvcc --dryrun -c -gencode …`: the device commands are left out, the fat binary is made
 // from `images` (every image nvcc would embed must be there, found by kind and sm), with
@@ -105,7 +117,8 @@ struct HostPart {
 // the last -gencode: the host part is then the same for every arch set with that lowest arch)
 // and the fatbinary command from a dry run of all.
 Expected<HostPart> host_part(const DryRun& compile_dryrun, const std::string& arch_list,
-                             const std::vector<Image>& images, const std::vector<std::string>& fatbinary_flags);
+                             const std::vector<Image>& images,
+                             const std::vector<std::string>& fatbinary_flags);
 
 // The "x.fatbin.c" the host compile includes: nvcc's fat binary wrapper (section .nvFatBinSegment,
 // which the stub registers with the CUDA runtime), pointing at `symbol` instead of the data.

@@ -9,8 +9,8 @@ namespace kiln::build {
 
 namespace fs = std::filesystem;
 
-Expected<std::vector<wheel::WheelEntry>> collect_packages(const fs::path& tree,
-                                                          const std::vector<std::string>& packages) {
+Expected<std::vector<wheel::WheelEntry>> collect_packages(
+    const fs::path& tree, const std::vector<std::string>& packages) {
   std::vector<wheel::WheelEntry> out;
   for (const auto& package : packages) {
     std::string rel = package;
@@ -23,15 +23,18 @@ Expected<std::vector<wheel::WheelEntry>> collect_packages(const fs::path& tree,
         break;
       }
     if (base.empty())
-      return Error::failed(cat("package '", package, "' is not in the source tree (looked for ", rel, "/ and src/", rel, "/)"));
-    for (auto it = fs::recursive_directory_iterator(base / rel, ec); it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      return Error::failed(cat("package '", package, "' is not in the source tree (looked for ",
+                               rel, "/ and src/", rel, "/)"));
+    for (auto it = fs::recursive_directory_iterator(base / rel, ec);
+         it != fs::recursive_directory_iterator(); it.increment(ec)) {
       if (ec) return Error::failed(cat("cannot read ", (base / rel).string(), ": ", ec.message()));
       std::string name = it->path().filename().string();
       if (name == "__pycache__") {
         it.disable_recursion_pending();
         continue;
       }
-      if (it->is_symlink()) return Error::failed(cat("package file ", it->path().string(), " is a symlink"));
+      if (it->is_symlink())
+        return Error::failed(cat("package file ", it->path().string(), " is a symlink"));
       if (!it->is_regular_file() || it->path().extension() == ".pyc") continue;
       // Streamed into the wheel when it is written: a package file is never held in memory.
       wheel::WheelEntry entry;
@@ -41,7 +44,9 @@ Expected<std::vector<wheel::WheelEntry>> collect_packages(const fs::path& tree,
     }
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
-  out.erase(std::unique(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.path == b.path; }), out.end());
+  out.erase(std::unique(out.begin(), out.end(),
+                        [](const auto& a, const auto& b) { return a.path == b.path; }),
+            out.end());
   return out;
 }
 

@@ -20,17 +20,25 @@ namespace {
 
 // pip and Python settings that would let a user's configuration into the build.
 const std::vector<std::string> kUnsetForPython = {
-    "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS",
-    "PIP_CONSTRAINT", "PIP_REQUIREMENT", "PIP_TARGET", "PIP_PREFIX", "PIP_USER", "VIRTUAL_ENV"};
+    "PYTHONPATH",          "PYTHONHOME",     "PYTHONSTARTUP",  "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_CONSTRAINT", "PIP_REQUIREMENT",
+    "PIP_TARGET",          "PIP_PREFIX",     "PIP_USER",       "VIRTUAL_ENV"};
 // Compiler settings the build sets itself or that would change the objects behind kiln's back.
-const std::vector<std::string> kUnsetForBuild = {
-    "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN",
-    "TORCH_EXTENSIONS_DIR", "TORCH_NVCC_FLAGS", "CUDA_PATH", "CUDACXX"};
+const std::vector<std::string> kUnsetForBuild = {"CXXFLAGS",
+                                                 "CPPFLAGS",
+                                                 "LDFLAGS",
+                                                 "NVCC_PREPEND_FLAGS",
+                                                 "NVCC_APPEND_FLAGS",
+                                                 "NVCC_CCBIN",
+                                                 "TORCH_EXTENSIONS_DIR",
+                                                 "TORCH_NVCC_FLAGS",
+                                                 "CUDA_PATH",
+                                                 "CUDACXX"};
 
 std::vector<std::pair<std::string, std::string>> python_env() {
-  return {{"PIP_CONFIG_FILE", "/dev/null"}, {"PIP_NO_INDEX", "1"}, {"PIP_NO_CACHE_DIR", "1"},
+  return {{"PIP_CONFIG_FILE", "/dev/null"},       {"PIP_NO_INDEX", "1"}, {"PIP_NO_CACHE_DIR", "1"},
           {"PIP_DISABLE_PIP_VERSION_CHECK", "1"}, {"PIP_NO_INPUT", "1"}, {"PYTHONNOUSERSITE", "1"},
-          {"PYTHONDONTWRITEBYTECODE", "1"}, {"LC_ALL", "C"}};
+          {"PYTHONDONTWRITEBYTECODE", "1"},       {"LC_ALL", "C"}};
 }
 
 std::vector<std::string> unset_list(bool build) {
@@ -45,8 +53,9 @@ const std::vector<std::string>& network_prefix() {
     auto p = unshare_prefix({"--net"});
     if (p.empty()) p = unshare_prefix({"--user", "--map-root-user", "--net"});
     if (p.empty())
-      log::warn("cannot run the setuptools build without a network (unshare --net): it runs with pip's "
-                "index switched off, but could reach the network");
+      log::warn(
+          "cannot run the setuptools build without a network (unshare --net): it runs with pip's "
+          "index switched off, but could reach the network");
     return p;
   }();
   return prefix;
@@ -59,23 +68,30 @@ const std::vector<std::string>& network_prefix() {
 std::string nvcc_wrapper(const fs::path& nvcc) {
   std::vector<std::string> exec = unshare_prefix({"--pid", "--fork", "--kill-child"});
   exec.push_back(nvcc.string());
-  return cat("#!/bin/sh\n",
-             "# Written by kiln for the setuptools backend: nvcc with named intermediates beside the object\n",
-             "# and, where permitted, in a PID namespace of its own (objects the same on every build).\n",
-             "out=\nprev=\n",
-             "for arg in \"$@\"; do\n  if [ \"$prev\" = \"-o\" ]; then out=$arg; fi\n  prev=$arg\ndone\n",
-             "if [ -n \"$out\" ]; then\n  mkdir -p \"$out.keep\" && set -- \"$@\" --keep --keep-dir \"$out.keep\"\nfi\n",
-             "exec ", format_argv(exec), " \"$@\"\n");
+  return cat(
+      "#!/bin/sh\n",
+      "# Written by kiln for the setuptools backend: nvcc with named intermediates beside the "
+      "object\n",
+      "# and, where permitted, in a PID namespace of its own (objects the same on every build).\n",
+      "out=\nprev=\n",
+      "for arg in \"$@\"; do\n  if [ \"$prev\" = \"-o\" ]; then out=$arg; fi\n  prev=$arg\ndone\n",
+      "if [ -n \"$out\" ]; then\n  mkdir -p \"$out.keep\" && set -- \"$@\" --keep --keep-dir "
+      "\"$out.keep\"\nfi\n",
+      "exec ", format_argv(exec), " \"$@\"\n");
 }
 
-bool is_elf(std::string_view data) { return data.size() >= 4 && data.substr(0, 4) == "\x7f" "ELF"; }
+bool is_elf(std::string_view data) {
+  return data.size() >= 4 && data.substr(0, 4) ==
+                                 "\x7f"
+                                 "ELF";
+}
 
 // The .ninja_log files a setuptools build leaves under src/build/.
 std::vector<fs::path> find_ninja_logs(const fs::path& build_dir) {
   std::vector<fs::path> out;
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(build_dir, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec))
+  for (auto it = fs::recursive_directory_iterator(build_dir, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
     if (it->path().filename() == ".ninja_log" && it->is_regular_file()) out.push_back(it->path());
   std::sort(out.begin(), out.end());
   return out;
@@ -87,12 +103,14 @@ Expected<std::string> torch_cuda_arch_list(const manifest::ArchList& archs) {
   if (archs.empty()) return Error::bad_input("the setuptools backend needs at least one arch");
   for (const auto& a : archs.archs()) {
     if (!a.sass)
-      return Error::bad_input(cat("the setuptools backend cannot build PTX alone (", a.compute_name(),
-                                  "): TORCH_CUDA_ARCH_LIST has no way to say it; use ", a.major, ".", a.minor,
-                                  a.suffix ? std::string(1, a.suffix) : std::string(), "+PTX or the native backend"));
+      return Error::bad_input(
+          cat("the setuptools backend cannot build PTX alone (", a.compute_name(),
+              "): TORCH_CUDA_ARCH_LIST has no way to say it; use ", a.major, ".", a.minor,
+              a.suffix ? std::string(1, a.suffix) : std::string(), "+PTX or the native backend"));
     if (a.suffix == 'f')
-      return Error::bad_input(cat("the setuptools backend cannot build ", a.sm_name(),
-                                  ": torch's TORCH_CUDA_ARCH_LIST has no 'f' variants; use the native backend"));
+      return Error::bad_input(
+          cat("the setuptools backend cannot build ", a.sm_name(),
+              ": torch's TORCH_CUDA_ARCH_LIST has no 'f' variants; use the native backend"));
   }
   return archs.torch_arch_list();
 }
@@ -132,7 +150,8 @@ Expected<void> ensure_build_env(const BuildEnvSpec& spec) {
   KILN_TRY(TempDir tmp, TempDir::create(spec.staging, "env-"));
   const fs::path env = tmp.path() / "env";
   const std::string python = (env / "bin" / "python").string();
-  log::info(cat("making the setuptools build environment ", spec.dir.filename().string(), " (once)"));
+  log::info(
+      cat("making the setuptools build environment ", spec.dir.filename().string(), " (once)"));
   const auto started = std::chrono::steady_clock::now();
 
   std::vector<Job> steps;
@@ -148,26 +167,40 @@ Expected<void> ensure_build_env(const BuildEnvSpec& spec) {
     steps.push_back(std::move(job));
   };
   step("venv", {spec.interpreter, "-m", "venv", "--without-pip", env.string()});
-  std::vector<std::string> install = {python, (spec.pip / "pip").string(), "install", "--isolated", "--no-index",
-                                      "--no-deps", "--no-compile", "--no-cache-dir", "--disable-pip-version-check",
+  std::vector<std::string> install = {python,
+                                      (spec.pip / "pip").string(),
+                                      "install",
+                                      "--isolated",
+                                      "--no-index",
+                                      "--no-deps",
+                                      "--no-compile",
+                                      "--no-cache-dir",
+                                      "--disable-pip-version-check",
                                       "--quiet"};
   for (const auto& w : spec.wheels) install.push_back(w.string());
   step("pip install (the pinned tools and torch)", install);
   if (!spec.torch_site.empty())
     step("torch of the environment",
          {python, "-c",
-          "import sys, sysconfig; open(sysconfig.get_paths()['purelib'] + '/kiln-torch.pth', 'w').write(sys.argv[1] + '\\n')",
+          "import sys, sysconfig; open(sysconfig.get_paths()['purelib'] + '/kiln-torch.pth', "
+          "'w').write(sys.argv[1] + '\\n')",
           spec.torch_site.string()});
-  step("import torch", {python, "-c", "import setuptools, wheel, packaging, torch.utils.cpp_extension"});
+  step("import torch",
+       {python, "-c", "import setuptools, wheel, packaging, torch.utils.cpp_extension"});
   RunnerOptions options;
   options.slots = 1;
   auto ran = run_jobs(steps, options);
-  if (!ran) return Error::failed(cat("cannot make the setuptools build environment: ", ran.error().message), ran.error().detail);
+  if (!ran)
+    return Error::failed(cat("cannot make the setuptools build environment: ", ran.error().message),
+                         ran.error().detail);
   KILN_CHECK(write_file_atomic(env / "kiln-env.json", spec.identity));
   fs::rename(env, spec.dir, ec);
-  if (ec) return Error::failed(cat("cannot move the build environment to ", spec.dir.string(), ": ", ec.message()));
+  if (ec)
+    return Error::failed(
+        cat("cannot move the build environment to ", spec.dir.string(), ": ", ec.message()));
   KILN_CHECK(fsync_directory(spec.dir.parent_path()));
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   log::info(cat("made the setuptools build environment ", spec.dir.filename().string(), " in ",
                 static_cast<int>(seconds + 0.5), " s"));
   return {};
@@ -180,7 +213,8 @@ Expected<SetuptoolsResult> build_setuptools(const SetuptoolsContext& ctx) {
   std::error_code ec;
   fs::remove(ctx.root / "env", ec);
   fs::create_directory_symlink(ctx.env, ctx.root / "env", ec);
-  if (ec) return Error::failed(cat("cannot link ", (ctx.root / "env").string(), ": ", ec.message()));
+  if (ec)
+    return Error::failed(cat("cannot link ", (ctx.root / "env").string(), ": ", ec.message()));
   const fs::path nvcc = ctx.root / "bin" / "nvcc";
   KILN_CHECK(ensure_directory(nvcc.parent_path()));
   KILN_CHECK(write_file_atomic(nvcc, nvcc_wrapper(ctx.cuda.nvcc), 0755));
@@ -192,13 +226,24 @@ Expected<SetuptoolsResult> build_setuptools(const SetuptoolsContext& ctx) {
   Job job;
   job.label = cat("pip wheel ", ctx.manifest->name);
   job.argv = network_prefix();
-  const std::vector<std::string> pip = {(ctx.root / "env" / "bin" / "python").string(), "-m", "pip", "wheel",
-                                        "--isolated", "--no-build-isolation", "--no-deps", "--no-index",
-                                        "--no-cache-dir", "-v", "-w", dist.string(), (ctx.root / "src").string()};
+  const std::vector<std::string> pip = {(ctx.root / "env" / "bin" / "python").string(),
+                                        "-m",
+                                        "pip",
+                                        "wheel",
+                                        "--isolated",
+                                        "--no-build-isolation",
+                                        "--no-deps",
+                                        "--no-index",
+                                        "--no-cache-dir",
+                                        "-v",
+                                        "-w",
+                                        dist.string(),
+                                        (ctx.root / "src").string()};
   job.argv.insert(job.argv.end(), pip.begin(), pip.end());
   job.env = python_env();
   for (const auto& kv : std::vector<std::pair<std::string, std::string>>{
-           {"PATH", cat((ctx.root / "env" / "bin").string(), ":", (ctx.cuda.home / "bin").string(), path ? cat(":", path) : "")},
+           {"PATH", cat((ctx.root / "env" / "bin").string(), ":", (ctx.cuda.home / "bin").string(),
+                        path ? cat(":", path) : "")},
            {"CUDA_HOME", ctx.cuda.home.string()},
            {"TORCH_CUDA_ARCH_LIST", arch_list},
            {"MAX_JOBS", std::to_string(slots)},
@@ -230,7 +275,8 @@ Expected<SetuptoolsResult> build_setuptools(const SetuptoolsContext& ctx) {
     auto text = read_file(log_path);
     if (!text) continue;
     // Kept with the job logs: what each compile took.
-    auto kept = write_file_atomic(ctx.root / "logs" / cat("ninja_log.", log_path.parent_path().filename().string()), *text);
+    auto kept = write_file_atomic(
+        ctx.root / "logs" / cat("ninja_log.", log_path.parent_path().filename().string()), *text);
     (void)kept;
     const std::string dir = log_path.parent_path().string() + "/";
     for (const auto& [output, seconds] : parse_ninja_log(*text)) {
@@ -243,7 +289,8 @@ Expected<SetuptoolsResult> build_setuptools(const SetuptoolsContext& ctx) {
   for (const auto& entry : fs::directory_iterator(dist, ec))
     if (entry.path().extension() == ".whl") wheels.push_back(entry.path());
   if (wheels.size() != 1)
-    return Error::failed(cat("pip wheel of ", ctx.manifest->name, " wrote ", wheels.size(), " wheels into ", dist.string(),
+    return Error::failed(cat("pip wheel of ", ctx.manifest->name, " wrote ", wheels.size(),
+                             " wheels into ", dist.string(),
                              ", expected one; log: ", job.log.string()));
   result.built_wheel = wheels[0].filename().string();
   KILN_TRY(archive::ZipReader zip, archive::ZipReader::open(wheels[0]));
@@ -252,9 +299,11 @@ Expected<SetuptoolsResult> build_setuptools(const SetuptoolsContext& ctx) {
     std::string top = e.name.substr(0, e.name.find('/'));
     if (top.size() < e.name.size() && top.ends_with(".dist-info")) continue;  // kiln writes its own
     if (top.size() < e.name.size() && top.ends_with(".data"))
-      return Error::failed(cat(result.built_wheel, " installs files outside the package (", e.name,
-                               "): the setuptools backend ships packages and extension modules only"));
-    if (e.is_symlink()) return Error::failed(cat(result.built_wheel, ": ", e.name, " is a symlink"));
+      return Error::failed(
+          cat(result.built_wheel, " installs files outside the package (", e.name,
+              "): the setuptools backend ships packages and extension modules only"));
+    if (e.is_symlink())
+      return Error::failed(cat(result.built_wheel, ": ", e.name, " is a symlink"));
     KILN_TRY(std::string data, zip.read(e));
     bool elf = is_elf(data);
     if (elf) result.modules.push_back(e.name);
@@ -262,8 +311,9 @@ Expected<SetuptoolsResult> build_setuptools(const SetuptoolsContext& ctx) {
     result.files.push_back({e.name, std::move(data), elf || e.is_executable()});
   }
   if (result.modules.empty())
-    return Error::failed(cat("the setuptools build of ", ctx.manifest->name, " wrote no extension module (",
-                             result.built_wheel, "); a pure-Python package wants backend = \"pure\""));
+    return Error::failed(cat("the setuptools build of ", ctx.manifest->name,
+                             " wrote no extension module (", result.built_wheel,
+                             "); a pure-Python package wants backend = \"pure\""));
   return result;
 }
 

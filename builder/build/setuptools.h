@@ -28,7 +28,7 @@ struct BuildEnvSpec {
   std::filesystem::path pip;      // pip's wheel file: it runs the installation
   std::vector<std::filesystem::path> wheels;  // installed with --no-deps from these files only
   std::filesystem::path torch_site;  // a torch of another environment: its site-packages (a .pth)
-  std::string identity;           // written into the environment as kiln-env.json
+  std::string identity;              // written into the environment as kiln-env.json
 };
 
 // Makes the environment unless it is there: in a staging directory, renamed into place when

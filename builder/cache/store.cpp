@@ -19,15 +19,14 @@ namespace kiln::cache {
 
 namespace fs = std::filesystem;
 
-
 std::optional<Entry> Store::lookup(const std::string& key) const {
   fs::path dir = entry_dir(key);
   auto text = read_file(dir / "entry.json");
   if (!text) return std::nullopt;
   nlohmann::json info = nlohmann::json::parse(*text, nullptr, false);
   // entry.json is kiln's, but a damaged one must read as incomplete, never name a file elsewhere.
-  if (info.is_discarded() || !info.is_object() || !info.contains("wheel") || !info["wheel"].is_string() ||
-      !info.contains("sha256") || !info["sha256"].is_string())
+  if (info.is_discarded() || !info.is_object() || !info.contains("wheel") ||
+      !info["wheel"].is_string() || !info.contains("sha256") || !info["sha256"].is_string())
     return std::nullopt;
   std::string name = info["wheel"].get<std::string>();
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
@@ -38,7 +37,9 @@ std::optional<Entry> Store::lookup(const std::string& key) const {
   e.dir = dir;
   e.wheel = dir / name;
   e.sha256 = info["sha256"].get<std::string>();
-  e.size = info.contains("size") && info["size"].is_number_unsigned() ? info["size"].get<std::uint64_t>() : 0;
+  e.size = info.contains("size") && info["size"].is_number_unsigned()
+               ? info["size"].get<std::uint64_t>()
+               : 0;
   e.info = std::move(info);
   std::error_code ec;
   if (!fs::is_regular_file(e.wheel, ec)) return std::nullopt;
@@ -54,7 +55,8 @@ std::optional<std::string> Store::damage(const Entry& e) const {
   auto sha = sha256_file(e.wheel);
   if (!sha) return sha.error().message;
   if (*sha != e.sha256)
-    return cat(e.wheel.filename().string(), ": sha256 ", *sha, " does not match the recorded ", e.sha256);
+    return cat(e.wheel.filename().string(), ": sha256 ", *sha, " does not match the recorded ",
+               e.sha256);
   return std::nullopt;
 }
 
@@ -62,8 +64,10 @@ std::optional<Entry> Store::lookup_verified(const std::string& key, std::string&
   removed.clear();
   auto e = lookup(key);
   std::optional<std::string> problem;
-  if (e) problem = damage(*e);
-  else if (std::error_code ec; fs::exists(entry_dir(key), ec)) problem = "the entry is incomplete";
+  if (e)
+    problem = damage(*e);
+  else if (std::error_code ec; fs::exists(entry_dir(key), ec))
+    problem = "the entry is incomplete";
   if (!problem) return e;
   removed = *problem;
   auto gone = remove(key);
@@ -79,21 +83,24 @@ Expected<Staging> Store::staging(std::string_view prefix) const {
     while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {
     }
     // gc may have locked and removed it between mkdtemp and flock: then make another.
-    struct stat held {}, now{};
-    if (::fstat(fd, &held) == 0 && ::stat(dir.path().c_str(), &now) == 0 && held.st_ino == now.st_ino &&
-        held.st_dev == now.st_dev)
+    struct stat held {
+    }, now{};
+    if (::fstat(fd, &held) == 0 && ::stat(dir.path().c_str(), &now) == 0 &&
+        held.st_ino == now.st_ino && held.st_dev == now.st_dev)
       return Staging{FileLock::adopt(fd), std::move(dir)};
     ::close(fd);
     dir.release();
   }
-  return Error::failed(cat("cannot create a staging directory in ", tmp_root().string(), ": it keeps disappearing"));
+  return Error::failed(
+      cat("cannot create a staging directory in ", tmp_root().string(), ": it keeps disappearing"));
 }
 
 Expected<Lock> Store::lock(const std::string& key) const {
   return FileLock::acquire(root_ / "locks" / (key + ".lock"));
 }
 
-Expected<Entry> Store::commit(const std::string& key, const fs::path& wheel, nlohmann::json info) const {
+Expected<Entry> Store::commit(const std::string& key, const fs::path& wheel,
+                              nlohmann::json info) const {
   fs::path final_dir = entry_dir(key);
   KILN_CHECK(ensure_directory(final_dir.parent_path()));
   KILN_TRY(Staging staging, this->staging("commit-"));
@@ -138,7 +145,9 @@ std::vector<Entry> Store::list() const {
     if (auto e = lookup(d.path().filename().string())) out.push_back(std::move(*e));
   }
   std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) {
-    auto field = [](const Entry& e, const char* name) { return e.info.value(name, nlohmann::json()).dump(); };
+    auto field = [](const Entry& e, const char* name) {
+      return e.info.value(name, nlohmann::json()).dump();
+    };
     return std::tuple(field(a, "package"), field(a, "version"), a.key) <
            std::tuple(field(b, "package"), field(b, "version"), b.key);
   });
@@ -157,7 +166,8 @@ std::vector<VerifyProblem> Store::verify() const {
     }
     if (auto problem = damage(*e)) problems.push_back({key, *problem});
   }
-  std::sort(problems.begin(), problems.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
+  std::sort(problems.begin(), problems.end(),
+            [](const auto& a, const auto& b) { return a.key < b.key; });
   return problems;
 }
 
@@ -190,7 +200,8 @@ Expected<std::uint64_t> Store::gc(bool all) const {
     for (const auto& e : list()) {
       auto lock = FileLock::try_acquire(root_ / "locks" / (e.key + ".lock"), /*create=*/true);
       if (!lock) {  // never delete what a build holds
-        log::info(cat("kept ", e.wheel.filename().string(), ": a build holds its key (", e.key.substr(0, 16), ")"));
+        log::info(cat("kept ", e.wheel.filename().string(), ": a build holds its key (",
+                      e.key.substr(0, 16), ")"));
         continue;
       }
       KILN_CHECK(remove(e.key));

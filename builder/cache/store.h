@@ -58,7 +58,8 @@ class Store {
   // Blocks until this process holds the key's lock.
   Expected<Lock> lock(const std::string& key) const;
   // Moves `wheel` into a new entry for `key` (which must not exist yet) and returns it.
-  Expected<Entry> commit(const std::string& key, const std::filesystem::path& wheel, nlohmann::json info) const;
+  Expected<Entry> commit(const std::string& key, const std::filesystem::path& wheel,
+                         nlohmann::json info) const;
   std::vector<Entry> list() const;
   // Rehashes every entry; each problem names the key and what is wrong.
   std::vector<VerifyProblem> verify() const;
@@ -76,8 +77,12 @@ class Store {
   std::filesystem::path toolkits() const { return root_ / "toolkits"; }
   std::filesystem::path objects() const { return root_ / "objects"; }
   std::filesystem::path logs() const { return root_ / "logs"; }
-  std::filesystem::path build_roots() const { return root_ / "build"; }  // the build roots this cache made
-  std::filesystem::path envs() const { return root_ / "envs"; }  // the setuptools backend's environments
+  std::filesystem::path build_roots() const {
+    return root_ / "build";
+  }  // the build roots this cache made
+  std::filesystem::path envs() const {
+    return root_ / "envs";
+  }  // the setuptools backend's environments
 
  private:
   std::filesystem::path entry_dir(const std::string& key) const { return root_ / "wheels" / key; }

@@ -50,11 +50,14 @@ std::vector<manifest::Target> Context::targets(const std::vector<std::string>& n
   return out;
 }
 
-fs::path Context::cache_path() const { return absolute_path(cache_dir); }
+fs::path Context::cache_path() const {
+  return absolute_path(cache_dir);
+}
 
 void Context::report_broken_manifests() const {
   if (!repo_) return;
-  for (const auto& b : repo_->broken()) log::warn(cat("ignored a broken manifest: ", b.error.message));
+  for (const auto& b : repo_->broken())
+    log::warn(cat("ignored a broken manifest: ", b.error.message));
 }
 
 void require_archs_value(const CLI::Option* option, const std::string& value) {
@@ -81,7 +84,8 @@ std::string default_manifests() {
 
 int run(int argc, char** argv) {
   CLI::App app{"kiln: reproducible wheels for PyTorch CUDA extensions", "kiln"};
-  app.set_version_flag("--version", "kiln " KILN_VERSION " (recipe " + std::to_string(resolve::kRecipeVersion) + ")");
+  app.set_version_flag("--version", "kiln " KILN_VERSION " (recipe " +
+                                        std::to_string(resolve::kRecipeVersion) + ")");
   app.require_subcommand(1);
   app.fallthrough();
   app.set_help_all_flag("--help-all", "Help for every subcommand");

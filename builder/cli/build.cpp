@@ -1,4 +1,5 @@
-// kiln build [PACKAGES…] [--target T]… [--archs SPEC] [--backend B] [--jobs N] [--explain] [--offline]
+// kiln build [PACKAGES…] [--target T]… [--archs SPEC] [--backend B] [--jobs N] [--explain]
+// [--offline]
 //            [--keep-build-root]
 #include <CLI/CLI.hpp>
 
@@ -22,13 +23,18 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
   sub.add_option("packages", opts->packages, "NAME or NAME==VERSION (default: every package)");
   sub.add_option("-t,--target", opts->targets, "Target name or file (repeatable; default: default)")
       ->allow_extra_args(false);
-  CLI::Option* archs_option = sub.add_option("--archs", opts->archs, "Override the targets' archs, e.g. \"9.0;12.0+PTX\"");
-  sub.add_option("--backend", opts->backend, "Build with this backend instead of the manifests' (native, setuptools, pure)")
+  CLI::Option* archs_option =
+      sub.add_option("--archs", opts->archs, "Override the targets' archs, e.g. \"9.0;12.0+PTX\"");
+  sub.add_option("--backend", opts->backend,
+                 "Build with this backend instead of the manifests' (native, setuptools, pure)")
       ->check(CLI::IsMember({"native", "setuptools", "pure"}));
-  sub.add_option("-j,--jobs", opts->jobs, "Parallel jobs (default: one per core)")->check(CLI::NonNegativeNumber);
+  sub.add_option("-j,--jobs", opts->jobs, "Parallel jobs (default: one per core)")
+      ->check(CLI::NonNegativeNumber);
   sub.add_flag("--explain", opts->explain, "Say why each package is built (which input changed)");
-  sub.add_flag("--offline", opts->offline, "Never use the network; fail when something is not cached");
-  sub.add_option("--index-url", opts->index_url, "Package index for sources and torch (default: pip's)");
+  sub.add_flag("--offline", opts->offline,
+               "Never use the network; fail when something is not cached");
+  sub.add_option("--index-url", opts->index_url,
+                 "Package index for sources and torch (default: pip's)");
   sub.add_flag("--keep-build-root", opts->keep_build_root,
                "Keep each package's build root (sources, objects, logs) instead of removing it");
   return [&ctx, opts, archs_option] {
@@ -38,7 +44,8 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
     if (opts->backend == "native") backend = manifest::Backend::Native;
     if (opts->backend == "setuptools") backend = manifest::Backend::Setuptools;
     if (opts->backend == "pure") backend = manifest::Backend::Pure;
-    resolve::Plan plan = resolve::make_plan(ctx.repository(), opts->packages, targets, opts->jobs, backend).value();
+    resolve::Plan plan =
+        resolve::make_plan(ctx.repository(), opts->packages, targets, opts->jobs, backend).value();
     pipeline::Options po;
     po.cache = ctx.cache_path();
     po.jobs = opts->jobs;
@@ -52,15 +59,20 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
       std::size_t hits = 0;
       for (const auto& i : result.items) {
         hits += i.cache_hit;
-        nlohmann::json j = {{"package", i.package}, {"version", i.version}, {"target", i.target},
-                            {"backend", i.backend}, {"key", i.key}, {"wheel", i.wheel.string()},
-                            {"sha256", i.sha256}, {"cache_hit", i.cache_hit}, {"seconds", i.seconds}};
+        nlohmann::json j = {{"package", i.package}, {"version", i.version},
+                            {"target", i.target},   {"backend", i.backend},
+                            {"key", i.key},         {"wheel", i.wheel.string()},
+                            {"sha256", i.sha256},   {"cache_hit", i.cache_hit},
+                            {"seconds", i.seconds}};
         if (opts->explain) j["why"] = i.why;
         items.push_back(std::move(j));
       }
       nlohmann::json timings = nlohmann::json::array();
       for (const auto& t : result.timings)
-        timings.push_back({{"job", t.label}, {"seconds", t.seconds}, {"cpu_seconds", t.cpu_seconds}, {"max_rss_kib", t.max_rss_kib}});
+        timings.push_back({{"job", t.label},
+                           {"seconds", t.seconds},
+                           {"cpu_seconds", t.cpu_seconds},
+                           {"max_rss_kib", t.max_rss_kib}});
       std::cout << nlohmann::json{{"items", items},
                                   {"fetches", result.downloads},
                                   {"compile_jobs", result.compile_jobs},
@@ -73,8 +85,8 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
     }
     for (const auto& i : result.items) {
       if (opts->explain) {
-        std::cerr << "kiln: " << i.package << " " << i.version << " (" << i.target << "): "
-                  << (i.cache_hit ? "cache hit" : "built") << "\n";
+        std::cerr << "kiln: " << i.package << " " << i.version << " (" << i.target
+                  << "): " << (i.cache_hit ? "cache hit" : "built") << "\n";
         for (const auto& w : i.why) std::cerr << "  " << w << "\n";
       }
       std::cout << i.wheel.string() << "\n";

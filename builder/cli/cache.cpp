@@ -17,8 +17,10 @@ std::function<int()> configure_cache(CLI::App& sub, Context& ctx) {
   auto all = std::make_shared<bool>(false);
   sub.require_subcommand(1);
   CLI::App* ls = sub.add_subcommand("ls", "List the cached wheels");
-  CLI::App* verify = sub.add_subcommand("verify", "Rehash every cached wheel; exit 1 on any damage");
-  CLI::App* gc = sub.add_subcommand("gc", "Remove what killed processes left (staging, build roots); --all: every wheel too");
+  CLI::App* verify =
+      sub.add_subcommand("verify", "Rehash every cached wheel; exit 1 on any damage");
+  CLI::App* gc = sub.add_subcommand(
+      "gc", "Remove what killed processes left (staging, build roots); --all: every wheel too");
   gc->add_flag("--all", *all, "Remove every cached wheel as well");
   for (CLI::App* s : {ls, verify, gc}) s->callback([action, s] { *action = s->get_name(); });
   return [&ctx, action, all] {
@@ -37,8 +39,9 @@ std::function<int()> configure_cache(CLI::App& sub, Context& ctx) {
       }
       Table table({"PACKAGE", "VERSION", "TARGET", "ARCHS", "SIZE", "KEY"});
       for (const auto& e : entries)
-        table.add({e.info.value("package", "?"), e.info.value("version", "?"), e.info.value("target", "?"),
-                   e.info.value("archs", "-"), std::to_string(e.size), e.key.substr(0, 16)});
+        table.add({e.info.value("package", "?"), e.info.value("version", "?"),
+                   e.info.value("target", "?"), e.info.value("archs", "-"), std::to_string(e.size),
+                   e.key.substr(0, 16)});
       std::cout << table.render();
       return 0;
     }
@@ -51,12 +54,14 @@ std::function<int()> configure_cache(CLI::App& sub, Context& ctx) {
         std::cout << nlohmann::json{{"entries", n}, {"problems", out}}.dump(2) << "\n";
       }
       for (const auto& p : problems) log::error(cat("cache entry ", p.key, ": ", p.message));
-      if (!ctx.json) log::info(cat("verified ", n, " cache entries: ", problems.size(), " damaged"));
+      if (!ctx.json)
+        log::info(cat("verified ", n, " cache entries: ", problems.size(), " damaged"));
       return problems.empty() ? 0 : 1;
     }
     std::uint64_t removed = store.gc(*all).value();
     std::uint64_t roots = pipeline::remove_abandoned_build_roots(store);
-    log::info(cat("removed ", removed, " items", roots ? cat(" and ", roots, " abandoned build roots") : std::string()));
+    log::info(cat("removed ", removed, " items",
+                  roots ? cat(" and ", roots, " abandoned build roots") : std::string()));
     return 0;
   };
 }

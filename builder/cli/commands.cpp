@@ -17,14 +17,17 @@ std::function<int()> configure_validate(CLI::App& sub, Context& ctx);
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
-      {"build", "Build wheels for the plan (cache hit or compile), print their paths", configure_build},
+      {"build", "Build wheels for the plan (cache hit or compile), print their paths",
+       configure_build},
       {"cache", "Inspect and maintain the cache: ls, verify, gc", configure_cache},
       {"fetch", "Download and verify packages' pinned sources; print their paths", configure_fetch},
       {"index", "The index as static files: export DIR", configure_index},
-      {"prepare", "Fetch, unpack and patch a package's sources into a directory", configure_prepare},
+      {"prepare", "Fetch, unpack and patch a package's sources into a directory",
+       configure_prepare},
       {"resolve", "Load manifests and targets; print the plan with each package's build key",
        configure_resolve},
-      {"serve", "Serve the cache as a PEP 503/691 index, one sub-index per target", configure_serve},
+      {"serve", "Serve the cache as a PEP 503/691 index, one sub-index per target",
+       configure_serve},
       {"target", "Targets: `init` writes one for a live Python environment", configure_target},
       {"validate", "Check wheels statically: archive, metadata, tags, ELF, torch ABI, GPU archs",
        configure_validate},

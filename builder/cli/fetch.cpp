@@ -23,7 +23,8 @@ std::function<int()> configure_fetch(CLI::App& sub, Context& ctx) {
   sub.add_flag("--offline", opts->offline, "Use the download cache only");
   sub.add_option("--index-url", opts->index_url, "Package index (default: pip's configuration)");
   return [&ctx, opts] {
-    auto fetching = pipeline::Fetching::create(ctx.cache_path(), opts->offline, opts->index_url).value();
+    auto fetching =
+        pipeline::Fetching::create(ctx.cache_path(), opts->offline, opts->index_url).value();
     nlohmann::json out = nlohmann::json::array();
     std::size_t cached = 0;
     cache::Store store(ctx.cache_path());
@@ -32,17 +33,22 @@ std::function<int()> configure_fetch(CLI::App& sub, Context& ctx) {
       // A git source is checked out into a scratch directory that is removed afterwards; the
       // mirror in the cache is what stays.
       cache::Staging scratch = store.staging("fetch-").value();
-      fetch::Fetched got = pipeline::fetch_package(*m, *fetching, scratch.path() / "checkout").value();
+      fetch::Fetched got =
+          pipeline::fetch_package(*m, *fetching, scratch.path() / "checkout").value();
       std::string where = got.is_directory && m->source.kind == manifest::Source::Kind::Git
                               ? fetch::git_mirror_path(ctx.cache_path(), m->source.url).string()
                               : got.path.string();
-      out.push_back({{"package", m->name}, {"version", m->version}, {"path", where}, {"sha256", got.sha256},
+      out.push_back({{"package", m->name},
+                     {"version", m->version},
+                     {"path", where},
+                     {"sha256", got.sha256},
                      {"downloaded", got.downloaded}});
       cached += !got.downloaded;
       if (!ctx.json) std::cout << where << "\n";
     }
     if (ctx.json)
-      std::cout << nlohmann::json{{"items", out}, {"fetches", fetching->downloads()}}.dump(2) << "\n";
+      std::cout << nlohmann::json{{"items", out}, {"fetches", fetching->downloads()}}.dump(2)
+                << "\n";
     else
       log::info(cat(out.size() - cached, " downloaded, ", cached, " from the cache"));
     return 0;

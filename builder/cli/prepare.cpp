@@ -21,7 +21,8 @@ std::function<int()> configure_prepare(CLI::App& sub, Context& ctx) {
   auto opts = std::make_shared<Options>();
   sub.add_option("package", opts->package, "NAME or NAME==VERSION")->required();
   sub.add_option("-o,--output", opts->output, "Directory to create (must not exist)")->required();
-  sub.add_option("-t,--target", opts->targets, "Target (accepted for symmetry with build; sources do not depend on it)")
+  sub.add_option("-t,--target", opts->targets,
+                 "Target (accepted for symmetry with build; sources do not depend on it)")
       ->allow_extra_args(false);
   sub.add_flag("--offline", opts->offline, "Use the download cache only");
   sub.add_option("--index-url", opts->index_url, "Package index (default: pip's configuration)");
@@ -30,20 +31,25 @@ std::function<int()> configure_prepare(CLI::App& sub, Context& ctx) {
     if (!opts->targets.empty()) ctx.targets(opts->targets, "");  // validated, not otherwise needed
     fs::path dest = absolute_path(opts->output);
     std::error_code ec;
-    if (fs::exists(dest, ec)) raise(Error::bad_input(cat("output directory ", opts->output, " already exists")));
-    auto fetching = pipeline::Fetching::create(ctx.cache_path(), opts->offline, opts->index_url).value();
+    if (fs::exists(dest, ec))
+      raise(Error::bad_input(cat("output directory ", opts->output, " already exists")));
+    auto fetching =
+        pipeline::Fetching::create(ctx.cache_path(), opts->offline, opts->index_url).value();
     cache::Store store(ctx.cache_path());
     cache::Staging scratch = store.staging("prepare-").value();
     pipeline::prepare_tree(*m, *fetching, scratch.path() / "work", dest).value();
     if (ctx.json) {
-      std::cout << nlohmann::json{{"package", m->name}, {"version", m->version}, {"path", dest.string()},
-                                  {"patches", m->patches.size()}, {"fetches", fetching->downloads()}}
+      std::cout << nlohmann::json{{"package", m->name},
+                                  {"version", m->version},
+                                  {"path", dest.string()},
+                                  {"patches", m->patches.size()},
+                                  {"fetches", fetching->downloads()}}
                        .dump(2)
                 << "\n";
     } else {
       std::cout << dest.string() << "\n";
-      log::info(cat("prepared ", m->name, " ", m->version, " with ", m->patches.size(), " patches (",
-                    fetching->downloads(), " downloaded)"));
+      log::info(cat("prepared ", m->name, " ", m->version, " with ", m->patches.size(),
+                    " patches (", fetching->downloads(), " downloaded)"));
     }
     return 0;
   };

@@ -18,13 +18,15 @@ std::function<int()> configure_resolve(CLI::App& sub, Context& ctx) {
   sub.add_option("packages", opts->packages, "NAME or NAME==VERSION (default: every package)");
   sub.add_option("-t,--target", opts->targets, "Target name or file (repeatable; default: default)")
       ->allow_extra_args(false);
-  CLI::Option* archs_option = sub.add_option("--archs", opts->archs, "Override the targets' archs, e.g. \"9.0;12.0+PTX\"");
+  CLI::Option* archs_option =
+      sub.add_option("--archs", opts->archs, "Override the targets' archs, e.g. \"9.0;12.0+PTX\"");
   return [&ctx, opts, archs_option] {
     require_archs_value(archs_option, opts->archs);
     auto targets = ctx.targets(opts->targets, opts->archs);
     resolve::Plan plan = resolve::make_plan(ctx.repository(), opts->packages, targets).value();
     if (ctx.json) {
-      nlohmann::json out = {{"targets", nlohmann::json::array()}, {"items", nlohmann::json::array()}};
+      nlohmann::json out = {{"targets", nlohmann::json::array()},
+                            {"items", nlohmann::json::array()}};
       for (const auto& rt : plan.targets)
         out["targets"].push_back({{"name", rt.target.name},
                                   {"archs", rt.target.archs.canonical()},
@@ -48,7 +50,8 @@ std::function<int()> configure_resolve(CLI::App& sub, Context& ctx) {
         for (const auto& rt : plan.targets)
           if (rt.target.name == item.target_name) archs = rt.target.archs.canonical();
       table.add({item.manifest->name, item.manifest->version,
-                 manifest::backend_name(item.manifest->backend), item.target_name, archs, item.key});
+                 manifest::backend_name(item.manifest->backend), item.target_name, archs,
+                 item.key});
     }
     std::cout << table.render();
     return 0;

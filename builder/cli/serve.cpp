@@ -22,7 +22,8 @@ std::string read_token(const std::string& path) {
   std::string token(trim(text));
   if (token.empty()) raise(Error::bad_input(cat("--token-file ", path, ": the file is empty")));
   if (token.find_first_of(" \t\r\n") != std::string::npos)
-    raise(Error::bad_input(cat("--token-file ", path, ": the token must be one line without spaces")));
+    raise(Error::bad_input(
+        cat("--token-file ", path, ": the token must be one line without spaces")));
   return token;
 }
 
@@ -32,7 +33,8 @@ void print_targets(const index::IndexModel& model, const std::string& url) {
     return;
   }
   for (const auto& [name, t] : model.targets) {
-    std::string line = cat("pip install --index-url ", url, index::percent_encode(name), "/simple/");
+    std::string line =
+        cat("pip install --index-url ", url, index::percent_encode(name), "/simple/");
     for (const auto& [pname, p] : t.projects)
       line += cat(" ", pname, "==", p.versions.empty() ? "" : p.versions.back());
     log::info(cat(name, ": ", line));
@@ -49,10 +51,13 @@ std::function<int()> configure_serve(CLI::App& sub, Context& ctx) {
     unsigned threads = 0;
   };
   auto opts = std::make_shared<Options>();
-  sub.add_option("--host", opts->host, "Address to listen on (default: 127.0.0.1, this machine only)");
-  sub.add_option("--port", opts->port, "Port (default: 8000; 0: a free one)")->check(CLI::Range(0, 65535));
-  sub.add_option("--token-file", opts->token_file,
-                 "Require this file's token: Authorization: Bearer, or http://kiln:TOKEN@host/ for pip/uv");
+  sub.add_option("--host", opts->host,
+                 "Address to listen on (default: 127.0.0.1, this machine only)");
+  sub.add_option("--port", opts->port, "Port (default: 8000; 0: a free one)")
+      ->check(CLI::Range(0, 65535));
+  sub.add_option(
+      "--token-file", opts->token_file,
+      "Require this file's token: Authorization: Bearer, or http://kiln:TOKEN@host/ for pip/uv");
   sub.add_option("--threads", opts->threads, "Event-loop threads (default: one per core, 2 to 8)");
   return [&ctx, opts] {
     install_interrupt_handlers();
@@ -71,7 +76,8 @@ std::function<int()> configure_serve(CLI::App& sub, Context& ctx) {
     std::string url = server->url();
     log::info(cat("serving ", url, " from ", ctx.cache_path().string()));
     print_targets(*model, url);
-    if (!so.token.empty()) log::info("requests need the token (pip/uv: put it in the URL as http://kiln:TOKEN@host/)");
+    if (!so.token.empty())
+      log::info("requests need the token (pip/uv: put it in the URL as http://kiln:TOKEN@host/)");
     while (!interrupted()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       for (const auto& s : cache_index.take_new_skipped()) log::warn(cat("not served: ", s));

@@ -1,5 +1,6 @@
 // kiln validate WHEEL|DIR… [--target T] [--torch-version V] [--archs SPEC] [--gpu sm_XY]
-//               [--junit FILE] [--import-with PYTHON] [--lib-dir DIR]… [--offline] [--index-url URL]
+//               [--junit FILE] [--import-with PYTHON] [--lib-dir DIR]… [--offline] [--index-url
+//               URL]
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -47,7 +48,8 @@ class TorchResolver {
         KILN_TRY(fetching_, pipeline::Fetching::create(cache_, offline_, index_url_));
       }
       log::info(cat("fetching ", file, " to check against its libraries"));
-      KILN_TRY(fetch::Fetched got, fetch::fetch_index_file(fetching_->context(), "torch", file, sha256));
+      KILN_TRY(fetch::Fetched got,
+               fetch::fetch_index_file(fetching_->context(), "torch", file, sha256));
       KILN_TRY(t, toolchain::torch_from_wheel(got.path, sha256, sysroots));
     }
     sysroots_.emplace(sha256, t);
@@ -69,17 +71,19 @@ manifest::Target target_for_torch(const manifest::Repository& repo, const std::s
     auto t = repo.target(name);
     if (!t) continue;
     seen.push_back(cat(name, " (torch ", t->torch_version, ")"));
-    if (t->torch_version == version && t->torch_source == manifest::Target::TorchSource::Pypi) return *t;
+    if (t->torch_version == version && t->torch_source == manifest::Target::TorchSource::Pypi)
+      return *t;
   }
   raise(Error::bad_input(cat("--torch-version ", version, ": no target under ", repo.dir().string(),
-                             "/targets pins torch ", version, " from PyPI (targets: ", join(seen, ", "), ")")));
+                             "/targets pins torch ", version,
+                             " from PyPI (targets: ", join(seen, ", "), ")")));
 }
 
 // Fills options.torch (or options.torch_problem) for one wheel.
-void choose_torch(const validate::WheelSummary& summary, const TorchSource& source, TorchResolver& resolver,
-                  validate::Options& options) {
-  bool compiled = std::find(summary.name.platform_tags.begin(), summary.name.platform_tags.end(), "any") ==
-                  summary.name.platform_tags.end();
+void choose_torch(const validate::WheelSummary& summary, const TorchSource& source,
+                  TorchResolver& resolver, validate::Options& options) {
+  bool compiled = std::find(summary.name.platform_tags.begin(), summary.name.platform_tags.end(),
+                            "any") == summary.name.platform_tags.end();
   if (!compiled) return;
   if (source.target) {
     const manifest::Target& t = *source.target;
@@ -95,16 +99,19 @@ void choose_torch(const validate::WheelSummary& summary, const TorchSource& sour
           options.torch_note = cat("target ", t.name);
           return;
         }
-    raise(Error::bad_input(cat("target ", t.name, " pins no torch wheel for ", join(summary.name.abi_tags, "."))));
+    raise(Error::bad_input(
+        cat("target ", t.name, " pins no torch wheel for ", join(summary.name.abi_tags, "."))));
   }
   const auto& p = summary.provenance;
-  if (!p.is_object() || !p.contains("inputs") || !p["inputs"].contains("toolchain") || !p["inputs"]["toolchain"].is_object() ||
-      !p["inputs"]["toolchain"].contains("torch") || !p["inputs"]["toolchain"]["torch"].is_object())
+  if (!p.is_object() || !p.contains("inputs") || !p["inputs"].contains("toolchain") ||
+      !p["inputs"]["toolchain"].is_object() || !p["inputs"]["toolchain"].contains("torch") ||
+      !p["inputs"]["toolchain"]["torch"].is_object())
     return;
   const auto& pin = p["inputs"]["toolchain"]["torch"];
   std::string file = pin.value("file", ""), sha = pin.value("sha256", "");
   if (file.empty() || sha.size() != 64) {
-    options.torch_problem = "the provenance names no pinned torch wheel (torch from an environment): give --target";
+    options.torch_problem =
+        "the provenance names no pinned torch wheel (torch from an environment): give --target";
     return;
   }
   auto t = resolver.pinned(file, sha);
@@ -118,13 +125,17 @@ void choose_torch(const validate::WheelSummary& summary, const TorchSource& sour
 
 // A wheel built with a CUDA toolkit from wheels finds the CUDA runtime in that toolkit, when the
 // cache has it (so it validates on a machine without a CUDA toolkit).
-void add_wheel_toolkit(const validate::WheelSummary& summary, const fs::path& cache, validate::Options& options) {
+void add_wheel_toolkit(const validate::WheelSummary& summary, const fs::path& cache,
+                       validate::Options& options) {
   const auto& p = summary.provenance;
-  if (!p.is_object() || !p.contains("inputs") || !p["inputs"].is_object() || !p["inputs"].contains("toolchain") ||
-      !p["inputs"]["toolchain"].is_object() || !p["inputs"]["toolchain"].contains("cuda"))
+  if (!p.is_object() || !p.contains("inputs") || !p["inputs"].is_object() ||
+      !p["inputs"].contains("toolchain") || !p["inputs"]["toolchain"].is_object() ||
+      !p["inputs"]["toolchain"].contains("cuda"))
     return;
   const auto& cuda = p["inputs"]["toolchain"]["cuda"];
-  if (!cuda.is_object() || cuda.value("toolkit", "") != "wheels" || !cuda.contains("wheels") || !cuda["wheels"].is_array()) return;
+  if (!cuda.is_object() || cuda.value("toolkit", "") != "wheels" || !cuda.contains("wheels") ||
+      !cuda["wheels"].is_array())
+    return;
   toolchain::CudaRequest request;
   request.toolkit = "wheels";
   request.version = cuda.value("version", "");
@@ -134,7 +145,9 @@ void add_wheel_toolkit(const validate::WheelSummary& summary, const fs::path& ca
   std::error_code ec;
   if (!fs::is_directory(lib, ec)) return;
   std::vector<fs::path> dirs = {lib};
-  for (const auto& d : options.library_dirs.empty() ? validate::default_library_dirs() : options.library_dirs) dirs.push_back(d);
+  for (const auto& d :
+       options.library_dirs.empty() ? validate::default_library_dirs() : options.library_dirs)
+    dirs.push_back(d);
   options.library_dirs = std::move(dirs);
 }
 
@@ -149,14 +162,19 @@ std::function<int()> configure_validate(CLI::App& sub, Context& ctx) {
   auto opts = std::make_shared<Options>();
   sub.add_option("paths", opts->paths, "Wheels, or directories searched for *.whl")->required();
   sub.add_option("-t,--target", opts->target, "Check against this target's torch and archs");
-  sub.add_option("--torch-version", opts->torch_version,
-                 "Check the symbols against another torch: a target under manifests/targets pinning it");
-  CLI::Option* archs_option = sub.add_option("--archs", opts->archs, "The archs the wheels must hold code for (default: their provenance's)");
+  sub.add_option(
+      "--torch-version", opts->torch_version,
+      "Check the symbols against another torch: a target under manifests/targets pinning it");
+  CLI::Option* archs_option =
+      sub.add_option("--archs", opts->archs,
+                     "The archs the wheels must hold code for (default: their provenance's)");
   sub.add_option("--gpu", opts->gpu, "Say whether the wheels run on this GPU, e.g. sm_120");
   sub.add_option("--junit", opts->junit, "Also write a JUnit XML report to FILE");
-  sub.add_option("--import-with", opts->import_with,
-                 "Also install each wheel into a temporary directory and import its modules with this Python");
-  sub.add_option("--lib-dir", opts->lib_dirs, "Where to look for the CUDA runtime and C/C++ runtime libraries (repeatable)");
+  sub.add_option(
+      "--import-with", opts->import_with,
+      "Also install each wheel into a temporary directory and import its modules with this Python");
+  sub.add_option("--lib-dir", opts->lib_dirs,
+                 "Where to look for the CUDA runtime and C/C++ runtime libraries (repeatable)");
   sub.add_flag("--offline", opts->offline, "Never use the network (torch must be in the cache)");
   sub.add_option("--index-url", opts->index_url, "Package index for torch (default: pip's)");
   return [&ctx, opts, archs_option] {
@@ -170,15 +188,18 @@ std::function<int()> configure_validate(CLI::App& sub, Context& ctx) {
     if (!opts->gpu.empty()) {
       auto parsed = manifest::ArchList::parse(opts->gpu);
       if (!parsed || parsed->archs().size() != 1)
-        raise(Error::bad_input(cat("--gpu ", opts->gpu, ": name one GPU arch, e.g. sm_90 or 12.0")));
+        raise(
+            Error::bad_input(cat("--gpu ", opts->gpu, ": name one GPU arch, e.g. sm_90 or 12.0")));
       base.gpu = parsed->archs().front();
     }
     if (!opts->import_with.empty()) {
       // A path stays as given (a venv's python must keep its own path), made absolute.
-      fs::path python = opts->import_with.find('/') != std::string::npos ? absolute_path(opts->import_with)
-                                                                          : find_program(opts->import_with);
+      fs::path python = opts->import_with.find('/') != std::string::npos
+                            ? absolute_path(opts->import_with)
+                            : find_program(opts->import_with);
       std::error_code ec;
-      if (python.empty() || !fs::exists(python, ec)) raise(Error::bad_input(cat("--import-with ", opts->import_with, ": no such program")));
+      if (python.empty() || !fs::exists(python, ec))
+        raise(Error::bad_input(cat("--import-with ", opts->import_with, ": no such program")));
       base.import_with = python.string();
     }
     for (const auto& d : opts->lib_dirs) base.library_dirs.push_back(absolute_path(d));
@@ -189,8 +210,9 @@ std::function<int()> configure_validate(CLI::App& sub, Context& ctx) {
     if (!opts->target.empty()) {
       source.target = ctx.repository().target(opts->target).value();
       if (!opts->torch_version.empty() && source.target->torch_version != opts->torch_version)
-        raise(Error::bad_input(cat("--target ", opts->target, " pins torch ", source.target->torch_version,
-                                   ", not --torch-version ", opts->torch_version)));
+        raise(Error::bad_input(cat("--target ", opts->target, " pins torch ",
+                                   source.target->torch_version, ", not --torch-version ",
+                                   opts->torch_version)));
       if (!base.archs) {
         base.archs = source.target->archs;
         base.archs_from = cat("target ", opts->target);
@@ -212,13 +234,17 @@ std::function<int()> configure_validate(CLI::App& sub, Context& ctx) {
       choose_torch(summary, source, resolver, options);
       add_wheel_toolkit(summary, ctx.cache_path(), options);
       reports.push_back(validate::validate_wheel(wheel, options).value());
-      if (!ctx.json) std::cout << validate::render_text(reports.back(), ctx.verbosity > 0) << std::flush;
+      if (!ctx.json)
+        std::cout << validate::render_text(reports.back(), ctx.verbosity > 0) << std::flush;
     }
     if (ctx.json) std::cout << validate::render_json(reports).dump(2) << "\n";
-    if (!opts->junit.empty()) write_file_atomic(absolute_path(opts->junit), validate::render_junit(reports)).value();
-    bool ok = std::all_of(reports.begin(), reports.end(), [](const validate::Report& r) { return r.ok(); });
+    if (!opts->junit.empty())
+      write_file_atomic(absolute_path(opts->junit), validate::render_junit(reports)).value();
+    bool ok = std::all_of(reports.begin(), reports.end(),
+                          [](const validate::Report& r) { return r.ok(); });
     if (!ok) {
-      std::size_t failed = std::count_if(reports.begin(), reports.end(), [](const validate::Report& r) { return !r.ok(); });
+      std::size_t failed = std::count_if(reports.begin(), reports.end(),
+                                         [](const validate::Report& r) { return !r.ok(); });
       log::error(cat(failed, " of ", reports.size(), " wheel(s) failed validation"));
     }
     return ok ? 0 : 1;

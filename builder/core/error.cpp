@@ -4,9 +4,12 @@ namespace kiln {
 
 int exit_code(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::BadInput: return 2;
-    case ErrorKind::Failed: return 1;
-    case ErrorKind::Interrupted: return 130;
+    case ErrorKind::BadInput:
+      return 2;
+    case ErrorKind::Failed:
+      return 1;
+    case ErrorKind::Interrupted:
+      return 130;
   }
   return 1;
 }
@@ -21,6 +24,8 @@ Error Error::interrupted(std::string message) {
   return Error{ErrorKind::Interrupted, std::move(message), {}};
 }
 
-void raise(Error error) { throw KilnError(std::move(error)); }
+void raise(Error error) {
+  throw KilnError(std::move(error));
+}
 
 }  // namespace kiln

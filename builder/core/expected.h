@@ -20,9 +20,9 @@ class [[nodiscard]] Expected {
   Expected(T&& value) : v_(std::in_place_index<0>, std::move(value)) {}
   Expected(Error error) : v_(std::in_place_index<1>, std::move(error)) {}
   template <class U>
-    requires(std::is_constructible_v<T, U &&> && !std::is_same_v<std::decay_t<U>, Error> &&
-             !std::is_same_v<std::decay_t<U>, T>)
-  Expected(U&& value) : v_(std::in_place_index<0>, T(std::forward<U>(value))) {}
+  requires(std::is_constructible_v<T, U&&> && !std::is_same_v<std::decay_t<U>, Error> &&
+           !std::is_same_v<std::decay_t<U>, T>) Expected(U&& value)
+      : v_(std::in_place_index<0>, T(std::forward<U>(value))) {}
 
   bool has_value() const noexcept { return v_.index() == 0; }
   explicit operator bool() const noexcept { return has_value(); }
@@ -72,14 +72,14 @@ class [[nodiscard]] Expected<void> {
 // Propagate an error from an Expected-returning call: KILN_TRY(auto x, f());
 #define KILN_CONCAT_(a, b) a##b
 #define KILN_CONCAT(a, b) KILN_CONCAT_(a, b)
-#define KILN_TRY_IMPL(tmp, decl, expr) \
-  auto tmp = (expr);                   \
+#define KILN_TRY_IMPL(tmp, decl, expr)     \
+  auto tmp = (expr);                       \
   if (!tmp) return std::move(tmp).error(); \
   decl = std::move(*tmp)
 #define KILN_TRY(decl, expr) KILN_TRY_IMPL(KILN_CONCAT(kiln_try_, __LINE__), decl, expr)
-#define KILN_CHECK(expr)                          \
-  do {                                            \
-    auto kiln_check_ = (expr);                    \
+#define KILN_CHECK(expr)                                     \
+  do {                                                       \
+    auto kiln_check_ = (expr);                               \
     if (!kiln_check_) return std::move(kiln_check_).error(); \
   } while (0)
 

@@ -26,8 +26,10 @@ struct FaultSpec {
     auto parts = split(text ? text : "", ":", /*skip_empty=*/false);
     if (!parts.empty()) point = parts[0];
     for (std::size_t i = 1; i < parts.size(); ++i) {
-      if (parts[i] == "stop") stop = true;
-      else nth = std::atol(parts[i].c_str());
+      if (parts[i] == "stop")
+        stop = true;
+      else
+        nth = std::atol(parts[i].c_str());
     }
   }
 };

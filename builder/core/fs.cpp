@@ -16,7 +16,9 @@ namespace kiln {
 
 namespace {
 
-std::string errno_text() { return std::strerror(errno); }
+std::string errno_text() {
+  return std::strerror(errno);
+}
 
 std::string random_suffix() {
   static thread_local std::mt19937_64 rng{std::random_device{}() ^
@@ -55,7 +57,8 @@ Expected<std::string> read_file(const fs::path& path, std::uint64_t max_bytes) {
   if (!ec && size > max_bytes)
     return Error::failed(cat(path.string(), " is larger than ", max_bytes, " bytes"));
   KILN_TRY(std::string data, read_file(path));
-  if (data.size() > max_bytes) return Error::failed(cat(path.string(), " is larger than ", max_bytes, " bytes"));
+  if (data.size() > max_bytes)
+    return Error::failed(cat(path.string(), " is larger than ", max_bytes, " bytes"));
   return data;
 }
 
@@ -84,13 +87,16 @@ Expected<AtomicFile> AtomicFile::create(const fs::path& final_path, int mode) {
       ::fchmod(fd, static_cast<mode_t>(mode));
       return AtomicFile(final_path, temp, fd);
     }
-    if (errno != EEXIST) return Error::failed(cat("cannot create ", temp.string(), ": ", errno_text()));
+    if (errno != EEXIST)
+      return Error::failed(cat("cannot create ", temp.string(), ": ", errno_text()));
   }
   return Error::failed(cat("cannot create a temporary file in ", dir.string()));
 }
 
 AtomicFile::AtomicFile(AtomicFile&& other) noexcept
-    : final_(std::move(other.final_)), temp_(std::move(other.temp_)), fd_(other.fd_),
+    : final_(std::move(other.final_)),
+      temp_(std::move(other.temp_)),
+      fd_(other.fd_),
       committed_(other.committed_) {
   other.fd_ = -1;
   other.committed_ = true;
@@ -117,14 +123,16 @@ Expected<void> AtomicFile::write(std::string_view data) {
 }
 
 Expected<void> AtomicFile::commit() {
-  if (::fsync(fd_) != 0) return Error::failed(cat("cannot sync ", final_.string(), ": ", errno_text()));
+  if (::fsync(fd_) != 0)
+    return Error::failed(cat("cannot sync ", final_.string(), ": ", errno_text()));
   if (::close(fd_) != 0) {
     fd_ = -1;
     return Error::failed(cat("cannot close ", final_.string(), ": ", errno_text()));
   }
   fd_ = -1;
   if (::rename(temp_.c_str(), final_.c_str()) != 0)
-    return Error::failed(cat("cannot rename ", temp_.string(), " to ", final_.string(), ": ", errno_text()));
+    return Error::failed(
+        cat("cannot rename ", temp_.string(), " to ", final_.string(), ": ", errno_text()));
   committed_ = true;
   return fsync_directory(final_.parent_path().empty() ? fs::path(".") : final_.parent_path());
 }
@@ -139,7 +147,8 @@ Expected<TempDir> TempDir::create(const fs::path& parent, std::string_view prefi
   KILN_CHECK(ensure_directory(parent));
   std::string templ = (parent / cat(prefix, "XXXXXX")).string();
   if (::mkdtemp(templ.data()) == nullptr)
-    return Error::failed(cat("cannot create a temporary directory in ", parent.string(), ": ", errno_text()));
+    return Error::failed(
+        cat("cannot create a temporary directory in ", parent.string(), ": ", errno_text()));
   return TempDir(fs::path(templ));
 }
 

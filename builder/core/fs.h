@@ -54,7 +54,8 @@ class AtomicFile {
   Expected<void> commit();  // fsync, rename to the final path, fsync the directory
 
  private:
-  AtomicFile(fs::path final_path, fs::path temp, int fd) : final_(std::move(final_path)), temp_(std::move(temp)), fd_(fd) {}
+  AtomicFile(fs::path final_path, fs::path temp, int fd)
+      : final_(std::move(final_path)), temp_(std::move(temp)), fd_(fd) {}
   fs::path final_;
   fs::path temp_;
   int fd_ = -1;

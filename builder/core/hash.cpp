@@ -19,7 +19,9 @@ Sha256::Sha256() : state_(std::make_unique<State>()) {
   EVP_DigestInit_ex(state_->ctx, EVP_sha256(), nullptr);
 }
 
-Sha256::~Sha256() { EVP_MD_CTX_free(state_->ctx); }
+Sha256::~Sha256() {
+  EVP_MD_CTX_free(state_->ctx);
+}
 
 Sha256& Sha256::update(const void* data, std::size_t size) {
   EVP_DigestUpdate(state_->ctx, data, size);
@@ -38,7 +40,9 @@ std::string Sha256::hex_digest() {
   return to_hex(d.data(), d.size());
 }
 
-std::string sha256_hex(std::string_view data) { return Sha256().update(data).hex_digest(); }
+std::string sha256_hex(std::string_view data) {
+  return Sha256().update(data).hex_digest();
+}
 
 Expected<std::string> sha256_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);

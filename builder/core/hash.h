@@ -1,4 +1,5 @@
-// sha256 (OpenSSL EVP) and the encodings kiln writes: lowercase hex, urlsafe base64 without padding.
+// sha256 (OpenSSL EVP) and the encodings kiln writes: lowercase hex, urlsafe base64 without
+// padding.
 #pragma once
 
 #include <array>

@@ -8,7 +8,9 @@ namespace kiln {
 
 namespace {
 volatile std::sig_atomic_t g_interrupted = 0;
-extern "C" void on_signal(int) { g_interrupted = 1; }
+extern "C" void on_signal(int) {
+  g_interrupted = 1;
+}
 }  // namespace
 
 void install_interrupt_handlers() {
@@ -20,7 +22,9 @@ void install_interrupt_handlers() {
   sigaction(SIGHUP, &sa, nullptr);
 }
 
-bool interrupted() { return g_interrupted != 0; }
+bool interrupted() {
+  return g_interrupted != 0;
+}
 
 void check_interrupted() {
   if (interrupted()) raise(Error::interrupted());

@@ -15,7 +15,8 @@ namespace kiln {
 Expected<FileLock> FileLock::acquire(const std::filesystem::path& path) {
   KILN_CHECK(ensure_directory(path.parent_path()));
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return Error::failed(cat("cannot open lock ", path.string(), ": ", std::strerror(errno)));
+  if (fd < 0)
+    return Error::failed(cat("cannot open lock ", path.string(), ": ", std::strerror(errno)));
   while (::flock(fd, LOCK_EX) != 0) {
     if (errno != EINTR) {
       int err = errno;

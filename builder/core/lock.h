@@ -15,7 +15,8 @@ class FileLock {
   static Expected<FileLock> acquire(const std::filesystem::path& path);
   // Without waiting: the lock when no other process holds it; nullopt when one does, or when the
   // path (a file or a directory) does not exist and `create` is false.
-  static std::optional<FileLock> try_acquire(const std::filesystem::path& path, bool create = false);
+  static std::optional<FileLock> try_acquire(const std::filesystem::path& path,
+                                             bool create = false);
   // Wraps a descriptor already locked with flock (closed when this dies).
   static FileLock adopt(int fd) { return FileLock(fd); }
   // The locked descriptor: a child process given it (ProcessSpec::inherit_fds) holds the lock too,

@@ -23,16 +23,30 @@ void emit(std::string_view prefix, std::string_view line) {
 }
 }  // namespace
 
-void set_verbosity(int level) { g_verbosity = level; }
-int verbosity() { return g_verbosity; }
-bool stderr_is_tty() { return ::isatty(2) == 1; }
+void set_verbosity(int level) {
+  g_verbosity = level;
+}
+int verbosity() {
+  return g_verbosity;
+}
+bool stderr_is_tty() {
+  return ::isatty(2) == 1;
+}
 
-void info(std::string_view line) { emit("kiln: ", line); }
+void info(std::string_view line) {
+  emit("kiln: ", line);
+}
 void verbose(std::string_view line) {
   if (g_verbosity > 0) emit("kiln: ", line);
 }
-void warn(std::string_view line) { emit("kiln: warning: ", line); }
-void error(std::string_view line) { emit("kiln: error: ", line); }
-void raw(std::string_view text) { emit("", text); }
+void warn(std::string_view line) {
+  emit("kiln: warning: ", line);
+}
+void error(std::string_view line) {
+  emit("kiln: error: ", line);
+}
+void raw(std::string_view text) {
+  emit("", text);
+}
 
 }  // namespace kiln::log

@@ -8,9 +8,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
-#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -39,7 +39,8 @@ bool write_proc(const char* path, const std::string& text) {
 std::size_t thread_count() {
   std::size_t n = 0;
   std::error_code ec;
-  for (auto it = fs::directory_iterator("/proc/self/task", ec); !ec && it != fs::directory_iterator(); it.increment(ec))
+  for (auto it = fs::directory_iterator("/proc/self/task", ec);
+       !ec && it != fs::directory_iterator(); it.increment(ec))
     ++n;
   return n;
 }
@@ -50,7 +51,8 @@ std::size_t thread_count() {
 int unshare_mounts(uid_t uid, gid_t gid) {
   if (uid == 0 && ::unshare(CLONE_NEWNS) == 0) return 0;
   if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) return errno;
-  if (!write_proc("/proc/self/setgroups", "deny") || !write_proc("/proc/self/uid_map", cat("0 ", uid, " 1\n")) ||
+  if (!write_proc("/proc/self/setgroups", "deny") ||
+      !write_proc("/proc/self/uid_map", cat("0 ", uid, " 1\n")) ||
       !write_proc("/proc/self/gid_map", cat("0 ", gid, " 1\n")))
     return errno ? errno : EPERM;
   return 0;
@@ -64,7 +66,8 @@ Expected<void> probe(uid_t uid, gid_t gid) {
   if (pid == 0) {
     int err = unshare_mounts(uid, gid);
     if (err == 0 && ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) err = errno;
-    if (err == 0 && ::mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0) err = errno;
+    if (err == 0 && ::mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0)
+      err = errno;
     ::_exit(err > 0 && err < 256 ? err : (err ? 255 : 0));
   }
   int status = 0;
@@ -72,7 +75,8 @@ Expected<void> probe(uid_t uid, gid_t gid) {
     if (errno != EINTR) return failure("waitpid");
   if (!WIFEXITED(status)) return Error::failed("the namespace probe died");
   if (int err = WEXITSTATUS(status); err != 0)
-    return Error::failed(cat("a private mount namespace is not allowed here (", std::strerror(err), ")"));
+    return Error::failed(
+        cat("a private mount namespace is not allowed here (", std::strerror(err), ")"));
   return {};
 }
 
@@ -91,13 +95,18 @@ Expected<void> bind_back(const std::string& aside, int dir, const std::vector<st
     if (S_ISLNK(st.st_mode)) {
       std::string target(PATH_MAX, '\0');
       ssize_t len = ::readlink((from + n).c_str(), target.data(), target.size());
-      if (len < 0 || ::symlinkat(target.substr(0, static_cast<std::size_t>(len)).c_str(), dir, n.c_str()) != 0)
+      if (len < 0 ||
+          ::symlinkat(target.substr(0, static_cast<std::size_t>(len)).c_str(), dir, n.c_str()) != 0)
         return failure(cat("cannot recreate the link /tmp/", n));
       continue;
     }
-    bool made = S_ISDIR(st.st_mode) ? ::mkdirat(dir, n.c_str(), 0700) == 0
-                                    : UniqueFd(::openat(dir, n.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600)).get() >= 0;
-    if (!made || ::mount((from + n).c_str(), ("/tmp/" + n).c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
+    bool made =
+        S_ISDIR(st.st_mode)
+            ? ::mkdirat(dir, n.c_str(), 0700) == 0
+            : UniqueFd(::openat(dir, n.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600))
+                      .get() >= 0;
+    if (!made ||
+        ::mount((from + n).c_str(), ("/tmp/" + n).c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
       return failure(cat("cannot bind /tmp/", n));
   }
   return {};
@@ -117,7 +126,8 @@ std::vector<std::string> list(const char* path) {
 
 // The private /tmp, once in the namespace: a tmpfs, the real /tmp's entries bound back (from a copy
 // of it attached aside, then taken away), `source` at /tmp/<name>.
-Expected<void> populate(const std::string& name, int old, int source, std::vector<std::string> names) {
+Expected<void> populate(const std::string& name, int old, int source,
+                        std::vector<std::string> names) {
   std::string aside = ".kiln-real-tmp";
   while (std::find(names.begin(), names.end(), aside) != names.end()) aside += "_";
   UniqueFd dir(::open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -145,23 +155,30 @@ Expected<void> enter_private_tmp(const std::string& name, const fs::path& source
   std::error_code ec;
   const fs::path cwd = fs::current_path(ec);
   KILN_CHECK(probe(uid, gid));
-  if (int err = unshare_mounts(uid, gid); err != 0) return failure("cannot make a mount namespace", err);
-  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return failure("cannot make mounts private");
+  if (int err = unshare_mounts(uid, gid); err != 0)
+    return failure("cannot make a mount namespace", err);
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+    return failure("cannot make mounts private");
   // Detached copies of the real /tmp and of the source, and the real /tmp's entries, taken before
   // /tmp is covered.
   UniqueFd old(::open_tree(AT_FDCWD, "/tmp", OPEN_TREE_CLONE | AT_RECURSIVE | OPEN_TREE_CLOEXEC));
-  UniqueFd src(::open_tree(AT_FDCWD, source.c_str(), OPEN_TREE_CLONE | AT_RECURSIVE | OPEN_TREE_CLOEXEC));
-  if (old.get() < 0 || src.get() < 0) return failure(cat("cannot take a copy of /tmp or ", source.string()));
+  UniqueFd src(
+      ::open_tree(AT_FDCWD, source.c_str(), OPEN_TREE_CLONE | AT_RECURSIVE | OPEN_TREE_CLOEXEC));
+  if (old.get() < 0 || src.get() < 0)
+    return failure(cat("cannot take a copy of /tmp or ", source.string()));
   std::vector<std::string> names = list("/tmp");
   std::erase(names, name);
   if (names.size() > kMaxTmpEntries)
-    return Error::failed(cat("/tmp holds ", names.size(), " entries, more than the ", kMaxTmpEntries, " kiln binds back"));
-  if (::mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0) return failure("cannot mount a tmpfs on /tmp");
+    return Error::failed(cat("/tmp holds ", names.size(), " entries, more than the ",
+                             kMaxTmpEntries, " kiln binds back"));
+  if (::mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0)
+    return failure("cannot mount a tmpfs on /tmp");
   if (auto done = populate(name, old.get(), src.get(), std::move(names)); !done) {
     ::umount2("/tmp", MNT_DETACH);  // the real /tmp again, as it was
     return done;
   }
-  if (!cwd.empty() && ::chdir(cwd.c_str()) != 0 && ::chdir("/") != 0) return failure("cannot enter the working directory");
+  if (!cwd.empty() && ::chdir(cwd.c_str()) != 0 && ::chdir("/") != 0)
+    return failure("cannot enter the working directory");
   return {};
 }
 

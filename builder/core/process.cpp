@@ -105,7 +105,11 @@ Child::Child(pid_t pid, int out_fd, bool group)
     : pid_(pid), pgid_(pid), out_fd_(out_fd), group_(group), start_(now_seconds()) {}
 
 Child::Child(Child&& other) noexcept
-    : pid_(other.pid_), pgid_(other.pgid_), out_fd_(other.out_fd_), group_(other.group_), start_(other.start_),
+    : pid_(other.pid_),
+      pgid_(other.pgid_),
+      out_fd_(other.out_fd_),
+      group_(other.group_),
+      start_(other.start_),
       output_(std::move(other.output_)) {
   other.pid_ = -1;
   other.out_fd_ = -1;
@@ -200,7 +204,8 @@ Expected<Child> spawn(const ProcessSpec& spec) {
       break;
     case ProcessSpec::Output::Log:
       posix_spawn_file_actions_addopen(&actions, 1, spec.log_file.c_str(),
-                                       O_WRONLY | O_CREAT | (spec.append_log ? O_APPEND : O_TRUNC), 0644);
+                                       O_WRONLY | O_CREAT | (spec.append_log ? O_APPEND : O_TRUNC),
+                                       0644);
       posix_spawn_file_actions_adddup2(&actions, 1, 2);
       break;
     case ProcessSpec::Output::Discard:
@@ -247,7 +252,10 @@ Expected<std::string> run_capture(const std::vector<std::string>& argv) {
   spec.argv = argv;
   KILN_TRY(ProcessResult result, run_process(spec));
   if (!result.ok()) {
-    return Error::failed(cat("command failed (", result.term_signal ? cat("signal ", result.term_signal) : cat("exit ", result.exit_code), "): ", format_argv(argv)),
+    return Error::failed(cat("command failed (",
+                             result.term_signal ? cat("signal ", result.term_signal)
+                                                : cat("exit ", result.exit_code),
+                             "): ", format_argv(argv)),
                          tail_lines(result.output, 20));
   }
   return std::move(result.output);

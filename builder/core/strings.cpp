@@ -52,7 +52,11 @@ bool is_valid_utf8(std::string_view s) {
   std::size_t i = 0;
   while (i < s.size()) {
     auto c = static_cast<unsigned char>(s[i]);
-    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    std::size_t len = c < 0x80           ? 1
+                      : (c >> 5) == 0x6  ? 2
+                      : (c >> 4) == 0xe  ? 3
+                      : (c >> 3) == 0x1e ? 4
+                                         : 0;
     if (len == 0 || i + len > s.size()) return false;
     std::uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1f) : len == 3 ? (c & 0x0f) : (c & 0x07);
     for (std::size_t k = 1; k < len; ++k) {
@@ -84,7 +88,8 @@ std::string control_character(std::string_view s) {
     }
     // U+2028 LINE SEPARATOR and U+2029 PARAGRAPH SEPARATOR: E2 80 A8 and E2 80 A9.
     if (c == 0xe2 && i + 2 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0x80 &&
-        (static_cast<unsigned char>(s[i + 2]) == 0xa8 || static_cast<unsigned char>(s[i + 2]) == 0xa9))
+        (static_cast<unsigned char>(s[i + 2]) == 0xa8 ||
+         static_cast<unsigned char>(s[i + 2]) == 0xa9))
       return static_cast<unsigned char>(s[i + 2]) == 0xa8 ? "U+2028" : "U+2029";
   }
   return "";
@@ -92,7 +97,8 @@ std::string control_character(std::string_view s) {
 
 std::string printable_excerpt(std::string_view text, std::size_t max) {
   std::string out;
-  for (char c : text.substr(0, max)) out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
+  for (char c : text.substr(0, max))
+    out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
   if (text.size() > max) out += "...";
   return out;
 }
@@ -101,11 +107,24 @@ std::optional<std::uint64_t> parse_byte_size(std::string_view text) {
   if (text.empty()) return std::nullopt;
   int shift = 0;
   switch (text.back()) {
-    case 'K': case 'k': shift = 10; break;
-    case 'M': case 'm': shift = 20; break;
-    case 'G': case 'g': shift = 30; break;
-    case 'T': case 't': shift = 40; break;
-    default: break;
+    case 'K':
+    case 'k':
+      shift = 10;
+      break;
+    case 'M':
+    case 'm':
+      shift = 20;
+      break;
+    case 'G':
+    case 'g':
+      shift = 30;
+      break;
+    case 'T':
+    case 't':
+      shift = 40;
+      break;
+    default:
+      break;
   }
   if (shift) text.remove_suffix(1);
   if (text.empty() || text.size() > 19) return std::nullopt;
@@ -148,14 +167,16 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
 
 std::string shell_quote(std::string_view word) {
   bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("-_./=:,+@%").find(c) !=
-                                                              std::string_view::npos;
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("-_./=:,+@%").find(c) != std::string_view::npos;
   });
   if (plain) return std::string(word);
   std::string out = "'";
   for (char c : word) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
   }
   return out + "'";
 }

@@ -32,7 +32,8 @@ const Section* ElfInfo::section(std::string_view name) const {
 }
 
 std::optional<std::string_view> section_bytes(std::string_view image, const Section& section) {
-  if (section.offset > image.size() || section.size > image.size() - section.offset) return std::nullopt;
+  if (section.offset > image.size() || section.size > image.size() - section.offset)
+    return std::nullopt;
   return image.substr(section.offset, section.size);
 }
 
@@ -41,7 +42,8 @@ Expected<ElfInfo> read_elf(std::string_view image, std::string_view name) {
   // libelf does not modify the buffer with ELF_C_READ_MEMORY.
   std::unique_ptr<Elf, ElfCloser> e(elf_memory(const_cast<char*>(image.data()), image.size()));
   auto bad = [&](std::string_view what) {
-    return Error::bad_input(cat(name, ": ", what, elf_errmsg(-1) ? cat(" (", elf_errmsg(-1), ")") : std::string()));
+    return Error::bad_input(
+        cat(name, ": ", what, elf_errmsg(-1) ? cat(" (", elf_errmsg(-1), ")") : std::string()));
   };
   if (!e || elf_kind(e.get()) != ELF_K_ELF) return Error::bad_input(cat(name, ": not an ELF file"));
   GElf_Ehdr ehdr;
@@ -61,7 +63,8 @@ Expected<ElfInfo> read_elf(std::string_view image, std::string_view name) {
                                     shdr.sh_type == SHT_NOBITS ? 0 : shdr.sh_size});
     if (shdr.sh_type == SHT_NOBITS) continue;
     if (shdr.sh_offset > image.size() || shdr.sh_size > image.size() - shdr.sh_offset)
-      return Error::bad_input(cat(name, ": section ", info.sections.back().name, " lies outside the file"));
+      return Error::bad_input(
+          cat(name, ": section ", info.sections.back().name, " lies outside the file"));
     Elf_Data* data = elf_getdata(scn, nullptr);
     if (!data) continue;
     switch (shdr.sh_type) {
@@ -70,10 +73,14 @@ Expected<ElfInfo> read_elf(std::string_view image, std::string_view name) {
         for (std::size_t i = 0; i < n; ++i) {
           GElf_Dyn dyn;
           if (!gelf_getdyn(data, static_cast<int>(i), &dyn)) break;
-          if (dyn.d_tag == DT_NEEDED) info.needed.push_back(cstr(e.get(), shdr.sh_link, dyn.d_un.d_val));
-          else if (dyn.d_tag == DT_SONAME) info.soname = cstr(e.get(), shdr.sh_link, dyn.d_un.d_val);
-          else if (dyn.d_tag == DT_RPATH) info.rpath = cstr(e.get(), shdr.sh_link, dyn.d_un.d_val);
-          else if (dyn.d_tag == DT_RUNPATH) info.runpath = cstr(e.get(), shdr.sh_link, dyn.d_un.d_val);
+          if (dyn.d_tag == DT_NEEDED)
+            info.needed.push_back(cstr(e.get(), shdr.sh_link, dyn.d_un.d_val));
+          else if (dyn.d_tag == DT_SONAME)
+            info.soname = cstr(e.get(), shdr.sh_link, dyn.d_un.d_val);
+          else if (dyn.d_tag == DT_RPATH)
+            info.rpath = cstr(e.get(), shdr.sh_link, dyn.d_un.d_val);
+          else if (dyn.d_tag == DT_RUNPATH)
+            info.runpath = cstr(e.get(), shdr.sh_link, dyn.d_un.d_val);
         }
         break;
       }

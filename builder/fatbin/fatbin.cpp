@@ -1,6 +1,5 @@
 #include "fatbin/fatbin.h"
 
-
 #include <zstd.h>
 
 #include <cstdio>
@@ -28,8 +27,11 @@ std::string hex(std::uint64_t v) {
 
 // LZ4 block format as nvcc's "speed" compression writes it: tokens of (literal length, match
 // length), literals, a 2-byte back offset; runs of 255 extend the lengths.
-Expected<std::string> lz_decompress(std::string_view in, std::uint64_t expected, std::string_view name) {
-  auto bad = [&](const char* what) { return Error::bad_input(cat(name, ": compressed fatbin entry: ", what)); };
+Expected<std::string> lz_decompress(std::string_view in, std::uint64_t expected,
+                                    std::string_view name) {
+  auto bad = [&](const char* what) {
+    return Error::bad_input(cat(name, ": compressed fatbin entry: ", what));
+  };
   std::string out;
   out.reserve(static_cast<std::size_t>(expected));
   std::size_t i = 0;
@@ -50,7 +52,8 @@ Expected<std::string> lz_decompress(std::string_view in, std::uint64_t expected,
     i += literals;
     if (i >= in.size()) break;  // the last sequence has literals only
     if (in.size() - i < 2) return bad("truncated match offset");
-    std::size_t back = static_cast<unsigned char>(in[i]) | (static_cast<std::size_t>(static_cast<unsigned char>(in[i + 1])) << 8);
+    std::size_t back = static_cast<unsigned char>(in[i]) |
+                       (static_cast<std::size_t>(static_cast<unsigned char>(in[i + 1])) << 8);
     i += 2;
     std::uint64_t length = (token & 0xf) + 4;
     if ((token & 0xf) == 15) {
@@ -80,22 +83,28 @@ Expected<std::string> payload(std::string_view section, const Entry& e, std::uin
   std::string_view stored = section.substr(e.offset + e.header_size, e.payload_size);
   if (!e.compressed()) return std::string(stored);
   if (e.uncompressed_size > max_size)
-    return Error::bad_input(cat(name, " claims ", e.uncompressed_size, " uncompressed bytes, over the limit of ", max_size));
+    return Error::bad_input(cat(name, " claims ", e.uncompressed_size,
+                                " uncompressed bytes, over the limit of ", max_size));
   std::string_view data = stored.substr(0, e.compressed_size);
   if (e.compression == Compression::Lz) return lz_decompress(data, e.uncompressed_size, name);
   std::string out(static_cast<std::size_t>(e.uncompressed_size), '\0');
   std::size_t n = ZSTD_decompress(out.data(), out.size(), data.data(), data.size());
   if (ZSTD_isError(n)) return Error::bad_input(cat(name, ": zstd: ", ZSTD_getErrorName(n)));
   if (n != out.size())
-    return Error::bad_input(cat(name, " decompresses to ", n, " bytes; its header says ", out.size()));
+    return Error::bad_input(
+        cat(name, " decompresses to ", n, " bytes; its header says ", out.size()));
   return out;
 }
 
 Expected<int> cubin_arch(std::string_view b) {
-  if (b.size() < 64 || b.substr(0, 4) != std::string_view("\x7f" "ELF", 4))
+  if (b.size() < 64 || b.substr(0, 4) != std::string_view("\x7f"
+                                                          "ELF",
+                                                          4))
     return Error::bad_input("cubin: not an ELF image");
-  if (b[4] != 2 || b[5] != 1) return Error::bad_input("cubin: not a little-endian 64-bit ELF image");
-  if (read_le16(b, 18) != 190) return Error::bad_input(cat("cubin: machine ", read_le16(b, 18), " is not EM_CUDA (190)"));
+  if (b[4] != 2 || b[5] != 1)
+    return Error::bad_input("cubin: not a little-endian 64-bit ELF image");
+  if (read_le16(b, 18) != 190)
+    return Error::bad_input(cat("cubin: machine ", read_le16(b, 18), " is not EM_CUDA (190)"));
   auto osabi = static_cast<unsigned char>(b[7]);
   std::uint32_t flags = read_le32(b, 48);
   if (osabi == 0x41) return static_cast<int>((flags >> 8) & 0xff);  // CUDA ELF ABI v8 (CUDA 12.8+)
@@ -108,22 +117,29 @@ std::string Entry::arch_name() const {
 }
 
 std::string Entry::code_name() const {
-  return cat(kind == Kind::Ptx ? "compute_" : "sm_", arch, variant ? std::string(1, variant) : std::string());
+  return cat(kind == Kind::Ptx ? "compute_" : "sm_", arch,
+             variant ? std::string(1, variant) : std::string());
 }
 
 std::string kind_name(Kind kind) {
   switch (kind) {
-    case Kind::Ptx: return "ptx";
-    case Kind::Elf: return "elf";
-    default: return "other";
+    case Kind::Ptx:
+      return "ptx";
+    case Kind::Elf:
+      return "elf";
+    default:
+      return "other";
   }
 }
 
 std::string compression_name(Compression c) {
   switch (c) {
-    case Compression::Lz: return "lz";
-    case Compression::Zstd: return "zstd";
-    default: return "none";
+    case Compression::Lz:
+      return "lz";
+    case Compression::Zstd:
+      return "zstd";
+    default:
+      return "none";
   }
 }
 
@@ -144,7 +160,8 @@ Expected<std::vector<Container>> parse(std::string_view b, std::string_view name
       while (z < size && b[z] == '\0') ++z;
       if (z == size) break;
       if (z % 8 != 0 || z - at >= 16)
-        return Error::bad_input(cat(name, ": unexpected bytes at offset ", z, " of the fatbin section"));
+        return Error::bad_input(
+            cat(name, ": unexpected bytes at offset ", z, " of the fatbin section"));
       at = z;
     }
     auto bad = [&](const std::string& what) {
@@ -152,14 +169,17 @@ Expected<std::vector<Container>> parse(std::string_view b, std::string_view name
     };
     if (size - at < kContainerHeader) return bad("truncated header");
     std::uint32_t magic = read_le32(b, at);
-    if (magic != kMagic && magic != kRelocatableMagic) return bad(cat("bad magic ", hex(magic), " (want 0xba55ed50)"));
+    if (magic != kMagic && magic != kRelocatableMagic)
+      return bad(cat("bad magic ", hex(magic), " (want 0xba55ed50)"));
     std::uint16_t version = read_le16(b, at + 4);
     std::uint16_t header_size = read_le16(b, at + 6);
     std::uint64_t body = read_le64(b, at + 8);
     if (version != 1) return bad(cat("unknown version ", version));
-    if (header_size < kContainerHeader || header_size > size - at) return bad(cat("bad header size ", header_size));
+    if (header_size < kContainerHeader || header_size > size - at)
+      return bad(cat("bad header size ", header_size));
     if (body > size - at - header_size)
-      return bad(cat("claims ", body, " bytes of entries; only ", size - at - header_size, " remain"));
+      return bad(
+          cat("claims ", body, " bytes of entries; only ", size - at - header_size, " remain"));
     Container c;
     c.offset = at;
     c.size = header_size + body;
@@ -184,24 +204,32 @@ Expected<std::vector<Container>> parse(std::string_view b, std::string_view name
       std::uint32_t name_offset = read_le32(b, p + 32), name_length = read_le32(b, p + 36);
       e.flags = read_le64(b, p + 40);
       std::uint64_t uncompressed = read_le64(b, p + 56);
-      if (entry_header < kEntryHeader || entry_header > end - p) return entry_bad(cat("bad header size ", entry_header));
+      if (entry_header < kEntryHeader || entry_header > end - p)
+        return entry_bad(cat("bad header size ", entry_header));
       if (e.payload_size > end - p - entry_header)
         return entry_bad(cat("payload of ", e.payload_size, " bytes runs past its container"));
       if (e.arch <= 0 || e.arch > 10000) return entry_bad(cat("implausible arch ", e.arch));
       if ((e.flags & kFlagArchSpecific) && (e.flags & kFlagFamilySpecific))
         return entry_bad("flagged both arch-specific and family-specific");
       e.variant = (e.flags & kFlagArchSpecific) ? 'a' : (e.flags & kFlagFamilySpecific) ? 'f' : 0;
-      if ((e.flags & kFlagLz) && (e.flags & kFlagZstd)) return entry_bad("flagged with two compressions");
-      e.compression = (e.flags & kFlagZstd) ? Compression::Zstd : (e.flags & kFlagLz) ? Compression::Lz : Compression::None;
+      if ((e.flags & kFlagLz) && (e.flags & kFlagZstd))
+        return entry_bad("flagged with two compressions");
+      e.compression = (e.flags & kFlagZstd) ? Compression::Zstd
+                      : (e.flags & kFlagLz) ? Compression::Lz
+                                            : Compression::None;
       std::string_view payload = b.substr(p + entry_header, e.payload_size);
       if (e.compressed()) {
         if (compressed == 0 || compressed > e.payload_size)
-          return entry_bad(cat("compressed size ", compressed, " does not fit its payload of ", e.payload_size, " bytes"));
+          return entry_bad(cat("compressed size ", compressed, " does not fit its payload of ",
+                               e.payload_size, " bytes"));
         e.compressed_size = compressed;
         e.uncompressed_size = uncompressed;
-        if (e.compression == Compression::Zstd && payload.substr(0, 4) != std::string_view("\x28\xb5\x2f\xfd", 4))
+        if (e.compression == Compression::Zstd &&
+            payload.substr(0, 4) != std::string_view("\x28\xb5\x2f\xfd", 4))
           return entry_bad("flagged zstd-compressed but its payload lacks the zstd magic");
-      } else if (e.kind == Kind::Elf && payload.substr(0, 4) != std::string_view("\x7f" "ELF", 4)) {
+      } else if (e.kind == Kind::Elf && payload.substr(0, 4) != std::string_view("\x7f"
+                                                                                 "ELF",
+                                                                                 4)) {
         return entry_bad(cat("ELF entry for sm_", e.arch, " does not hold an ELF image"));
       }
       if (name_length > 0) {

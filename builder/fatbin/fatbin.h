@@ -31,8 +31,8 @@ enum class Compression { None, Lz, Zstd };
 struct Entry {
   Kind kind = Kind::Other;
   std::uint16_t raw_kind = 0;
-  int arch = 0;       // 90, 100, 120
-  char variant = 0;   // 0, 'a' or 'f'
+  int arch = 0;                              // 90, 100, 120
+  char variant = 0;                          // 0, 'a' or 'f'
   int version_major = 0, version_minor = 0;  // PTX ISA version (PTX) or cubin ABI version (ELF)
   std::uint64_t flags = 0;
   Compression compression = Compression::None;
@@ -74,7 +74,7 @@ Expected<std::string> payload(std::string_view section, const Entry& entry,
 // a CUDA ELF image (ELFOSABI_CUDA) of an ABI version kiln knows.
 Expected<int> cubin_arch(std::string_view cubin);
 
-std::string kind_name(Kind kind);  // "elf", "ptx", "other"
+std::string kind_name(Kind kind);                       // "elf", "ptx", "other"
 std::string compression_name(Compression compression);  // "none", "lz", "zstd"
 
 }  // namespace kiln::fatbin

@@ -153,7 +153,8 @@ void Downloader::wait_before(int attempt) {
 }
 
 Expected<CachedFile> Downloader::fetch(const std::string& url, const std::string& filename,
-                                       const std::string& sha256, std::optional<std::uint64_t> size) {
+                                       const std::string& sha256,
+                                       std::optional<std::uint64_t> size) {
   KILN_CHECK(check_pin(filename, sha256));
   fs::path final_path = path_for(sha256, filename);
   std::error_code ec;
@@ -184,8 +185,9 @@ Expected<CachedFile> Downloader::download_locked(const std::string& url,
   fs::path part = final_path;
   part += kPartSuffix;
   const std::uint64_t limit = size.value_or(max_bytes_);
-  const std::string limit_text = size ? cat("its stated size of ", *size, " bytes")
-                                      : cat("the download limit of ", max_bytes_, " bytes (KILN_MAX_DOWNLOAD)");
+  const std::string limit_text =
+      size ? cat("its stated size of ", *size, " bytes")
+           : cat("the download limit of ", max_bytes_, " bytes (KILN_MAX_DOWNLOAD)");
   std::error_code ec;
   if (size_or_zero(part) > limit) fs::remove(part, ec);  // a leftover no answer could complete
   const int attempts = std::max(1, policy_.attempts);
@@ -211,7 +213,8 @@ Expected<CachedFile> Downloader::download_locked(const std::string& url,
     if (r.transport == Transport::Interrupted || interrupted()) return Error::interrupted();
     if (r.transport == Transport::TooLarge) {
       fs::remove(part, ec);
-      return Error::failed(cat("cannot download ", filename, " from ", shown, ": it is larger than ", limit_text));
+      return Error::failed(
+          cat("cannot download ", filename, " from ", shown, ": it is larger than ", limit_text));
     }
     bool resumed =
         offset > 0 && r.transport == Transport::Ok && (r.status == 206 || r.status == 416);
@@ -236,7 +239,8 @@ Expected<CachedFile> Downloader::download_locked(const std::string& url,
     }
     last = r.describe();
     remove_if_empty_file(part);
-    if (r.transport == Transport::Failed) fs::remove(part, ec);  // e.g. disk full: nothing to resume
+    if (r.transport == Transport::Failed)
+      fs::remove(part, ec);  // e.g. disk full: nothing to resume
     if (!r.retryable()) break;
   }
   std::string detail;
@@ -267,8 +271,10 @@ Expected<CachedFile> Downloader::import_file(const fs::path& file, const std::st
     if (!got) return std::move(got).error();
     // No hash of a local file in the message: a manifest could name any file kiln can read
     // (file:///etc/shadow) and learn its hash from the error.
-    return Error::failed(cat("sha256 mismatch for ", file.string(), ": its content does not match the pinned ", sha256),
-                         "kiln names the sha256 only of bytes it downloaded; for a local file of your own, run sha256sum on it");
+    return Error::failed(cat("sha256 mismatch for ", file.string(),
+                             ": its content does not match the pinned ", sha256),
+                         "kiln names the sha256 only of bytes it downloaded; for a local file of "
+                         "your own, run sha256sum on it");
   }
   auto published = publish(part, final_path);
   if (!published) {

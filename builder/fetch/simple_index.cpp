@@ -206,7 +206,8 @@ Expected<std::vector<IndexFile>> parse_json_page(std::string_view text,
       file.sha256 = lower(f["hashes"]["sha256"].get<std::string>());
     else
       file.sha256 = hash_from_fragment(url);
-    if (f.contains("size") && f["size"].is_number_unsigned()) file.size = f["size"].get<std::uint64_t>();
+    if (f.contains("size") && f["size"].is_number_unsigned())
+      file.size = f["size"].get<std::uint64_t>();
     files.push_back(std::move(file));
     ++i;
   }

@@ -19,8 +19,8 @@ inline constexpr const char* kSimpleAccept =
 
 struct IndexFile {
   std::string filename;
-  std::string url;     // absolute, without fragment
-  std::string sha256;  // lowercase hex, "" when the index gives none
+  std::string url;                    // absolute, without fragment
+  std::string sha256;                 // lowercase hex, "" when the index gives none
   std::optional<std::uint64_t> size;  // PEP 700 "size" (JSON pages only)
 };
 

@@ -17,8 +17,8 @@ class UrlSource final : public Source {
     std::string name = url_filename(strip_fragment(source_.url));
     if (!is_safe_filename(name) || (name.size() >= 5 && name.substr(name.size() - 5) == ".part"))
       name = "download";
-    KILN_TRY(CachedFile file,
-             context_.downloader.fetch(strip_fragment(source_.url), name, source_.sha256, source_.size));
+    KILN_TRY(CachedFile file, context_.downloader.fetch(strip_fragment(source_.url), name,
+                                                        source_.sha256, source_.size));
     return Fetched{file.path, false, source_.sha256, file.downloaded};
   }
 

@@ -39,7 +39,8 @@ Expected<void> copy_fd(int in, const fs::path& to) {
     if (n < 0) {
       if (errno == EINTR) continue;
       ::close(out);
-      return Error::failed(cat("cannot read the wheel for ", to.string(), ": ", std::strerror(errno)));
+      return Error::failed(
+          cat("cannot read the wheel for ", to.string(), ": ", std::strerror(errno)));
     }
     for (ssize_t done = 0; done < n;) {
       ssize_t w = ::write(out, buf + done, static_cast<std::size_t>(n - done));
@@ -61,7 +62,8 @@ Expected<void> check_destination(const fs::path& dir) {
   struct stat st {};
   if (::lstat(dir.c_str(), &st) != 0) return {};
   if (!S_ISDIR(st.st_mode))
-    return Error::bad_input(cat(dir.string(), " exists and is not a directory; refusing to replace it"));
+    return Error::bad_input(
+        cat(dir.string(), " exists and is not a directory; refusing to replace it"));
   std::error_code ec;
   if (fs::is_empty(dir, ec) || fs::exists(dir / kMarker, ec)) return {};
   return Error::bad_input(cat(dir.string(), " exists and is not a kiln index export (no ", kMarker,
@@ -70,12 +72,14 @@ Expected<void> check_destination(const fs::path& dir) {
 
 }  // namespace
 
-Expected<ExportResult> export_index(const IndexModel& model, const fs::path& dir_in, const ExportOptions& options) {
+Expected<ExportResult> export_index(const IndexModel& model, const fs::path& dir_in,
+                                    const ExportOptions& options) {
   fs::path dir = absolute_path(dir_in).lexically_normal();
   if (dir.filename().empty()) dir = dir.parent_path();
   KILN_CHECK(check_destination(dir));
   KILN_CHECK(ensure_directory(dir.parent_path()));
-  KILN_TRY(TempDir temp, TempDir::create(dir.parent_path(), cat(".", dir.filename().string(), ".export-")));
+  KILN_TRY(TempDir temp,
+           TempDir::create(dir.parent_path(), cat(".", dir.filename().string(), ".export-")));
   ::chmod(temp.path().c_str(), 0755);
   const fs::path& root = temp.path();
 

@@ -19,7 +19,8 @@ constexpr const char* kPageCache = "max-age=0, must-revalidate";
 
 bool iequals(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
          });
 }
 
@@ -66,13 +67,20 @@ std::string base64_decode(std::string_view text) {
   int buffer = 0, bits = 0;
   for (char c : text) {
     int v;
-    if (c >= 'A' && c <= 'Z') v = c - 'A';
-    else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
-    else if (c >= '0' && c <= '9') v = c - '0' + 52;
-    else if (c == '+' || c == '-') v = 62;
-    else if (c == '/' || c == '_') v = 63;
-    else if (c == '=') break;
-    else return {};
+    if (c >= 'A' && c <= 'Z')
+      v = c - 'A';
+    else if (c >= 'a' && c <= 'z')
+      v = c - 'a' + 26;
+    else if (c >= '0' && c <= '9')
+      v = c - '0' + 52;
+    else if (c == '+' || c == '-')
+      v = 62;
+    else if (c == '/' || c == '_')
+      v = 63;
+    else if (c == '=')
+      break;
+    else
+      return {};
     buffer = (buffer << 6) | v;
     bits += 6;
     if (bits >= 8) {
@@ -92,7 +100,8 @@ bool same_secret(std::string_view a, std::string_view b) {
 
 bool authorized(const Request& req, const std::string& token) {
   std::string auth(trim(req.header("Authorization")));
-  if (istarts_with(auth, "Bearer ")) return same_secret(trim(std::string_view(auth).substr(7)), token);
+  if (istarts_with(auth, "Bearer "))
+    return same_secret(trim(std::string_view(auth).substr(7)), token);
   if (istarts_with(auth, "Basic ")) {
     std::string creds = base64_decode(trim(std::string_view(auth).substr(6)));
     auto colon = creds.find(':');
@@ -112,8 +121,8 @@ std::string http_date(std::int64_t unix_seconds) {
   static const char* months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                  "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%s, %02d %s %04d %02d:%02d:%02d GMT", days[tm.tm_wday], tm.tm_mday,
-                months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+  std::snprintf(buf, sizeof buf, "%s, %02d %s %04d %02d:%02d:%02d GMT", days[tm.tm_wday],
+                tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
   return buf;
 }
 
@@ -133,13 +142,16 @@ bool none_match(std::string_view header, std::string_view etag) {
 Response text(int status, std::string body) {
   Response r;
   r.status = status;
-  r.headers = {{"Content-Type", "text/plain; charset=utf-8"}, {"X-Content-Type-Options", "nosniff"}};
+  r.headers = {{"Content-Type", "text/plain; charset=utf-8"},
+               {"X-Content-Type-Options", "nosniff"}};
   r.body = std::move(body);
   r.body += '\n';
   return r;
 }
 
-Response not_found() { return text(404, "404 not found"); }
+Response not_found() {
+  return text(404, "404 not found");
+}
 
 std::string join_path(const std::vector<std::string>& segments, bool trailing_slash) {
   std::string out;
@@ -162,15 +174,19 @@ Response page(const Request& req, const std::string& html, const std::string& ht
     if (iequals(k, "Accept")) accept += accept.empty() ? v : cat(", ", v);
   auto neg = negotiate(accept);
   if (!neg) {
-    Response r = text(406, cat("406 not acceptable: this index serves ", kJsonType, ", ", kV1HtmlType, " and text/html"));
+    Response r = text(406, cat("406 not acceptable: this index serves ", kJsonType, ", ",
+                               kV1HtmlType, " and text/html"));
     r.headers.emplace_back("Vary", "Accept");
     return r;
   }
   bool is_json = neg->format == Format::Json;
   const std::string& etag = is_json ? json_etag : html_etag;
   Response r;
-  r.headers = {{"Content-Type", neg->content_type}, {"ETag", etag}, {"Vary", "Accept"},
-               {"Cache-Control", kPageCache}, {"X-Content-Type-Options", "nosniff"}};
+  r.headers = {{"Content-Type", neg->content_type},
+               {"ETag", etag},
+               {"Vary", "Accept"},
+               {"Cache-Control", kPageCache},
+               {"X-Content-Type-Options", "nosniff"}};
   if (req.has_header("If-None-Match") && none_match(req.header("If-None-Match"), etag)) {
     r.status = 304;
     return r;
@@ -180,12 +196,15 @@ Response page(const Request& req, const std::string& html, const std::string& ht
 }
 
 // A wheel or its metadata: conditional and range requests on `size` bytes.
-Response representation(const Request& req, std::string content_type, const std::string& etag, std::int64_t mtime,
-                        std::uint64_t size, ByteRange& range, bool& partial) {
+Response representation(const Request& req, std::string content_type, const std::string& etag,
+                        std::int64_t mtime, std::uint64_t size, ByteRange& range, bool& partial) {
   partial = false;
   Response r;
-  r.headers = {{"Content-Type", std::move(content_type)}, {"ETag", etag}, {"Accept-Ranges", "bytes"},
-               {"Last-Modified", http_date(mtime)}, {"Cache-Control", kPageCache},
+  r.headers = {{"Content-Type", std::move(content_type)},
+               {"ETag", etag},
+               {"Accept-Ranges", "bytes"},
+               {"Last-Modified", http_date(mtime)},
+               {"Cache-Control", kPageCache},
                {"X-Content-Type-Options", "nosniff"}};
   if (req.has_header("If-None-Match") && none_match(req.header("If-None-Match"), etag)) {
     r.status = 304;
@@ -195,11 +214,13 @@ Response representation(const Request& req, std::string content_type, const std:
   bool range_allowed = if_range.empty() || if_range == etag;  // a date or another tag: whole file
   if (req.has_header("Range") && range_allowed) {
     switch (parse_range(req.header("Range"), size, range)) {
-      case RangeResult::Full: break;
+      case RangeResult::Full:
+        break;
       case RangeResult::Partial:
         r.status = 206;
         partial = true;
-        r.headers.emplace_back("Content-Range", cat("bytes ", range.first, "-", range.last, "/", size));
+        r.headers.emplace_back("Content-Range",
+                               cat("bytes ", range.first, "-", range.last, "/", size));
         return r;
       case RangeResult::Unsatisfiable: {
         Response u = text(416, "416 range not satisfiable");
@@ -216,13 +237,14 @@ Response serve_file(const Request& req, const File& f, bool metadata) {
   ByteRange range;
   bool partial = false;
   if (metadata) {
-    Response r = representation(req, "text/plain; charset=utf-8", cat('"', f.metadata_sha256, '"'), f.committed_at,
-                                f.metadata.size(), range, partial);
+    Response r = representation(req, "text/plain; charset=utf-8", cat('"', f.metadata_sha256, '"'),
+                                f.committed_at, f.metadata.size(), range, partial);
     if (r.status == 200 || r.status == 206)
       r.body = partial ? f.metadata.substr(range.first, range.last - range.first + 1) : f.metadata;
     return r;
   }
-  Response r = representation(req, "application/octet-stream", cat('"', f.sha256, '"'), f.committed_at, f.size, range, partial);
+  Response r = representation(req, "application/octet-stream", cat('"', f.sha256, '"'),
+                              f.committed_at, f.size, range, partial);
   if (r.status == 200 || r.status == 206) {
     FileSlice slice;
     slice.dir = f.dir;
@@ -245,7 +267,8 @@ std::string Request::header(std::string_view name) const {
 }
 
 bool Request::has_header(std::string_view name) const {
-  return std::any_of(headers.begin(), headers.end(), [&](const auto& h) { return iequals(h.first, name); });
+  return std::any_of(headers.begin(), headers.end(),
+                     [&](const auto& h) { return iequals(h.first, name); });
 }
 
 std::string Response::header(std::string_view name) const {
@@ -262,8 +285,14 @@ std::optional<Negotiated> negotiate(std::string_view accept) {
     std::string_view type;                // for "type/*"
   };
   static const Candidate candidates[] = {
-      {Format::Json, kJsonType, {"application/vnd.pypi.simple.v1+json", "application/vnd.pypi.simple.latest+json"}, "application"},
-      {Format::Html, kV1HtmlType, {"application/vnd.pypi.simple.v1+html", "application/vnd.pypi.simple.latest+html"}, "application"},
+      {Format::Json,
+       kJsonType,
+       {"application/vnd.pypi.simple.v1+json", "application/vnd.pypi.simple.latest+json"},
+       "application"},
+      {Format::Html,
+       kV1HtmlType,
+       {"application/vnd.pypi.simple.v1+html", "application/vnd.pypi.simple.latest+html"},
+       "application"},
       {Format::Html, kTextHtml, {"text/html"}, "text"},
   };
   if (trim(accept).empty()) return Negotiated{Format::Html, kTextHtml};
@@ -298,9 +327,12 @@ std::optional<Negotiated> negotiate(std::string_view accept) {
     for (const auto& r : ranges) {
       int s = 0;
       std::string full = cat(r.type, "/", r.subtype);
-      if (std::find(c.names.begin(), c.names.end(), full) != c.names.end()) s = 3;
-      else if (r.subtype == "*" && r.type == c.type) s = 2;
-      else if (r.type == "*") s = 1;
+      if (std::find(c.names.begin(), c.names.end(), full) != c.names.end())
+        s = 3;
+      else if (r.subtype == "*" && r.type == c.type)
+        s = 2;
+      else if (r.type == "*")
+        s = 1;
       if (s == 0) continue;
       if (s > spec || (s == spec && r.q > q)) {
         spec = s;
@@ -310,7 +342,8 @@ std::optional<Negotiated> negotiate(std::string_view accept) {
     if (spec == 0 || q == 0) continue;
     // Named exactly: JSON first. Reached by a wildcard only: text/html first (browsers, curl).
     int rank = spec == 3 ? 10 - i : i;
-    if (q > best_q || (q == best_q && (spec > best_spec || (spec == best_spec && rank > best_rank)))) {
+    if (q > best_q ||
+        (q == best_q && (spec > best_spec || (spec == best_spec && rank > best_rank)))) {
       best = i;
       best_q = q;
       best_spec = spec;
@@ -374,7 +407,8 @@ std::optional<std::vector<std::string>> split_path(std::string_view path, bool& 
     }
     if (decoded == "." || decoded == "..") return std::nullopt;
     for (char c : decoded)
-      if (c == '/' || c == '\\' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return std::nullopt;
+      if (c == '/' || c == '\\' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+        return std::nullopt;
     out.push_back(std::move(decoded));
   }
   return out;
@@ -384,9 +418,11 @@ Response handle(const Request& req, const IndexModel& model, const HandlerOption
   std::size_t lengths = 0;
   for (const auto& [k, v] : req.headers) lengths += iequals(k, "Content-Length");
   if (lengths > 1) return text(400, "400 bad request: more than one Content-Length");
-  if (req.version == "HTTP/1.1" && !req.has_header("Host")) return text(400, "400 bad request: HTTP/1.1 without Host");
+  if (req.version == "HTTP/1.1" && !req.has_header("Host"))
+    return text(400, "400 bad request: HTTP/1.1 without Host");
   if (!options.token.empty() && !authorized(req, options.token)) {
-    Response r = text(401, "401 unauthorized: send the token as a bearer token or as the password of basic auth");
+    Response r = text(
+        401, "401 unauthorized: send the token as a bearer token or as the password of basic auth");
     r.headers.emplace_back("WWW-Authenticate", "Basic realm=\"kiln\"");
     r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"kiln\"");
     return r;
@@ -403,10 +439,14 @@ Response handle(const Request& req, const IndexModel& model, const HandlerOption
 
   if (seg.empty()) {
     Response r;
-    r.headers = {{"Content-Type", kTextHtml}, {"ETag", model.root_etag}, {"Cache-Control", kPageCache},
+    r.headers = {{"Content-Type", kTextHtml},
+                 {"ETag", model.root_etag},
+                 {"Cache-Control", kPageCache},
                  {"X-Content-Type-Options", "nosniff"}};
-    if (req.has_header("If-None-Match") && none_match(req.header("If-None-Match"), model.root_etag)) r.status = 304;
-    else r.body = model.root_html;
+    if (req.has_header("If-None-Match") && none_match(req.header("If-None-Match"), model.root_etag))
+      r.status = 304;
+    else
+      r.body = model.root_html;
     return r;
   }
   const Target* target = model.target(seg[0]);
@@ -415,7 +455,8 @@ Response handle(const Request& req, const IndexModel& model, const HandlerOption
   if (seg[1] != "simple") return not_found();
   if (seg.size() == 2) {
     if (!slash) return redirect(seg, true);
-    return page(req, target->page.html, target->page.html_etag, target->page.json, target->page.json_etag);
+    return page(req, target->page.html, target->page.html_etag, target->page.json,
+                target->page.json_etag);
   }
   std::string project_name = manifest::normalize_name(seg[2]);
   auto pit = target->projects.find(project_name);
@@ -428,7 +469,8 @@ Response handle(const Request& req, const IndexModel& model, const HandlerOption
   }
   if (seg.size() == 3) {
     if (!slash) return redirect(seg, true);
-    return page(req, project.page.html, project.page.html_etag, project.page.json, project.page.json_etag);
+    return page(req, project.page.html, project.page.html_etag, project.page.json,
+                project.page.json_etag);
   }
   if (slash) return not_found();
   const std::string& name = seg[3];

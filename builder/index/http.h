@@ -18,7 +18,7 @@ namespace kiln::index {
 struct Request {
   std::string method;   // "GET", "HEAD", …
   std::string version;  // "HTTP/1.1", "HTTP/1.0"; "" when unknown
-  std::string path;    // the request target's path as sent (percent-encoded), without the query
+  std::string path;     // the request target's path as sent (percent-encoded), without the query
   std::vector<std::pair<std::string, std::string>> headers;
   // The first header of that name (case-insensitive), or "".
   std::string header(std::string_view name) const;
@@ -37,7 +37,8 @@ struct FileSlice {
 
 struct Response {
   int status = 200;
-  std::vector<std::pair<std::string, std::string>> headers;  // never Content-Length (the server adds it)
+  std::vector<std::pair<std::string, std::string>>
+      headers;  // never Content-Length (the server adds it)
   std::string body;
   std::optional<FileSlice> file;
   std::string header(std::string_view name) const;
@@ -52,7 +53,8 @@ struct HandlerOptions {
 
 // HEAD gets the same response as GET; the server sends its headers only. A request with more than
 // one Content-Length, or an HTTP/1.1 request without Host, is 400 (RFC 9112).
-Response handle(const Request& request, const IndexModel& model, const HandlerOptions& options = {});
+Response handle(const Request& request, const IndexModel& model,
+                const HandlerOptions& options = {});
 
 // --- parts of handle(), exposed for tests -------------------------------------------------------
 

@@ -27,7 +27,9 @@ bool all_of(std::string_view text, const char* extra) {
   return true;
 }
 
-std::string etag_of(std::string_view body) { return cat('"', sha256_hex(body).substr(0, 32), '"'); }
+std::string etag_of(std::string_view body) {
+  return cat('"', sha256_hex(body).substr(0, 32), '"');
+}
 
 // PEP 440 order on the public part when both are canonical, then the local label as text.
 bool version_less(const std::string& a, const std::string& b) {
@@ -55,7 +57,8 @@ std::string render_root(const std::map<std::string, Target, std::less<>>& target
   std::string out = kHtmlHead;
   out += "    <title>kiln index</title>\n  </head>\n  <body>\n    <h1>kiln index</h1>\n";
   for (const auto& [name, t] : targets)
-    out += cat("    <a href=\"", percent_encode(name), "/simple/\">", html_escape(name), "</a><br>\n");
+    out +=
+        cat("    <a href=\"", percent_encode(name), "/simple/\">", html_escape(name), "</a><br>\n");
   out += "  </body>\n</html>\n";
   return out;
 }
@@ -71,7 +74,8 @@ Page render_target(const Target& t) {
   }
   html += "  </body>\n</html>\n";
   page.html = std::move(html);
-  page.json = nlohmann::json{{"meta", {{"api-version", kApiVersion}}}, {"projects", projects}}.dump();
+  page.json =
+      nlohmann::json{{"meta", {{"api-version", kApiVersion}}}, {"projects", projects}}.dump();
   page.html_etag = etag_of(page.html);
   page.json_etag = etag_of(page.json);
   return page;
@@ -88,8 +92,9 @@ Page render_project(const Project& p) {
     html += cat("    <a href=\"", href, "#sha256=", f.sha256, "\"");
     if (!f.requires_python.empty())
       html += cat(" data-requires-python=\"", html_escape(f.requires_python), "\"");
-    html += cat(" data-dist-info-metadata=\"sha256=", f.metadata_sha256, "\" data-core-metadata=\"sha256=",
-                f.metadata_sha256, "\">", html_escape(f.filename), "</a><br>\n");
+    html += cat(" data-dist-info-metadata=\"sha256=", f.metadata_sha256,
+                "\" data-core-metadata=\"sha256=", f.metadata_sha256, "\">",
+                html_escape(f.filename), "</a><br>\n");
     nlohmann::json j = {{"filename", f.filename},
                         {"url", href},
                         {"hashes", {{"sha256", f.sha256}}},
@@ -119,17 +124,20 @@ Expected<WheelName> parse_wheel_filename(std::string_view filename) {
     return Error::bad_input(cat("wheel file name '", filename, "': ", why));
   };
   if (filename.size() > 255) return bad("longer than 255 bytes");
-  if (filename.size() <= 4 || filename.substr(filename.size() - 4) != ".whl") return bad("does not end with .whl");
+  if (filename.size() <= 4 || filename.substr(filename.size() - 4) != ".whl")
+    return bad("does not end with .whl");
   auto parts = split(filename.substr(0, filename.size() - 4), "-", /*skip_empty=*/false);
   if (parts.size() != 5 && parts.size() != 6) return bad("expected 5 or 6 '-'-separated parts");
   WheelName w;
   w.distribution = parts[0];
   w.version = parts[1];
   if (parts.size() == 6) w.build = parts[2];
-  if (!all_of(w.distribution, "_.") || !std::isalnum(static_cast<unsigned char>(w.distribution.front())))
+  if (!all_of(w.distribution, "_.") ||
+      !std::isalnum(static_cast<unsigned char>(w.distribution.front())))
     return bad("invalid distribution name");
   if (!all_of(w.version, ".+!_")) return bad("invalid version");
-  if (!w.build.empty() && (!all_of(w.build, "_.") || !std::isdigit(static_cast<unsigned char>(w.build.front()))))
+  if (!w.build.empty() &&
+      (!all_of(w.build, "_.") || !std::isdigit(static_cast<unsigned char>(w.build.front()))))
     return bad("invalid build tag");
   for (std::size_t i = parts.size() - 3; i < parts.size(); ++i)
     if (!all_of(parts[i], "_.")) return bad("invalid compatibility tag");
@@ -139,7 +147,8 @@ Expected<WheelName> parse_wheel_filename(std::string_view filename) {
 }
 
 bool is_valid_target_name(std::string_view name) {
-  return name.size() <= 128 && all_of(name, "._+-") && std::isalnum(static_cast<unsigned char>(name.front()));
+  return name.size() <= 128 && all_of(name, "._+-") &&
+         std::isalnum(static_cast<unsigned char>(name.front()));
 }
 
 const File* Project::find(std::string_view filename) const {
@@ -162,7 +171,9 @@ IndexModel build_model(std::vector<WheelEntry> entries) {
   // (target, project, version, tags) -> the newest entry.
   std::map<std::tuple<std::string, std::string, std::string, std::string>, Chosen> chosen;
   for (auto& e : entries) {
-    auto skip = [&](std::string_view why) { model.skipped.push_back(cat("cache entry ", e.key, ": ", why)); };
+    auto skip = [&](std::string_view why) {
+      model.skipped.push_back(cat("cache entry ", e.key, ": ", why));
+    };
     if (!is_valid_target_name(e.target)) {
       skip(cat("invalid target name '", e.target, "'"));
       continue;
@@ -209,7 +220,8 @@ IndexModel build_model(std::vector<WheelEntry> entries) {
   }
   for (auto& [tname, t] : model.targets) {
     for (auto& [pname, p] : t.projects) {
-      std::sort(p.files.begin(), p.files.end(), [](const File& a, const File& b) { return a.filename < b.filename; });
+      std::sort(p.files.begin(), p.files.end(),
+                [](const File& a, const File& b) { return a.filename < b.filename; });
       for (const auto& f : p.files) p.versions.push_back(f.version);
       std::sort(p.versions.begin(), p.versions.end(), version_less);
       p.versions.erase(std::unique(p.versions.begin(), p.versions.end()), p.versions.end());
@@ -253,12 +265,23 @@ std::string html_escape(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;

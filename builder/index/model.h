@@ -20,9 +20,9 @@ struct WheelEntry {
   std::string filename;  // the wheel's file name
   std::string sha256;
   std::uint64_t size = 0;
-  std::int64_t committed_at = 0;     // unix seconds
-  std::filesystem::path dir;         // the entry directory; the wheel is dir / filename
-  std::string metadata;              // the wheel's .dist-info/METADATA bytes
+  std::int64_t committed_at = 0;  // unix seconds
+  std::filesystem::path dir;      // the entry directory; the wheel is dir / filename
+  std::string metadata;           // the wheel's .dist-info/METADATA bytes
 };
 
 // `{dist}-{version}(-{build})?-{python}-{abi}-{platform}.whl`.
@@ -30,8 +30,8 @@ struct WheelName {
   std::string distribution;  // as written
   std::string project;       // PEP 503 normalised
   std::string version;
-  std::string build;         // "" when none
-  std::string tags;          // "{python}-{abi}-{platform}"
+  std::string build;  // "" when none
+  std::string tags;   // "{python}-{abi}-{platform}"
 };
 Expected<WheelName> parse_wheel_filename(std::string_view filename);
 
@@ -55,9 +55,9 @@ struct File {
 };
 
 struct Project {
-  std::string name;                    // normalised
-  std::vector<File> files;             // sorted by file name
-  std::vector<std::string> versions;   // ascending (PEP 440 order for the public part)
+  std::string name;                   // normalised
+  std::vector<File> files;            // sorted by file name
+  std::vector<std::string> versions;  // ascending (PEP 440 order for the public part)
   Page page;
   const File* find(std::string_view filename) const;
 };
@@ -65,7 +65,7 @@ struct Project {
 struct Target {
   std::string name;
   std::map<std::string, Project, std::less<>> projects;  // by normalised name
-  Page page;  // the project list, /<target>/simple/
+  Page page;                                             // the project list, /<target>/simple/
 };
 
 struct IndexModel {

@@ -41,29 +41,39 @@ std::int64_t to_ns(const struct timespec& ts) {
 
 }  // namespace
 
-Expected<int> open_wheel(const fs::path& entry_dir, const std::string& filename, std::uint64_t expected_size) {
-  if (!is_plain_name(filename)) return Error::bad_input(cat("wheel file name '", filename, "' is not a plain file name"));
+Expected<int> open_wheel(const fs::path& entry_dir, const std::string& filename,
+                         std::uint64_t expected_size) {
+  if (!is_plain_name(filename))
+    return Error::bad_input(cat("wheel file name '", filename, "' is not a plain file name"));
   Fd dir(::open(entry_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (dir.get() < 0) return Error::failed(cat("cannot open ", entry_dir.string(), ": ", std::strerror(errno)));
+  if (dir.get() < 0)
+    return Error::failed(cat("cannot open ", entry_dir.string(), ": ", std::strerror(errno)));
   Fd file(::openat(dir.get(), filename.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (file.get() < 0)
-    return Error::failed(cat("cannot open ", (entry_dir / filename).string(), ": ", std::strerror(errno)));
+    return Error::failed(
+        cat("cannot open ", (entry_dir / filename).string(), ": ", std::strerror(errno)));
   struct stat st {};
   if (::fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode))
     return Error::failed(cat((entry_dir / filename).string(), ": not a regular file"));
   if (static_cast<std::uint64_t>(st.st_size) != expected_size)
-    return Error::failed(cat((entry_dir / filename).string(), ": size ", st.st_size, " is not the recorded ", expected_size));
+    return Error::failed(cat((entry_dir / filename).string(), ": size ", st.st_size,
+                             " is not the recorded ", expected_size));
   return file.release();
 }
 
-Expected<int> WheelVerifier::open(const fs::path& entry_dir, const std::string& filename, std::uint64_t size,
-                                  const std::string& sha256) {
+Expected<int> WheelVerifier::open(const fs::path& entry_dir, const std::string& filename,
+                                  std::uint64_t size, const std::string& sha256) {
   KILN_TRY(int raw, open_wheel(entry_dir, filename, size));
   Fd fd(raw);
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return Error::failed(cat("cannot stat ", (entry_dir / filename).string()));
-  Identity id{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino),
-              static_cast<std::uint64_t>(st.st_size), to_ns(st.st_mtim), to_ns(st.st_ctim), sha256};
+  if (::fstat(fd.get(), &st) != 0)
+    return Error::failed(cat("cannot stat ", (entry_dir / filename).string()));
+  Identity id{static_cast<std::uint64_t>(st.st_dev),
+              static_cast<std::uint64_t>(st.st_ino),
+              static_cast<std::uint64_t>(st.st_size),
+              to_ns(st.st_mtim),
+              to_ns(st.st_ctim),
+              sha256};
   const std::string key = (entry_dir / filename).string();
   {
     std::lock_guard lock(mutex_);
@@ -81,13 +91,16 @@ Expected<int> WheelVerifier::open(const fs::path& entry_dir, const std::string& 
     at += n;
   }
   std::string got = hash.hex_digest();
-  if (got != sha256) return Error::failed(cat(key, ": its bytes no longer hash to the recorded sha256 ", sha256, " (", got, "); not served"));
+  if (got != sha256)
+    return Error::failed(cat(key, ": its bytes no longer hash to the recorded sha256 ", sha256,
+                             " (", got, "); not served"));
   std::lock_guard lock(mutex_);
   verified_[key] = std::move(id);
   return fd.release();
 }
 
-Expected<std::string> read_wheel_metadata(const fs::path& wheel, std::string_view filename, std::uint64_t max_bytes) {
+Expected<std::string> read_wheel_metadata(const fs::path& wheel, std::string_view filename,
+                                          std::uint64_t max_bytes) {
   auto name = parse_wheel_filename(filename);
   if (!name) return std::move(name).error();
   std::string wanted = cat(name->distribution, "-", name->version, ".dist-info/METADATA");
@@ -112,18 +125,23 @@ Expected<std::string> read_wheel_metadata(const fs::path& wheel, std::string_vie
     bool exact = path == wanted;
     auto slash = path.find('/');
     bool candidate = slash != std::string::npos && path.find('/', slash + 1) == std::string::npos &&
-                     path.substr(slash) == "/METADATA" && path.substr(0, slash).ends_with(".dist-info");
+                     path.substr(slash) == "/METADATA" &&
+                     path.substr(0, slash).ends_with(".dist-info");
     if (!exact && !candidate) continue;
-    if (archive_entry_size_is_set(entry) && static_cast<std::uint64_t>(archive_entry_size(entry)) > max_bytes)
+    if (archive_entry_size_is_set(entry) &&
+        static_cast<std::uint64_t>(archive_entry_size(entry)) > max_bytes)
       return Error::bad_input(cat(where, ": ", path, " is larger than ", max_bytes, " bytes"));
     std::string data;
     char buf[65536];
     la_ssize_t n;
     while ((n = archive_read_data(a.get(), buf, sizeof buf)) > 0) {
       data.append(buf, static_cast<std::size_t>(n));
-      if (data.size() > max_bytes) return Error::bad_input(cat(where, ": ", path, " is larger than ", max_bytes, " bytes"));
+      if (data.size() > max_bytes)
+        return Error::bad_input(cat(where, ": ", path, " is larger than ", max_bytes, " bytes"));
     }
-    if (n < 0) return Error::bad_input(cat(where, ": cannot read ", path, ": ", archive_error_string(a.get())));
+    if (n < 0)
+      return Error::bad_input(
+          cat(where, ": cannot read ", path, ": ", archive_error_string(a.get())));
     if (exact) return data;
     found.emplace_back(path, std::move(data));
     if (found.size() > 8) break;
@@ -132,7 +150,8 @@ Expected<std::string> read_wheel_metadata(const fs::path& wheel, std::string_vie
     return Error::bad_input(cat(where, ": ", archive_error_string(a.get())));
   if (found.size() == 1) return std::move(found[0].second);
   if (found.empty()) return Error::bad_input(cat(where, ": no ", wanted));
-  return Error::bad_input(cat(where, ": no ", wanted, " and more than one other .dist-info/METADATA"));
+  return Error::bad_input(
+      cat(where, ": no ", wanted, " and more than one other .dist-info/METADATA"));
 }
 
 ScanResult scan_cache(const fs::path& cache_root, std::map<std::string, std::string>& metadata) {
@@ -146,7 +165,9 @@ ScanResult scan_cache(const fs::path& cache_root, std::map<std::string, std::str
   }
   std::sort(keys.begin(), keys.end());
   for (const auto& key : keys) {
-    auto skip = [&](std::string_view why) { out.skipped.push_back(cat("cache entry ", key, ": ", why)); };
+    auto skip = [&](std::string_view why) {
+      out.skipped.push_back(cat("cache entry ", key, ": ", why));
+    };
     fs::path dir = wheels / key;
     struct stat st {};
     if (::lstat(dir.c_str(), &st) != 0) continue;  // removed meanwhile
@@ -164,7 +185,9 @@ ScanResult scan_cache(const fs::path& cache_root, std::map<std::string, std::str
     if (!text) continue;
     nlohmann::json info = nlohmann::json::parse(*text, nullptr, false);
     auto str = [&](const char* field) -> std::string {
-      return info.is_object() && info.contains(field) && info[field].is_string() ? info[field].get<std::string>() : "";
+      return info.is_object() && info.contains(field) && info[field].is_string()
+                 ? info[field].get<std::string>()
+                 : "";
     };
     if (!info.is_object()) {
       skip("entry.json is not a JSON object");
@@ -176,7 +199,8 @@ ScanResult scan_cache(const fs::path& cache_root, std::map<std::string, std::str
     e.target = str("target");
     e.filename = str("wheel");
     e.sha256 = str("sha256");
-    if (info.contains("size") && info["size"].is_number_unsigned()) e.size = info["size"].get<std::uint64_t>();
+    if (info.contains("size") && info["size"].is_number_unsigned())
+      e.size = info["size"].get<std::uint64_t>();
     if (info.contains("committed_at") && info["committed_at"].is_number_integer())
       e.committed_at = info["committed_at"].get<std::int64_t>();
     if (!is_plain_name(e.filename) || !e.filename.ends_with(".whl")) {
@@ -227,7 +251,8 @@ std::shared_ptr<const IndexModel> CacheIndex::current() {
   auto fresh = [&](const Signature& sig) {
     // A directory changed within the last second may change again within the same timestamp
     // tick: until it settles, rescan at most every 100 ms even when the signature is the same.
-    return model_ && sig == signature_ && (settled_ || steady_clock::now() - scanned_at_ < milliseconds(100));
+    return model_ && sig == signature_ &&
+           (settled_ || steady_clock::now() - scanned_at_ < milliseconds(100));
   };
   Signature sig = stat_wheels();
   {
@@ -248,7 +273,8 @@ std::shared_ptr<const IndexModel> CacheIndex::current() {
   auto model = std::make_shared<IndexModel>(build_model(std::move(scan.entries)));
   model->skipped.insert(model->skipped.begin(), scan.skipped.begin(), scan.skipped.end());
 
-  std::int64_t now_ns = static_cast<std::int64_t>(duration_cast<nanoseconds>(system_clock::now().time_since_epoch()).count());
+  std::int64_t now_ns = static_cast<std::int64_t>(
+      duration_cast<nanoseconds>(system_clock::now().time_since_epoch()).count());
   std::lock_guard lock(model_mutex_);
   for (const auto& s : model->skipped)
     if (reported_.insert(s).second) new_skipped_.push_back(s);

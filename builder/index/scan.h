@@ -19,7 +19,8 @@ namespace kiln::index {
 // The bytes of `<dist>-<version>.dist-info/METADATA` in a wheel (dist and version from the file
 // name; a single top-level *.dist-info/METADATA is accepted when the names differ in spelling).
 // Reads the zip's central directory (libarchive), at most `max_bytes` of the member.
-Expected<std::string> read_wheel_metadata(const std::filesystem::path& wheel, std::string_view filename,
+Expected<std::string> read_wheel_metadata(const std::filesystem::path& wheel,
+                                          std::string_view filename,
                                           std::uint64_t max_bytes = 16u << 20);
 
 // Opens a wheel of the model for reading without following symlinks (neither the entry directory
@@ -33,8 +34,8 @@ Expected<int> open_wheel(const std::filesystem::path& entry_dir, const std::stri
 // Safe to call from many threads.
 class WheelVerifier {
  public:
-  Expected<int> open(const std::filesystem::path& entry_dir, const std::string& filename, std::uint64_t size,
-                     const std::string& sha256);
+  Expected<int> open(const std::filesystem::path& entry_dir, const std::string& filename,
+                     std::uint64_t size, const std::string& sha256);
 
  private:
   struct Identity {

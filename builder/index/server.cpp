@@ -11,8 +11,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstdarg>
 #include <condition_variable>
+#include <cstdarg>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -35,7 +35,8 @@ using Clock = std::chrono::steady_clock;
 // cut is always the connection's own.
 class HeadDeadlines {
  public:
-  HeadDeadlines(Clock::duration timeout, std::size_t soft_limit) : timeout_(timeout), soft_limit_(soft_limit) {}
+  HeadDeadlines(Clock::duration timeout, std::size_t soft_limit)
+      : timeout_(timeout), soft_limit_(soft_limit) {}
 
   void started(const void* c, int fd) {
     std::lock_guard lock(mutex_);
@@ -59,7 +60,8 @@ class HeadDeadlines {
   void expire() {
     std::lock_guard lock(mutex_);
     const auto now = Clock::now();
-    while (!waiting_.empty() && now - waiting_.begin()->first >= timeout_) cut(waiting_.begin()->second);
+    while (!waiting_.empty() && now - waiting_.begin()->first >= timeout_)
+      cut(waiting_.begin()->second);
   }
 
  private:
@@ -118,7 +120,9 @@ int g_headers_seen = 0;
 int g_answered = 0;
 
 // The path reaches index::handle() exactly as sent: it decodes (and refuses) escapes itself.
-size_t keep_escaped(void*, struct MHD_Connection*, char* s) { return std::strlen(s); }
+size_t keep_escaped(void*, struct MHD_Connection*, char* s) {
+  return std::strlen(s);
+}
 
 void mhd_log(void*, const char* fmt, va_list ap) {
   char buf[512];
@@ -134,14 +138,17 @@ MHD_Result collect_header(void* cls, enum MHD_ValueKind, const char* key, const 
 }
 
 std::string client_address(struct MHD_Connection* c) {
-  const union MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  const union MHD_ConnectionInfo* info =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
   if (!info || !info->client_addr) return "-";
   char buf[INET6_ADDRSTRLEN] = "-";
   const struct sockaddr* sa = info->client_addr;
   if (sa->sa_family == AF_INET)
-    ::inet_ntop(AF_INET, &reinterpret_cast<const struct sockaddr_in*>(sa)->sin_addr, buf, sizeof buf);
+    ::inet_ntop(AF_INET, &reinterpret_cast<const struct sockaddr_in*>(sa)->sin_addr, buf,
+                sizeof buf);
   else if (sa->sa_family == AF_INET6)
-    ::inet_ntop(AF_INET6, &reinterpret_cast<const struct sockaddr_in6*>(sa)->sin6_addr, buf, sizeof buf);
+    ::inet_ntop(AF_INET6, &reinterpret_cast<const struct sockaddr_in6*>(sa)->sin6_addr, buf,
+                sizeof buf);
   return buf;
 }
 
@@ -150,8 +157,10 @@ std::string loggable(std::string_view text) {
   std::string out;
   for (char ch : text.substr(0, 300)) {
     auto c = static_cast<unsigned char>(ch);
-    if (c < 0x21 || c >= 0x7f || c == '"') out += cat("\\x", "0123456789abcdef"[c >> 4], "0123456789abcdef"[c & 15]);
-    else out += ch;
+    if (c < 0x21 || c >= 0x7f || c == '"')
+      out += cat("\\x", "0123456789abcdef"[c >> 4], "0123456789abcdef"[c & 15]);
+    else
+      out += ch;
   }
   if (text.size() > 300) out += "...";
   return out;
@@ -162,8 +171,8 @@ MHD_Result count_lengths(void* cls, enum MHD_ValueKind, const char* key, const c
   return MHD_YES;
 }
 
-MHD_Result on_request(void* cls, struct MHD_Connection* c, const char* url, const char* method, const char* version,
-                      const char*, size_t* upload_size, void** req_cls) {
+MHD_Result on_request(void* cls, struct MHD_Connection* c, const char* url, const char* method,
+                      const char* version, const char*, size_t* upload_size, void** req_cls) {
   auto* impl = static_cast<Server::Impl*>(cls);
   if (*req_cls == &g_answered) {  // a body after the answer: dropped unread
     *upload_size = 0;
@@ -198,19 +207,22 @@ MHD_Result on_request(void* cls, struct MHD_Connection* c, const char* url, cons
     auto model = impl->index->current();
     resp = handle(req, *model, impl->handler);
   } catch (const std::exception& e) {
-    resp = Response{500, {{"Content-Type", "text/plain; charset=utf-8"}}, "500 internal error\n", std::nullopt};
+    resp = Response{
+        500, {{"Content-Type", "text/plain; charset=utf-8"}}, "500 internal error\n", std::nullopt};
     log::error(cat("serve: ", req.method, " ", loggable(req.path), ": ", e.what()));
   }
 
   struct MHD_Response* r = nullptr;
   if (resp.file) {
-    auto fd = impl->verifier.open(resp.file->dir, resp.file->filename, resp.file->file_size, resp.file->sha256);
+    auto fd = impl->verifier.open(resp.file->dir, resp.file->filename, resp.file->file_size,
+                                  resp.file->sha256);
     if (fd) {
       r = MHD_create_response_from_fd_at_offset64(resp.file->length, *fd, resp.file->offset);
       if (!r) ::close(*fd);
     } else {  // removed (cache gc), or damaged: never served under its hash
       log::warn(cat("serve: ", fd.error().message));
-      resp = Response{404, {{"Content-Type", "text/plain; charset=utf-8"}}, "404 not found\n", std::nullopt};
+      resp = Response{
+          404, {{"Content-Type", "text/plain; charset=utf-8"}}, "404 not found\n", std::nullopt};
     }
   }
   if (!resp.file || !r)
@@ -221,19 +233,23 @@ MHD_Result on_request(void* cls, struct MHD_Connection* c, const char* url, cons
   MHD_destroy_response(r);
 
   if (impl->log) {
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+            .count();
     char timing[32];
     std::snprintf(timing, sizeof timing, "%.2fms", ms);
-    impl->log(cat(client_address(c), " ", loggable(req.method), " ", loggable(req.path), " ", resp.status, " ",
-                  req.method == "HEAD" ? 0 : resp.content_length(), " ", timing));
+    impl->log(cat(client_address(c), " ", loggable(req.method), " ", loggable(req.path), " ",
+                  resp.status, " ", req.method == "HEAD" ? 0 : resp.content_length(), " ", timing));
   }
   return queued;
 }
 
-void on_connection(void* cls, struct MHD_Connection* c, void**, enum MHD_ConnectionNotificationCode code) {
+void on_connection(void* cls, struct MHD_Connection* c, void**,
+                   enum MHD_ConnectionNotificationCode code) {
   auto* impl = static_cast<Server::Impl*>(cls);
   if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-    const union MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const union MHD_ConnectionInfo* info =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     if (info) impl->deadlines->started(c, info->connect_fd);
   } else {
     impl->deadlines->closed(c);
@@ -275,33 +291,32 @@ Expected<std::unique_ptr<Server>> Server::start(const ServerOptions& options, Ca
   struct addrinfo* found = nullptr;
   int gai = ::getaddrinfo(options.host.c_str(), nullptr, &hints, &found);
   if (gai != 0 || !found)
-    return Error::bad_input(cat("--host ", options.host, ": ", gai ? ::gai_strerror(gai) : "no address"));
+    return Error::bad_input(
+        cat("--host ", options.host, ": ", gai ? ::gai_strerror(gai) : "no address"));
   std::memcpy(&impl.addr, found->ai_addr, found->ai_addrlen);
   ::freeaddrinfo(found);
   bool ipv6 = impl.addr.ss_family == AF_INET6;
-  if (ipv6) reinterpret_cast<struct sockaddr_in6*>(&impl.addr)->sin6_port = htons(options.port);
-  else reinterpret_cast<struct sockaddr_in*>(&impl.addr)->sin_port = htons(options.port);
+  if (ipv6)
+    reinterpret_cast<struct sockaddr_in6*>(&impl.addr)->sin6_port = htons(options.port);
+  else
+    reinterpret_cast<struct sockaddr_in*>(&impl.addr)->sin_port = htons(options.port);
 
   unsigned threads = options.threads;
   if (threads == 0) threads = std::clamp(std::thread::hardware_concurrency(), 2u, 8u);
   unsigned max_conn = options.max_connections ? options.max_connections : default_max_connections();
   // Room for new clients: above 90% of the limit, those waiting longest for their head are cut.
-  impl.deadlines = std::make_unique<HeadDeadlines>(std::chrono::seconds(options.head_timeout_s),
-                                                   std::max<std::size_t>(1, max_conn - max_conn / 10));
+  impl.deadlines =
+      std::make_unique<HeadDeadlines>(std::chrono::seconds(options.head_timeout_s),
+                                      std::max<std::size_t>(1, max_conn - max_conn / 10));
   unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | (ipv6 ? MHD_USE_IPv6 : 0);
   impl.daemon = MHD_start_daemon(
-      flags, options.port, nullptr, nullptr, on_request, &impl,
-      MHD_OPTION_EXTERNAL_LOGGER, mhd_log, nullptr,
-      MHD_OPTION_NOTIFY_CONNECTION, on_connection, &impl,
-      MHD_OPTION_NOTIFY_COMPLETED, on_completed, &impl,
-      MHD_OPTION_SOCK_ADDR, reinterpret_cast<struct sockaddr*>(&impl.addr),
-      MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0u,
-      MHD_OPTION_CONNECTION_LIMIT, max_conn,
-      MHD_OPTION_CONNECTION_TIMEOUT, options.idle_timeout_s,
-      MHD_OPTION_CONNECTION_MEMORY_LIMIT, options.request_bytes,
-      MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
-      MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, nullptr,
-      MHD_OPTION_END);
+      flags, options.port, nullptr, nullptr, on_request, &impl, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
+      nullptr, MHD_OPTION_NOTIFY_CONNECTION, on_connection, &impl, MHD_OPTION_NOTIFY_COMPLETED,
+      on_completed, &impl, MHD_OPTION_SOCK_ADDR, reinterpret_cast<struct sockaddr*>(&impl.addr),
+      MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0u, MHD_OPTION_CONNECTION_LIMIT,
+      max_conn, MHD_OPTION_CONNECTION_TIMEOUT, options.idle_timeout_s,
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, options.request_bytes, MHD_OPTION_LISTEN_BACKLOG_SIZE,
+      1024u, MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, nullptr, MHD_OPTION_END);
   if (!impl.daemon)
     return Error::failed(cat("cannot listen on ", options.host, ":", options.port, ": ",
                              errno ? std::strerror(errno) : "libmicrohttpd refused to start"));
@@ -309,7 +324,8 @@ Expected<std::unique_ptr<Server>> Server::start(const ServerOptions& options, Ca
   server->port_ = info ? info->port : options.port;
   impl.watchdog = std::thread([&impl] {
     std::unique_lock lock(impl.stop_mutex);
-    while (!impl.stop_cv.wait_for(lock, std::chrono::milliseconds(200), [&] { return impl.stopping; }))
+    while (
+        !impl.stop_cv.wait_for(lock, std::chrono::milliseconds(200), [&] { return impl.stopping; }))
       impl.deadlines->expire();
   });
   return server;

@@ -11,23 +11,23 @@ namespace kiln::manifest {
 
 namespace {
 
-constexpr int kKnownArchs[] = {50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 88, 89,
-                               90, 100, 101, 103, 110, 120, 121};
+constexpr int kKnownArchs[] = {50, 52, 53, 60, 61,  62,  70,  72,  75,  80, 86,
+                               87, 88, 89, 90, 100, 101, 103, 110, 120, 121};
 
 // torch.utils.cpp_extension's named sets.
 const std::map<std::string, std::string, std::less<>>& named_sets() {
   static const std::map<std::string, std::string, std::less<>> sets = {
-      {"maxwell", "5.0;5.2+PTX"},   {"pascal", "6.0;6.1+PTX"},
-      {"volta", "7.0+PTX"},         {"turing", "7.5+PTX"},
-      {"ampere", "8.0;8.6+PTX"},    {"ada", "8.9+PTX"},
-      {"hopper", "9.0+PTX"},        {"blackwell", "10.0;12.0+PTX"},
+      {"maxwell", "5.0;5.2+PTX"}, {"pascal", "6.0;6.1+PTX"},      {"volta", "7.0+PTX"},
+      {"turing", "7.5+PTX"},      {"ampere", "8.0;8.6+PTX"},      {"ada", "8.9+PTX"},
+      {"hopper", "9.0+PTX"},      {"blackwell", "10.0;12.0+PTX"},
   };
   return sets;
 }
 
 bool all_digits(std::string_view s) {
-  return !s.empty() &&
-         std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c));
+  });
 }
 
 // "90a" / "120" / "90f" -> number + suffix.
@@ -121,7 +121,8 @@ bool parse_token(std::string_view token, std::vector<Arch>& out, std::string& er
       }
     }
     if (!parse_number_suffix(t, number, suffix, error)) {
-      if (token.find('+') != std::string_view::npos) error = "'+PTX' follows MAJOR.MINOR, as in 12.0+PTX";
+      if (token.find('+') != std::string_view::npos)
+        error = "'+PTX' follows MAJOR.MINOR, as in 12.0+PTX";
       return false;
     }
     arch.sass = kind != "virtual";
@@ -174,7 +175,8 @@ bool ArchList::parse(std::string_view spec, ArchList& out, ArchSpecError& error)
   });
   std::vector<Arch> merged;
   for (const Arch& a : archs) {
-    if (!merged.empty() && merged.back().number() == a.number() && merged.back().suffix == a.suffix) {
+    if (!merged.empty() && merged.back().number() == a.number() &&
+        merged.back().suffix == a.suffix) {
       merged.back().sass |= a.sass;
       merged.back().ptx |= a.ptx;
     } else {
@@ -195,8 +197,10 @@ Expected<ArchList> ArchList::parse(std::string_view spec) {
 std::string ArchList::canonical() const {
   std::vector<std::string> parts;
   for (const Arch& a : archs_) {
-    if (a.sass) parts.push_back(a.ptx ? a.sm_name() + "+ptx" : a.sm_name());
-    else parts.push_back(a.compute_name());
+    if (a.sass)
+      parts.push_back(a.ptx ? a.sm_name() + "+ptx" : a.sm_name());
+    else
+      parts.push_back(a.compute_name());
   }
   return join(parts, ";");
 }
@@ -204,7 +208,8 @@ std::string ArchList::canonical() const {
 std::string ArchList::torch_arch_list() const {
   std::vector<std::string> parts;
   for (const Arch& a : archs_) {
-    std::string base = cat(a.major, ".", a.minor, a.suffix ? std::string(1, a.suffix) : std::string());
+    std::string base =
+        cat(a.major, ".", a.minor, a.suffix ? std::string(1, a.suffix) : std::string());
     parts.push_back(a.ptx ? base + "+PTX" : base);
   }
   return join(parts, ";");

@@ -11,11 +11,15 @@ namespace kiln::manifest {
 
 namespace {
 
-PinnedWheel read_wheel(const SourceText& source, const toml::table& table, const std::string& name) {
+PinnedWheel read_wheel(const SourceText& source, const toml::table& table,
+                       const std::string& name) {
   TableReader r(source, table, name, {"project", "file", "sha256"});
-  PinnedWheel w{r.required_string("project"), r.required_string("file"), r.required_string("sha256")};
-  if (!is_valid_project_name(w.project)) r.fail("project", cat("bad project name '", w.project, "'"));
-  if (w.file.size() < 5 || w.file.substr(w.file.size() - 4) != ".whl" || w.file.find('/') != std::string::npos)
+  PinnedWheel w{r.required_string("project"), r.required_string("file"),
+                r.required_string("sha256")};
+  if (!is_valid_project_name(w.project))
+    r.fail("project", cat("bad project name '", w.project, "'"));
+  if (w.file.size() < 5 || w.file.substr(w.file.size() - 4) != ".whl" ||
+      w.file.find('/') != std::string::npos)
     r.fail("file", cat("'", w.file, "' is not a wheel file name"));
   if (!is_sha256_hex(w.sha256))
     r.fail("sha256", cat("bad sha256 '", w.sha256, "': expected 64 lowercase hexadecimal digits"));
@@ -28,10 +32,12 @@ BuildEnvPins parse(const std::string& text, const std::string& display_path) {
   TableReader top(source, root, "", {"tool", "torch-runtime"});
   BuildEnvPins pins;
   pins.display_path = display_path;
-  for (const toml::table* t : top.tables("tool")) pins.tools.push_back(read_wheel(source, *t, "tool"));
+  for (const toml::table* t : top.tables("tool"))
+    pins.tools.push_back(read_wheel(source, *t, "tool"));
   bool has_pip = false;
   for (const auto& w : pins.tools) has_pip = has_pip || normalize_name(w.project) == "pip";
-  if (!has_pip) fail_at(source, top.position(), "the [[tool]] wheels must include pip: it installs the others");
+  if (!has_pip)
+    fail_at(source, top.position(), "the [[tool]] wheels must include pip: it installs the others");
   // pip first: it installs the rest.
   std::stable_partition(pins.tools.begin(), pins.tools.end(),
                         [](const PinnedWheel& w) { return normalize_name(w.project) == "pip"; });
@@ -39,9 +45,11 @@ BuildEnvPins parse(const std::string& text, const std::string& display_path) {
     TableReader r(source, *t, "torch-runtime", {"torch", "wheel"});
     std::string torch = r.required_string("torch");
     if (!is_valid_version(torch)) r.fail("torch", cat("bad torch version '", torch, "'"));
-    if (pins.torch_runtime.count(torch)) r.fail("torch", cat("a second torch-runtime for torch ", torch));
+    if (pins.torch_runtime.count(torch))
+      r.fail("torch", cat("a second torch-runtime for torch ", torch));
     std::vector<PinnedWheel> wheels;
-    for (const toml::table* w : r.tables("wheel")) wheels.push_back(read_wheel(source, *w, "torch-runtime.wheel"));
+    for (const toml::table* w : r.tables("wheel"))
+      wheels.push_back(read_wheel(source, *w, "torch-runtime.wheel"));
     pins.torch_runtime.emplace(torch, std::move(wheels));
   }
   return pins;

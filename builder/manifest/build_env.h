@@ -21,7 +21,7 @@ struct PinnedWheel {
 
 struct BuildEnvPins {
   std::string display_path;
-  std::vector<PinnedWheel> tools;  // pip first
+  std::vector<PinnedWheel> tools;                                 // pip first
   std::map<std::string, std::vector<PinnedWheel>> torch_runtime;  // torch version -> wheels
 
   // The runtime wheels of a torch version, or nullptr when the file has none for it.

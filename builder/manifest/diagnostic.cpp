@@ -8,7 +8,9 @@ namespace {
 
 constexpr std::size_t kContext = 60;  // bytes of the line shown on each side of the column
 
-bool continuation(char c) { return (static_cast<unsigned char>(c) & 0xc0) == 0x80; }
+bool continuation(char c) {
+  return (static_cast<unsigned char>(c) & 0xc0) == 0x80;
+}
 
 // The part of `line` around byte `col` (0-based), at most kContext bytes each side and cut at
 // character boundaries, control characters but tabs shown as '?'; and its caret line.
@@ -42,8 +44,8 @@ Error located_error(const SourceText& source, Position at, std::string_view mess
     std::size_t col = std::min(static_cast<std::size_t>(std::max(at.column, 1) - 1), line.size());
     detail = excerpt_with_caret(line, col);
   }
-  return Error::bad_input(cat(source.path, ":", at.line, ":", std::max(at.column, 1), ": ", message),
-                          detail);
+  return Error::bad_input(
+      cat(source.path, ":", at.line, ":", std::max(at.column, 1), ": ", message), detail);
 }
 
 void fail_at(const SourceText& source, Position at, std::string_view message) {

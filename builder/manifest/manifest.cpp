@@ -38,7 +38,8 @@ void check_sha256(const TableReader& t, std::string_view key, const std::string&
     t.fail(key, cat("bad sha256 '", value, "': expected 64 lowercase hexadecimal digits"));
 }
 
-void check_tree_paths(const TableReader& t, std::string_view key, const std::vector<std::string>& paths) {
+void check_tree_paths(const TableReader& t, std::string_view key,
+                      const std::vector<std::string>& paths) {
   for (std::size_t i = 0; i < paths.size(); ++i)
     if (!is_tree_path(paths[i]))
       fail_at(t.source(), t.element_position(key, i),
@@ -62,12 +63,14 @@ Source read_source(const TableReader& t, const std::filesystem::path& manifest_d
   } else if (t.has("url")) {
     s.kind = Source::Kind::Url;
     s.url = t.required_string("url");
-    if (s.url.rfind("https://", 0) != 0 && s.url.rfind("http://", 0) != 0 && s.url.rfind("file://", 0) != 0)
+    if (s.url.rfind("https://", 0) != 0 && s.url.rfind("http://", 0) != 0 &&
+        s.url.rfind("file://", 0) != 0)
       t.fail("url", cat("bad url '", s.url, "': expected http://, https:// or file://"));
     s.sha256 = t.required_string("sha256");
     check_sha256(t, "sha256", s.sha256);
     if (auto size = t.integer("size")) {
-      if (*size < 0) t.fail("size", cat("bad size ", *size, ": expected the archive's size in bytes"));
+      if (*size < 0)
+        t.fail("size", cat("bad size ", *size, ": expected the archive's size in bytes"));
       s.size = static_cast<std::uint64_t>(*size);
     }
   } else if (t.has("git")) {
@@ -75,7 +78,8 @@ Source read_source(const TableReader& t, const std::filesystem::path& manifest_d
     s.url = t.required_string("git");
     s.commit = t.required_string("commit");
     if (s.commit.size() != 40 || !is_hex(s.commit) || lower(s.commit) != s.commit)
-      t.fail("commit", cat("bad commit '", s.commit, "': expected 40 lowercase hexadecimal digits"));
+      t.fail("commit",
+             cat("bad commit '", s.commit, "': expected 40 lowercase hexadecimal digits"));
     s.submodules = t.strings("submodules").value_or(std::vector<std::string>{});
   } else {
     s.kind = Source::Kind::Local;
@@ -114,13 +118,17 @@ Shardable read_shard(const TableReader& t, const Extension& e) {
     t.fail("source", cat("'", s.source, "' is not a C++ or CUDA source"));
   auto units = t.integer("units");
   if (!units) t.fail_missing("units");
-  if (*units < 1 || *units > 1024) t.fail("units", cat("bad unit count ", *units, ": expected 1 to 1024"));
+  if (*units < 1 || *units > 1024)
+    t.fail("units", cat("bad unit count ", *units, ": expected 1 to 1024"));
   s.units = static_cast<int>(*units);
   s.index_define = t.required_string("index-define");
-  if (!is_identifier(s.index_define)) t.fail("index-define", cat("bad macro name '", s.index_define, "'"));
+  if (!is_identifier(s.index_define))
+    t.fail("index-define", cat("bad macro name '", s.index_define, "'"));
   s.count_define = t.required_string("count-define");
-  if (!is_identifier(s.count_define)) t.fail("count-define", cat("bad macro name '", s.count_define, "'"));
-  if (s.count_define == s.index_define) t.fail("count-define", "the index and count macros must differ");
+  if (!is_identifier(s.count_define))
+    t.fail("count-define", cat("bad macro name '", s.count_define, "'"));
+  if (s.count_define == s.index_define)
+    t.fail("count-define", "the index and count macros must differ");
   return s;
 }
 
@@ -161,10 +169,12 @@ Extension read_extension(const TableReader& t) {
               cat("'", f, "' selects architectures: archs come from the target, not the manifest"));
   }
   for (const toml::table* shard : t.tables("shard")) {
-    TableReader sr(t.source(), *shard, "build.extension.shard", {"source", "units", "index-define", "count-define"});
+    TableReader sr(t.source(), *shard, "build.extension.shard",
+                   {"source", "units", "index-define", "count-define"});
     Shardable s = read_shard(sr, e);
     for (const auto& other : e.shards)
-      if (other.source == s.source) sr.fail("source", cat("'", s.source, "' is declared shardable twice"));
+      if (other.source == s.source)
+        sr.fail("source", cat("'", s.source, "' is declared shardable twice"));
     e.shards.push_back(std::move(s));
   }
   return e;
@@ -182,24 +192,28 @@ Manifest parse(const std::string& text, const std::filesystem::path& file,
   const toml::table* package = top.table("package");
   if (!package) top.fail_missing("package");
   TableReader pkg(source, *package, "package",
-                  {"name", "version", "summary", "license", "license-files", "readme", "requires-python",
-                   "homepage", "dependencies"});
+                  {"name", "version", "summary", "license", "license-files", "readme",
+                   "requires-python", "homepage", "dependencies"});
   m.name = pkg.required_string("name");
   m.name_at = pkg.position("name");
   pkg.check_length("name", m.name, kMaxNameBytes);
   if (!is_valid_project_name(m.name))
-    pkg.fail("name", cat("bad package name '", m.name, "': expected letters, digits, '-', '_' or '.'"));
+    pkg.fail("name",
+             cat("bad package name '", m.name, "': expected letters, digits, '-', '_' or '.'"));
   m.version = pkg.required_string("version");
   pkg.check_length("version", m.version, kMaxVersionBytes);
   if (!is_valid_version(m.version))
-    pkg.fail("version", cat("bad version '", m.version, "': expected a PEP 440 version such as 1.6.1"));
+    pkg.fail("version",
+             cat("bad version '", m.version, "': expected a PEP 440 version such as 1.6.1"));
   m.summary = pkg.required_string("summary");
-  if (m.summary.find('\n') != std::string::npos) pkg.fail("summary", "'package.summary' must be one line");
+  if (m.summary.find('\n') != std::string::npos)
+    pkg.fail("summary", "'package.summary' must be one line");
   m.license = pkg.required_string("license");
   m.requires_python = pkg.required_string("requires-python");
   pkg.check_length("requires-python", m.requires_python, kMaxRequirementBytes);
   if (!is_valid_specifier_set(m.requires_python))
-    pkg.fail("requires-python", cat("bad version specifier '", m.requires_python, "': expected e.g. '>=3.9'"));
+    pkg.fail("requires-python",
+             cat("bad version specifier '", m.requires_python, "': expected e.g. '>=3.9'"));
   m.homepage = pkg.string("homepage").value_or("");
   m.license_files = pkg.strings("license-files").value_or(std::vector<std::string>{});
   check_tree_paths(pkg, "license-files", m.license_files);
@@ -211,22 +225,28 @@ Manifest parse(const std::string& text, const std::filesystem::path& file,
   std::set<std::string> seen_deps;
   for (std::size_t i = 0; i < m.requires_dist.size(); ++i) {
     if (!is_valid_requirement(m.requires_dist[i]))
-      fail_at(source, pkg.element_position("dependencies", i),
-              cat("bad requirement '", m.requires_dist[i], "': expected PEP 508, e.g. 'einops>=0.6'"));
+      fail_at(
+          source, pkg.element_position("dependencies", i),
+          cat("bad requirement '", m.requires_dist[i], "': expected PEP 508, e.g. 'einops>=0.6'"));
   }
 
   // The file's place names the package: manifests/<name>/<version>.toml.
   if (file.extension() == ".toml") {
     std::string dir = file.parent_path().filename().string();
     if (normalize_name(dir) != normalize_name(m.name) && dir != "manifests")
-      pkg.fail("name", cat("package '", m.name, "' is declared in directory '", dir, "': the directory must be the package name"));
+      pkg.fail("name", cat("package '", m.name, "' is declared in directory '", dir,
+                           "': the directory must be the package name"));
     if (file.stem().string() != m.version && dir != "manifests")
-      pkg.fail("version", cat("version '", m.version, "' is declared in '", file.filename().string(), "': the file must be named ", m.version, ".toml"));
+      pkg.fail("version",
+               cat("version '", m.version, "' is declared in '", file.filename().string(),
+                   "': the file must be named ", m.version, ".toml"));
   }
 
   const toml::table* src = top.table("source");
   if (!src) top.fail_missing("source");
-  TableReader srcr(source, *src, "source", {"pypi", "file", "url", "git", "commit", "submodules", "path", "sha256", "size"});
+  TableReader srcr(
+      source, *src, "source",
+      {"pypi", "file", "url", "git", "commit", "submodules", "path", "sha256", "size"});
   m.source = read_source(srcr, file.parent_path());
 
   if (const toml::table* patches = top.table("patches")) {
@@ -245,7 +265,8 @@ Manifest parse(const std::string& text, const std::filesystem::path& file,
       auto digest = sha256_file(p.path);
       std::error_code ec;
       if (!std::filesystem::is_regular_file(p.path, ec) || !digest)
-        fail_at(source, at, cat("patch file '", name, "' does not exist (looked in ", dir.string(), ")"));
+        fail_at(source, at,
+                cat("patch file '", name, "' does not exist (looked in ", dir.string(), ")"));
       p.sha256 = *digest;
       m.patches.push_back(std::move(p));
     }
@@ -255,9 +276,12 @@ Manifest parse(const std::string& text, const std::filesystem::path& file,
   if (!build) top.fail_missing("build");
   TableReader br(source, *build, "build", {"backend", "packages", "extension"});
   std::string backend = br.required_string("backend");
-  if (backend == "native") m.backend = Backend::Native;
-  else if (backend == "setuptools") m.backend = Backend::Setuptools;
-  else if (backend == "pure") m.backend = Backend::Pure;
+  if (backend == "native")
+    m.backend = Backend::Native;
+  else if (backend == "setuptools")
+    m.backend = Backend::Setuptools;
+  else if (backend == "pure")
+    m.backend = Backend::Pure;
   else {
     std::string hint = closest_match(backend, {"native", "setuptools", "pure"});
     br.fail("backend", cat("unknown backend '", backend, "'",
@@ -273,8 +297,9 @@ Manifest parse(const std::string& text, const std::filesystem::path& file,
   auto ext_tables = br.tables("extension");
   std::set<std::string> ext_names;
   for (std::size_t i = 0; i < ext_tables.size(); ++i) {
-    TableReader er(source, *ext_tables[i], "build.extension",
-                   {"name", "sources", "include-dirs", "define-macros", "cxx-flags", "nvcc-flags", "shard"});
+    TableReader er(
+        source, *ext_tables[i], "build.extension",
+        {"name", "sources", "include-dirs", "define-macros", "cxx-flags", "nvcc-flags", "shard"});
     Extension e = read_extension(er);
     if (!ext_names.insert(e.name).second)
       er.fail("name", cat("extension '", e.name, "' is declared twice"));
@@ -284,7 +309,8 @@ Manifest parse(const std::string& text, const std::filesystem::path& file,
     br.fail("backend", "the native backend needs at least one [[build.extension]]");
   // A setuptools manifest may keep its native recipe (for `kiln build --backend native`).
   if (m.backend == Backend::Pure && !m.extensions.empty())
-    br.fail("extension", cat("[[build.extension]] applies only to the native backend, not '", backend, "'"));
+    br.fail("extension",
+            cat("[[build.extension]] applies only to the native backend, not '", backend, "'"));
   if (m.backend == Backend::Pure && m.packages.empty())
     br.fail("backend", "the pure backend needs 'build.packages': the Python packages to ship");
   return m;
@@ -294,23 +320,36 @@ Manifest parse(const std::string& text, const std::filesystem::path& file,
 
 std::string backend_name(Backend backend) {
   switch (backend) {
-    case Backend::Native: return "native";
-    case Backend::Setuptools: return "setuptools";
-    case Backend::Pure: return "pure";
+    case Backend::Native:
+      return "native";
+    case Backend::Setuptools:
+      return "setuptools";
+    case Backend::Pure:
+      return "pure";
   }
   return "?";
 }
 
-std::string Manifest::normalized_name() const { return normalize_name(name); }
+std::string Manifest::normalized_name() const {
+  return normalize_name(name);
+}
 
 nlohmann::json Manifest::canonical() const {
   using nlohmann::json;
   json src = {{"kind", static_cast<int>(source.kind)}, {"sha256", source.sha256}};
   switch (source.kind) {
-    case Source::Kind::Pypi: src["pypi"] = normalize_name(source.pypi); src["file"] = source.file; break;
-    case Source::Kind::Url: break;  // the bytes, not where they came from, make the build
-    case Source::Kind::Git: src["commit"] = source.commit; src["submodules"] = source.submodules; break;
-    case Source::Kind::Local: break;  // a directory's tree hash is added by resolve
+    case Source::Kind::Pypi:
+      src["pypi"] = normalize_name(source.pypi);
+      src["file"] = source.file;
+      break;
+    case Source::Kind::Url:
+      break;  // the bytes, not where they came from, make the build
+    case Source::Kind::Git:
+      src["commit"] = source.commit;
+      src["submodules"] = source.submodules;
+      break;
+    case Source::Kind::Local:
+      break;  // a directory's tree hash is added by resolve
   }
   json patches_json = json::array();
   for (const auto& p : patches) patches_json.push_back({{"name", p.name}, {"sha256", p.sha256}});
@@ -323,8 +362,10 @@ nlohmann::json Manifest::canonical() const {
                     {"cxx_flags", e.cxx_flags},
                     {"nvcc_flags", e.nvcc_flags}});
     for (const auto& s : e.shards)
-      exts.back()["shards"].push_back(
-          {{"source", s.source}, {"units", s.units}, {"index_define", s.index_define}, {"count_define", s.count_define}});
+      exts.back()["shards"].push_back({{"source", s.source},
+                                       {"units", s.units},
+                                       {"index_define", s.index_define},
+                                       {"count_define", s.count_define}});
   }
   return json{{"name", normalized_name()},
               {"display_name", name},

@@ -16,20 +16,20 @@ namespace kiln::manifest {
 struct Source {
   enum class Kind { Pypi, Url, Git, Local };
   Kind kind = Kind::Pypi;
-  std::string pypi;       // project name on the index (Pypi)
-  std::string file;       // file name on the index (Pypi)
-  std::string url;        // Url, Git
-  std::string commit;     // Git: 40 hex digits
+  std::string pypi;                     // project name on the index (Pypi)
+  std::string file;                     // file name on the index (Pypi)
+  std::string url;                      // Url, Git
+  std::string commit;                   // Git: 40 hex digits
   std::vector<std::string> submodules;  // Git: the submodules to check out (none by default)
-  std::filesystem::path path;  // Local: archive or directory, absolute
-  std::string sha256;     // Pypi, Url, Local archive: required; Local directory: empty
+  std::filesystem::path path;           // Local: archive or directory, absolute
+  std::string sha256;                 // Pypi, Url, Local archive: required; Local directory: empty
   std::optional<std::uint64_t> size;  // Url: the archive's size in bytes, when given
 };
 
 struct Patch {
-  std::string name;             // as written in the manifest
-  std::filesystem::path path;   // absolute
-  std::string sha256;           // of its bytes, read at load time
+  std::string name;            // as written in the manifest
+  std::filesystem::path path;  // absolute
+  std::string sha256;          // of its bytes, read at load time
 };
 
 // A source whose explicit instantiations (its "units") can be compiled as several translation
@@ -75,8 +75,8 @@ struct Manifest {
   std::vector<Patch> patches;
 
   Backend backend = Backend::Native;
-  std::vector<Extension> extensions;   // native
-  std::vector<std::string> packages;   // Python packages to ship (native, pure)
+  std::vector<Extension> extensions;       // native
+  std::vector<std::string> packages;       // Python packages to ship (native, pure)
   std::vector<std::string> requires_dist;  // runtime requirements; torch is pinned by kiln
 
   std::string normalized_name() const;

@@ -22,10 +22,12 @@ Expected<Repository> Repository::load(const fs::path& dir, const fs::path& patch
     return Error::bad_input(cat("manifests directory '", display_root, "' does not exist"));
   std::vector<fs::path> files;
   for (const auto& pkg_dir : fs::directory_iterator(dir, ec)) {
-    if (!pkg_dir.is_directory() || pkg_dir.path().filename() == "targets" || pkg_dir.path().filename() == "tools")
+    if (!pkg_dir.is_directory() || pkg_dir.path().filename() == "targets" ||
+        pkg_dir.path().filename() == "tools")
       continue;
     for (const auto& entry : fs::directory_iterator(pkg_dir.path(), ec))
-      if (entry.is_regular_file() && entry.path().extension() == ".toml") files.push_back(entry.path());
+      if (entry.is_regular_file() && entry.path().extension() == ".toml")
+        files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());
   std::map<std::pair<std::string, std::string>, std::string> seen;  // (name, version) -> file
@@ -41,19 +43,22 @@ Expected<Repository> Repository::load(const fs::path& dir, const fs::path& patch
     auto key = std::make_pair(m.normalized_name(), m.version);
     if (auto it = seen.find(key); it != seen.end()) {
       auto text = read_file(file);
-      repo.broken_.push_back({package, file.stem().string(),
-                              located_error(SourceText{display, text ? *text : std::string()}, m.name_at,
-                                            cat("duplicate package '", m.name, "' ", m.version,
-                                                ": already declared in ", it->second))});
+      repo.broken_.push_back(
+          {package, file.stem().string(),
+           located_error(SourceText{display, text ? *text : std::string()}, m.name_at,
+                         cat("duplicate package '", m.name, "' ", m.version,
+                             ": already declared in ", it->second))});
       continue;
     }
     seen.emplace(key, display);
     repo.manifests_.push_back(std::move(m));
   }
-  std::sort(repo.manifests_.begin(), repo.manifests_.end(), [](const Manifest& a, const Manifest& b) {
-    if (a.normalized_name() != b.normalized_name()) return a.normalized_name() < b.normalized_name();
-    return compare_versions(a.version, b.version) < 0;
-  });
+  std::sort(repo.manifests_.begin(), repo.manifests_.end(),
+            [](const Manifest& a, const Manifest& b) {
+              if (a.normalized_name() != b.normalized_name())
+                return a.normalized_name() < b.normalized_name();
+              return compare_versions(a.version, b.version) < 0;
+            });
   return repo;
 }
 
@@ -66,7 +71,8 @@ Expected<const Manifest*> Repository::select(const std::string& spec) const {
       return Error::bad_input(cat("bad package spec '", printable_excerpt(spec),
                                   "': the version is longer than ", kMaxVersionBytes, " bytes"));
     if (!is_valid_version(version))
-      return Error::bad_input(cat("bad package spec '", spec, "': '", version, "' is not a PEP 440 version"));
+      return Error::bad_input(
+          cat("bad package spec '", spec, "': '", version, "' is not a PEP 440 version"));
   }
   if (name.size() > kMaxNameBytes)
     return Error::bad_input(cat("bad package spec '", printable_excerpt(spec),
@@ -91,18 +97,22 @@ Expected<const Manifest*> Repository::select(const std::string& spec) const {
     std::vector<std::string> names;
     for (const auto& m : manifests_) names.push_back(m.normalized_name());
     std::string hint = closest_match(normalized, names);
-    return Error::bad_input(cat("no manifest for package '", name, "' in ", display_root_,
-                                hint.empty() ? std::string() : cat(" (did you mean '", hint, "'?)")));
+    return Error::bad_input(
+        cat("no manifest for package '", name, "' in ", display_root_,
+            hint.empty() ? std::string() : cat(" (did you mean '", hint, "'?)")));
   }
-  return Error::bad_input(cat("no manifest for ", name, "==", version, " (have: ", join(versions, ", "), ")"));
+  return Error::bad_input(
+      cat("no manifest for ", name, "==", version, " (have: ", join(versions, ", "), ")"));
 }
 
 Expected<std::vector<const Manifest*>> Repository::newest_of_each() const {
   if (!broken_.empty()) return broken_.front().error;
   std::vector<const Manifest*> out;
   for (const auto& m : manifests_) {
-    if (!out.empty() && out.back()->normalized_name() == m.normalized_name()) out.back() = &m;
-    else out.push_back(&m);
+    if (!out.empty() && out.back()->normalized_name() == m.normalized_name())
+      out.back() = &m;
+    else
+      out.push_back(&m);
   }
   return out;
 }
@@ -127,8 +137,9 @@ Expected<BuildEnvPins> Repository::build_env() const {
 }
 
 Expected<Target> Repository::target(const std::string& name_or_path) const {
-  bool is_path = name_or_path.find('/') != std::string::npos ||
-                 (name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".toml");
+  bool is_path =
+      name_or_path.find('/') != std::string::npos ||
+      (name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".toml");
   if (is_path) {
     std::error_code ec;
     if (!fs::is_regular_file(name_or_path, ec))

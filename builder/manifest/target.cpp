@@ -34,9 +34,11 @@ void read_cuda_wheels(const SourceText& source, const TableReader& cr, Target& t
     TableReader wr(source, *w, "cuda.wheel", {"file", "sha256"});
     CudaWheel wheel{wr.required_string("file"), wr.required_string("sha256")};
     if (!is_wheel_file_name(wheel.file) || wheel.file.find('/') != std::string::npos)
-      wr.fail("file", cat("'", wheel.file, "' is not a wheel file name (NAME-VERSION-PY-ABI-PLATFORM.whl)"));
+      wr.fail("file", cat("'", wheel.file,
+                          "' is not a wheel file name (NAME-VERSION-PY-ABI-PLATFORM.whl)"));
     if (!is_sha256_hex(wheel.sha256))
-      wr.fail("sha256", cat("bad sha256 '", wheel.sha256, "': expected 64 lowercase hexadecimal digits"));
+      wr.fail("sha256",
+              cat("bad sha256 '", wheel.sha256, "': expected 64 lowercase hexadecimal digits"));
     for (const auto& other : t.cuda_wheels)
       if (other.project() == wheel.project())
         wr.fail("file", cat("a second wheel of ", wheel.project(), " (", other.file, ")"));
@@ -56,7 +58,9 @@ Target parse(const std::string& text, const std::string& name, const std::string
             cat("target name '", printable_excerpt(name), "' is longer than ", kMaxTargetNameBytes,
                 " bytes"));
   if (!is_valid_target_name(name))
-    fail_at(source, {0, 0}, cat("bad target name '", name, "': expected lowercase letters, digits, '.', '_' or '-'"));
+    fail_at(
+        source, {0, 0},
+        cat("bad target name '", name, "': expected lowercase letters, digits, '.', '_' or '-'"));
 
   const toml::table* target = top.table("target");
   if (!target) top.fail_missing("target");
@@ -78,9 +82,13 @@ Target parse(const std::string& text, const std::string& name, const std::string
   if (!torch) top.fail_missing("torch");
   TableReader tor(source, *torch, "torch", {"source", "version", "wheel"});
   std::string torch_source = tor.string("source").value_or("pypi");
-  if (torch_source == "pypi") t.torch_source = Target::TorchSource::Pypi;
-  else if (torch_source == "environment") t.torch_source = Target::TorchSource::Environment;
-  else tor.fail("source", cat("bad torch source '", torch_source, "': expected 'pypi' or 'environment'"));
+  if (torch_source == "pypi")
+    t.torch_source = Target::TorchSource::Pypi;
+  else if (torch_source == "environment")
+    t.torch_source = Target::TorchSource::Environment;
+  else
+    tor.fail("source",
+             cat("bad torch source '", torch_source, "': expected 'pypi' or 'environment'"));
   if (t.torch_source == Target::TorchSource::Pypi) {
     t.torch_version = tor.required_string("version");
     tor.check_length("version", t.torch_version, kMaxVersionBytes);
@@ -90,23 +98,27 @@ Target parse(const std::string& text, const std::string& name, const std::string
     if (wheels.empty()) tor.fail_missing("wheel");
     for (const toml::table* w : wheels) {
       TableReader wr(source, *w, "torch.wheel", {"python", "file", "sha256"});
-      TorchWheel wheel{wr.required_string("python"), wr.required_string("file"), wr.required_string("sha256")};
+      TorchWheel wheel{wr.required_string("python"), wr.required_string("file"),
+                       wr.required_string("sha256")};
       if (!is_cpython_tag(wheel.python_tag))
         wr.fail("python", cat("bad Python tag '", wheel.python_tag, "': expected e.g. cp311"));
       std::string prefix = cat("torch-", t.torch_version, "-");
       if (wheel.file.rfind(prefix, 0) != 0 || wheel.file.size() < 4 ||
           wheel.file.substr(wheel.file.size() - 4) != ".whl" ||
           wheel.file.find(cat("-", wheel.python_tag, "-")) == std::string::npos)
-        wr.fail("file", cat("'", wheel.file, "' is not a torch ", t.torch_version, " wheel for ", wheel.python_tag));
+        wr.fail("file", cat("'", wheel.file, "' is not a torch ", t.torch_version, " wheel for ",
+                            wheel.python_tag));
       if (!is_sha256_hex(wheel.sha256))
-        wr.fail("sha256", cat("bad sha256 '", wheel.sha256, "': expected 64 lowercase hexadecimal digits"));
+        wr.fail("sha256",
+                cat("bad sha256 '", wheel.sha256, "': expected 64 lowercase hexadecimal digits"));
       for (const auto& other : t.torch_wheels)
         if (other.python_tag == wheel.python_tag)
           wr.fail("python", cat("a second torch wheel for ", wheel.python_tag));
       t.torch_wheels.push_back(std::move(wheel));
     }
   } else {
-    if (tor.has("wheel")) tor.fail("wheel", "'torch.wheel' does not apply to source = \"environment\"");
+    if (tor.has("wheel"))
+      tor.fail("wheel", "'torch.wheel' does not apply to source = \"environment\"");
     t.torch_version = tor.string("version").value_or("");
     tor.check_length("version", t.torch_version, kMaxVersionBytes);
     if (!t.torch_version.empty() && !is_valid_version(t.torch_version))
@@ -118,10 +130,12 @@ Target parse(const std::string& text, const std::string& name, const std::string
   TableReader cr(source, *cuda, "cuda", {"toolkit", "version", "home", "wheel"});
   t.cuda_toolkit = cr.string("toolkit").value_or("system");
   if (t.cuda_toolkit != "system" && t.cuda_toolkit != "wheels")
-    cr.fail("toolkit", cat("bad CUDA toolkit '", t.cuda_toolkit, "': expected 'system' or 'wheels'"));
+    cr.fail("toolkit",
+            cat("bad CUDA toolkit '", t.cuda_toolkit, "': expected 'system' or 'wheels'"));
   t.cuda_version = cr.required_string("version");
   if (!is_cuda_version(t.cuda_version))
-    cr.fail("version", cat("bad CUDA version '", t.cuda_version, "': expected MAJOR.MINOR such as 13.0"));
+    cr.fail("version",
+            cat("bad CUDA version '", t.cuda_version, "': expected MAJOR.MINOR such as 13.0"));
   t.cuda_home = cr.string("home").value_or("");
   if (!t.cuda_home.empty() && t.cuda_toolkit == "wheels")
     cr.fail("home", "'cuda.home' applies only to the system toolkit");
@@ -140,8 +154,10 @@ Target parse(const std::string& text, const std::string& name, const std::string
 std::string CudaWheel::project() const {
   std::string name = file.substr(0, file.find('-'));
   for (char& c : name)
-    if (c == '_' || c == '.') c = '-';
-    else c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (c == '_' || c == '.')
+      c = '-';
+    else
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return name;
 }
 
@@ -195,7 +211,8 @@ nlohmann::json Target::canonical() const {
   for (const auto& w : torch_wheels)
     wheels.push_back({{"python", w.python_tag}, {"file", w.file}, {"sha256", w.sha256}});
   nlohmann::json cuda = {{"toolkit", cuda_toolkit}, {"version", cuda_version}, {"home", cuda_home}};
-  for (const auto& w : cuda_wheels) cuda["wheels"].push_back({{"file", w.file}, {"sha256", w.sha256}});
+  for (const auto& w : cuda_wheels)
+    cuda["wheels"].push_back({{"file", w.file}, {"sha256", w.sha256}});
   return {{"python", {{"interpreter", python_interpreter}, {"version", python_version}}},
           {"torch",
            {{"source", torch_source == TorchSource::Pypi ? "pypi" : "environment"},

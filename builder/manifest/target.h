@@ -21,7 +21,8 @@ struct TorchWheel {
 
 // A pinned wheel of NVIDIA's CUDA components (nvcc, headers, runtime) on the package index.
 struct CudaWheel {
-  std::string file;    // "nvidia_cuda_nvcc-13.0.88-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl"
+  std::string
+      file;  // "nvidia_cuda_nvcc-13.0.88-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl"
   std::string sha256;
   std::string project() const;  // "nvidia-cuda-nvcc", from the file name
 };
@@ -43,8 +44,8 @@ struct Target {
 
   // CUDA: "system" (detect) or "wheels" (a toolkit from pinned PyPI wheels).
   std::string cuda_toolkit = "system";
-  std::string cuda_version;  // "13.0"
-  std::string cuda_home;     // optional, with the system toolkit
+  std::string cuda_version;            // "13.0"
+  std::string cuda_home;               // optional, with the system toolkit
   std::vector<CudaWheel> cuda_wheels;  // with the wheels toolkit
 
   std::string cxx = "g++";

@@ -12,16 +12,26 @@ namespace {
 
 std::string_view type_name(const toml::node& node) {
   switch (node.type()) {
-    case toml::node_type::table: return "a table";
-    case toml::node_type::array: return "an array";
-    case toml::node_type::string: return "a string";
-    case toml::node_type::integer: return "an integer";
-    case toml::node_type::floating_point: return "a float";
-    case toml::node_type::boolean: return "a boolean";
-    case toml::node_type::date: return "a date";
-    case toml::node_type::time: return "a time";
-    case toml::node_type::date_time: return "a date-time";
-    default: return "nothing";
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a float";
+    case toml::node_type::boolean:
+      return "a boolean";
+    case toml::node_type::date:
+      return "a date";
+    case toml::node_type::time:
+      return "a time";
+    case toml::node_type::date_time:
+      return "a date-time";
+    default:
+      return "nothing";
   }
 }
 
@@ -51,7 +61,8 @@ TableReader::TableReader(const SourceText& source, const toml::table& table, std
     if (known) continue;
     std::string message = cat("unknown key '", qualified(k), "'");
     std::string suggestion = closest_match(k, known_keys);
-    if (!suggestion.empty()) message += cat(" (did you mean '", qualified(suggestion), "'?)");
+    if (!suggestion.empty())
+      message += cat(" (did you mean '", qualified(suggestion), "'?)");
     else if (!known_keys.empty())
       message += cat(" (expected one of: ", join(known_keys, ", "), ")");
     fail_at(source_, position_of(key.source()), message);
@@ -62,9 +73,13 @@ std::string TableReader::qualified(std::string_view key) const {
   return name_.empty() ? std::string(key) : cat(name_, ".", key);
 }
 
-const toml::node* TableReader::node(std::string_view key) const { return table_.get(key); }
+const toml::node* TableReader::node(std::string_view key) const {
+  return table_.get(key);
+}
 
-bool TableReader::has(std::string_view key) const { return node(key) != nullptr; }
+bool TableReader::has(std::string_view key) const {
+  return node(key) != nullptr;
+}
 
 Position TableReader::position(std::string_view key) const {
   const toml::node* n = node(key);

@@ -16,8 +16,8 @@ bool is_valid_version(std::string_view version);  // canonical public PEP 440 ve
 // PEP 440 ordering for canonical public versions; < 0, 0, > 0.
 int compare_versions(std::string_view a, std::string_view b);
 
-bool is_valid_specifier_set(std::string_view specifiers);  // ">=3.9", ">=3.9,<4"
-bool is_valid_requirement(std::string_view requirement);   // "einops", "torch>=2.7; extra == 'x'"
+bool is_valid_specifier_set(std::string_view specifiers);    // ">=3.9", ">=3.9,<4"
+bool is_valid_requirement(std::string_view requirement);     // "einops", "torch>=2.7; extra == 'x'"
 std::string requirement_name(std::string_view requirement);  // normalised project name
 
 }  // namespace kiln::manifest

@@ -18,7 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-
 bool inside(const fs::path& path, const fs::path& root) {
   fs::path rel = path.lexically_relative(root);
   return !rel.empty() && *rel.begin() != "..";
@@ -200,7 +199,8 @@ Expected<std::string> apply_hunks(std::string_view content, const FilePatch& fp,
         if (j < m) {
           why += cat("; at line ", g + j + 1, " the file has '",
                      printable_excerpt(lines[static_cast<std::size_t>(g + j)].text),
-                     "' where the patch expects '", printable_excerpt(old[static_cast<std::size_t>(j)]), "'");
+                     "' where the patch expects '",
+                     printable_excerpt(old[static_cast<std::size_t>(j)]), "'");
         } else if (at_eof) {
           why += cat("; its lines match at line ", g + 1,
                      " but it must end at the end of the file ('\\ No newline at end of file')");

@@ -22,7 +22,6 @@ std::string_view chomp_cr(std::string_view s) {
   return s;
 }
 
-
 // A header name: C-quoted ("a/with space"), or up to the tab before the timestamp.
 struct HeaderName {
   std::string name;
@@ -264,7 +263,8 @@ class Parser {
       if (state == State::Hunks && !s.empty() && s != "-- " && s != "--" &&
           (s[0] == ' ' || s[0] == '+' || s[0] == '-' || s[0] == '\\')) {
         if (s[0] == '\\')
-          return error(line_no, cat("'", printable_excerpt(s), "' does not follow a hunk's last line"));
+          return error(line_no,
+                       cat("'", printable_excerpt(s), "' does not follow a hunk's last line"));
         if (cur_->hunks.empty())
           return error(line_no, cat("expected an '@@' hunk header after the file header, found '",
                                     printable_excerpt(s), "'"));
@@ -307,21 +307,24 @@ class Parser {
     for (int k = 0; k < strip_; ++k) {
       std::size_t slash = p.find('/');
       if (slash == std::string_view::npos)
-        return error(line, cat("file name '", printable_excerpt(raw), "' has fewer than ", strip_ + 1,
-                               " components (stripping ", strip_, ")"));
+        return error(line, cat("file name '", printable_excerpt(raw), "' has fewer than ",
+                               strip_ + 1, " components (stripping ", strip_, ")"));
       p = p.substr(slash + 1);
       while (!p.empty() && p[0] == '/') p.remove_prefix(1);
     }
-    if (p.empty()) return error(line, cat("file name '", printable_excerpt(raw), "' is empty after stripping"));
+    if (p.empty())
+      return error(line, cat("file name '", printable_excerpt(raw), "' is empty after stripping"));
     if (p[0] == '/')
-      return error(line, cat("file name '", printable_excerpt(raw), "' is absolute after stripping"));
+      return error(line,
+                   cat("file name '", printable_excerpt(raw), "' is absolute after stripping"));
     std::vector<std::string> parts;
     for (const auto& part : split(p, "/")) {
       if (part == "..")
         return error(line, cat("file name '", printable_excerpt(raw), "' escapes the tree ('..')"));
       if (part != ".") parts.push_back(part);
     }
-    if (parts.empty()) return error(line, cat("file name '", printable_excerpt(raw), "' names no file"));
+    if (parts.empty())
+      return error(line, cat("file name '", printable_excerpt(raw), "' names no file"));
     return join(parts, "/");
   }
 
@@ -340,7 +343,8 @@ class Parser {
       auto sb = strip_path(b, line);
       if (sa && sb && *sa == *sb) return sa;
     }
-    return error(line, cat("cannot tell the file name from 'diff --git ", printable_excerpt(git_line_), "'"));
+    return error(line, cat("cannot tell the file name from 'diff --git ",
+                           printable_excerpt(git_line_), "'"));
   }
 
   Expected<void> read_hunk(std::size_t& i) {
@@ -404,7 +408,8 @@ class Parser {
         continue;
       }
       if (kind != ' ' && kind != '-' && kind != '+')
-        return malformed(at, old_seen, new_seen, cat("its body ends ('", printable_excerpt(body), "')"));
+        return malformed(at, old_seen, new_seen,
+                         cat("its body ends ('", printable_excerpt(body), "')"));
       if (!h.lines.empty() && (h.old_no_newline || h.new_no_newline)) {
         // Only the other side's lines may follow a marker.
         bool bad =

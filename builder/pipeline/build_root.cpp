@@ -53,7 +53,8 @@ Expected<fs::path> build_roots(const cache::Store& store) {
 
 }  // namespace
 
-Expected<BuildRoot> BuildRoot::create(const cache::Store& store, const std::string& source_key, bool keep) {
+Expected<BuildRoot> BuildRoot::create(const cache::Store& store, const std::string& source_key,
+                                      bool keep) {
   KILN_TRY(fs::path base, build_roots(store));
   const std::string name = source_key.substr(0, kNameLength);
   KILN_TRY(FileLock lock, FileLock::acquire(lock_path(store, name)));
@@ -83,7 +84,8 @@ std::uint64_t remove_abandoned_build_roots(const cache::Store& store) {
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     std::string name = entry.path().filename().string();
     struct stat st;
-    if (is_root_name(name) && ::lstat(entry.path().c_str(), &st) == 0 && S_ISDIR(st.st_mode)) names.push_back(name);
+    if (is_root_name(name) && ::lstat(entry.path().c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+      names.push_back(name);
   }
   std::uint64_t removed = 0;
   for (const auto& name : names) {

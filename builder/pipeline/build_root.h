@@ -23,7 +23,8 @@ class BuildRoot {
   // Enters the namespace (once per process), waits for the root's lock (another build of the same
   // sources into the same cache holds it meanwhile), and gives the root empty. With `keep`, the
   // root outlives this object.
-  static Expected<BuildRoot> create(const cache::Store& store, const std::string& source_key, bool keep);
+  static Expected<BuildRoot> create(const cache::Store& store, const std::string& source_key,
+                                    bool keep);
   BuildRoot(BuildRoot&&) noexcept = default;
   BuildRoot& operator=(BuildRoot&&) = delete;
   // Removes the root (unless kept), then lets the lock go.

@@ -16,9 +16,9 @@
 #include "core/log.h"
 #include "core/strings.h"
 #include "elf/elf.h"
+#include "manifest/version.h"
 #include "pipeline/build_root.h"
 #include "pipeline/sources.h"
-#include "manifest/version.h"
 #include "toolchain/compiler.h"
 #include "toolchain/cuda.h"
 #include "toolchain/python.h"
@@ -46,14 +46,17 @@ double now() {
 
 // The identity of a package's sources: what its build root is named after.
 std::string source_key(const manifest::Manifest& m, const json& inputs) {
-  json s = {{"source", inputs["package"]["source"]}, {"patches", inputs["package"]["patches"]},
-            {"name", m.normalized_name()}, {"version", m.version}};
+  json s = {{"source", inputs["package"]["source"]},
+            {"patches", inputs["package"]["patches"]},
+            {"name", m.normalized_name()},
+            {"version", m.version}};
   return sha256_hex(s.dump());
 }
 
 void flatten(const json& j, const std::string& path, std::map<std::string, std::string>& out) {
   if (j.is_object()) {
-    for (auto it = j.begin(); it != j.end(); ++it) flatten(it.value(), path.empty() ? it.key() : path + "." + it.key(), out);
+    for (auto it = j.begin(); it != j.end(); ++it)
+      flatten(it.value(), path.empty() ? it.key() : path + "." + it.key(), out);
   } else {
     out[path] = j.dump();
   }
@@ -72,13 +75,17 @@ Expected<Toolchain> prepare_toolchain(const resolve::ResolvedTarget& rt, Fetchin
   const auto& target = rt.target;
   Toolchain tc;
   KILN_TRY(tc.python, toolchain::probe_python(target.interpreter()));
-  // The target's CUDA toolkit: the system's, or laid out from its pinned wheels (fetched like torch).
-  auto fetch_wheel = [&fetching](const std::string& file, const std::string& sha256) -> Expected<fs::path> {
+  // The target's CUDA toolkit: the system's, or laid out from its pinned wheels (fetched like
+  // torch).
+  auto fetch_wheel = [&fetching](const std::string& file,
+                                 const std::string& sha256) -> Expected<fs::path> {
     std::string project = manifest::CudaWheel{file, sha256}.project();
-    KILN_TRY(fetch::Fetched got, fetch::fetch_index_file(fetching.context(), project, file, sha256));
+    KILN_TRY(fetch::Fetched got,
+             fetch::fetch_index_file(fetching.context(), project, file, sha256));
     return got.path;
   };
-  auto cuda = toolchain::make_cuda_source(resolve::cuda_request(target), store.toolkits(), fetch_wheel);
+  auto cuda =
+      toolchain::make_cuda_source(resolve::cuda_request(target), store.toolkits(), fetch_wheel);
   KILN_TRY(tc.cuda, cuda->toolkit());
   KILN_TRY(tc.cxx, toolchain::probe_compiler(target.cxx));
   KILN_CHECK(toolchain::check_host_compiler(tc.cuda, tc.cxx));
@@ -86,15 +93,19 @@ Expected<Toolchain> prepare_toolchain(const resolve::ResolvedTarget& rt, Fetchin
     const manifest::TorchWheel* wheel = nullptr;
     for (const auto& w : target.torch_wheels)
       if (w.python_tag == tc.python.abi_tag) wheel = &w;
-    if (!wheel) return Error::failed(cat("target ", target.name, " pins no torch wheel for ", tc.python.abi_tag));
-    KILN_TRY(fetch::Fetched got, fetch::fetch_index_file(fetching.context(), "torch", wheel->file, wheel->sha256));
+    if (!wheel)
+      return Error::failed(
+          cat("target ", target.name, " pins no torch wheel for ", tc.python.abi_tag));
+    KILN_TRY(fetch::Fetched got,
+             fetch::fetch_index_file(fetching.context(), "torch", wheel->file, wheel->sha256));
     KILN_TRY(tc.torch, toolchain::torch_from_wheel(got.path, wheel->sha256, store.sysroots()));
     tc.torch_wheel = got.path;
   } else {
     KILN_TRY(tc.torch, toolchain::torch_from_environment(tc.python.executable));
   }
   if (!tc.torch.cuda.empty())
-    KILN_CHECK(toolchain::check_cuda_matches(tc.cuda, tc.torch.cuda, cat("torch ", tc.torch.version)));
+    KILN_CHECK(
+        toolchain::check_cuda_matches(tc.cuda, tc.torch.cuda, cat("torch ", tc.torch.version)));
   return tc;
 }
 
@@ -109,7 +120,9 @@ void add_description(const manifest::Manifest& m, const fs::path& src, wheel::Co
     }
     md.description = *text;
     std::string ext = fs::path(m.readme).extension().string();
-    md.description_content_type = ext == ".md" ? "text/markdown" : ext == ".rst" ? "text/x-rst" : "text/plain";
+    md.description_content_type = ext == ".md"    ? "text/markdown"
+                                  : ext == ".rst" ? "text/x-rst"
+                                                  : "text/plain";
     return;
   }
   auto text = read_file(src / "PKG-INFO", kMaxDescription);
@@ -119,7 +132,8 @@ void add_description(const manifest::Manifest& m, const fs::path& src, wheel::Co
   md.description_content_type = parsed.first("Description-Content-Type");
 }
 
-Expected<std::vector<wheel::WheelEntry>> license_entries(const manifest::Manifest& m, const fs::path& src) {
+Expected<std::vector<wheel::WheelEntry>> license_entries(const manifest::Manifest& m,
+                                                         const fs::path& src) {
   std::vector<wheel::WheelEntry> out;
   std::error_code ec;
   const fs::path top = fs::canonical(src, ec);
@@ -138,17 +152,20 @@ Expected<std::vector<wheel::WheelEntry>> license_entries(const manifest::Manifes
 
 // The setuptools backend's environment for a target: <cache>/envs/setuptools-<identity>, made
 // (its pinned files fetched first) when missing.
-Expected<fs::path> setuptools_env(const manifest::BuildEnvPins& pins, const resolve::ResolvedTarget& rt,
-                                  const Toolchain& tc, Fetching& fetching, const cache::Store& store) {
+Expected<fs::path> setuptools_env(const manifest::BuildEnvPins& pins,
+                                  const resolve::ResolvedTarget& rt, const Toolchain& tc,
+                                  Fetching& fetching, const cache::Store& store) {
   const bool pinned_torch = rt.target.torch_source == manifest::Target::TorchSource::Pypi;
   const auto* runtime = pinned_torch ? pins.runtime_for(rt.target.torch_version) : nullptr;
   if (pinned_torch && !runtime)
-    return Error::bad_input(cat("the setuptools backend cannot import torch ", rt.target.torch_version, " of target ",
-                                rt.target.name, ": ", pins.display_path, " pins no [[torch-runtime]] for it (add one, ",
+    return Error::bad_input(cat("the setuptools backend cannot import torch ",
+                                rt.target.torch_version, " of target ", rt.target.name, ": ",
+                                pins.display_path, " pins no [[torch-runtime]] for it (add one, ",
                                 "or use a target with torch.source = \"environment\")"));
-  json identity = {{"python", {{"executable", tc.python.executable}, {"version", tc.python.version}}},
-                   {"torch", tc.torch.identity()},
-                   {"pins", pins.identity(pinned_torch ? rt.target.torch_version : "")}};
+  json identity = {
+      {"python", {{"executable", tc.python.executable}, {"version", tc.python.version}}},
+      {"torch", tc.torch.identity()},
+      {"pins", pins.identity(pinned_torch ? rt.target.torch_version : "")}};
   if (!pinned_torch) identity["torch"]["site"] = tc.torch.root.parent_path().string();
   build::BuildEnvSpec spec;
   spec.dir = store.envs() / cat("setuptools-", sha256_hex(identity.dump()).substr(0, 16));
@@ -160,28 +177,35 @@ Expected<fs::path> setuptools_env(const manifest::BuildEnvPins& pins, const reso
   std::vector<manifest::PinnedWheel> files = pins.tools;
   if (runtime) files.insert(files.end(), runtime->begin(), runtime->end());
   for (const auto& w : files) {
-    KILN_TRY(fetch::Fetched got, fetch::fetch_index_file(fetching.context(), w.project, w.file, w.sha256));
+    KILN_TRY(fetch::Fetched got,
+             fetch::fetch_index_file(fetching.context(), w.project, w.file, w.sha256));
     if (spec.pip.empty()) spec.pip = got.path;  // pins.tools starts with pip
     spec.wheels.push_back(got.path);
   }
-  if (pinned_torch) spec.wheels.push_back(tc.torch_wheel);
-  else spec.torch_site = tc.torch.root.parent_path();
+  if (pinned_torch)
+    spec.wheels.push_back(tc.torch_wheel);
+  else
+    spec.torch_site = tc.torch.root.parent_path();
   KILN_CHECK(build::ensure_build_env(spec));
   return spec.dir;
 }
 
 // What compiled wheels share, whichever backend built their modules: version with the local
 // label, tags (manylinux from the ELF files), the torch pin, provenance.
-Expected<void> finish_compiled(const manifest::Manifest& m, const resolve::ResolvedTarget& rt, const Toolchain& tc,
-                               const std::vector<elf::ElfInfo>& elves, wheel::WheelSpec& spec, json& provenance) {
+Expected<void> finish_compiled(const manifest::Manifest& m, const resolve::ResolvedTarget& rt,
+                               const Toolchain& tc, const std::vector<elf::ElfInfo>& elves,
+                               wheel::WheelSpec& spec, json& provenance) {
   KILN_TRY(wheel::PlatformTag platform, wheel::manylinux_tag(elves));
   spec.version = cat(m.version, "+", wheel::local_label(rt.target.cuda_version, tc.torch.version));
   spec.tag = cat(tc.python.python_tag, "-", tc.python.abi_tag, "-", platform.tag);
   spec.metadata.requires_dist = wheel::pin_torch(m.requires_dist, rt.target.torch_minor(), true);
   provenance["archs"] = rt.target.archs.canonical();
-  provenance["tools"] = {{"nvcc", tc.cuda.version_text}, {"cxx", tc.cxx.version_text},
-                         {"python", tc.python.version}, {"torch", tc.torch.identity()}};
-  provenance["platform"] = {{"tag", platform.tag}, {"limited_by", platform.limiting}, {"highest", platform.highest}};
+  provenance["tools"] = {{"nvcc", tc.cuda.version_text},
+                         {"cxx", tc.cxx.version_text},
+                         {"python", tc.python.version},
+                         {"torch", tc.torch.identity()}};
+  provenance["platform"] = {
+      {"tag", platform.tag}, {"limited_by", platform.limiting}, {"highest", platform.highest}};
   return {};
 }
 
@@ -202,8 +226,10 @@ std::vector<std::string> explain_changes(const json& before, const json& after) 
   std::vector<std::string> out;
   for (const auto& [k, v] : b) {
     auto it = a.find(k);
-    if (it == a.end()) out.push_back(cat(k, ": (new) -> ", v));
-    else if (it->second != v) out.push_back(cat(k, ": ", it->second, " -> ", v));
+    if (it == a.end())
+      out.push_back(cat(k, ": (new) -> ", v));
+    else if (it->second != v)
+      out.push_back(cat(k, ": ", it->second, " -> ", v));
   }
   for (const auto& [k, v] : a)
     if (!b.count(k)) out.push_back(cat(k, ": ", v, " -> (gone)"));
@@ -213,7 +239,8 @@ std::vector<std::string> explain_changes(const json& before, const json& after) 
 Expected<Result> run(const resolve::Plan& plan, const Options& options) {
   Result result;
   cache::Store store(options.cache);
-  KILN_TRY(std::unique_ptr<Fetching> fetching, Fetching::create(options.cache, options.offline, options.index_url));
+  KILN_TRY(std::unique_ptr<Fetching> fetching,
+           Fetching::create(options.cache, options.offline, options.index_url));
   std::map<std::string, Toolchain> toolchains;  // per target, prepared on first miss
 
   for (const auto& item : plan.items) {
@@ -223,15 +250,24 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
     for (const auto& t : plan.targets)
       if (t.target.name == item.target_name) rt = &t;
     double started = now();
-    ItemResult ir{m.name, m.version, item.target_name, item.key, manifest::backend_name(m.backend), {}, {}, false, {}, 0};
+    ItemResult ir{m.name,
+                  m.version,
+                  item.target_name,
+                  item.key,
+                  manifest::backend_name(m.backend),
+                  {},
+                  {},
+                  false,
+                  {},
+                  0};
     fs::path last = options.cache / "last" / item.target_name / (m.normalized_name() + ".json");
 
     KILN_TRY(cache::Lock lock, store.lock(item.key));
     std::string damaged;
     auto hit = store.lookup_verified(item.key, damaged);
     if (!damaged.empty())
-      log::warn(cat("cache entry ", item.key.substr(0, 16), " of ", m.name, " was damaged (", damaged,
-                    "); it was removed and is built again"));
+      log::warn(cat("cache entry ", item.key.substr(0, 16), " of ", m.name, " was damaged (",
+                    damaged, "); it was removed and is built again"));
     if (hit) {
       ir.cache_hit = true;
       ir.wheel = hit->wheel;
@@ -244,12 +280,17 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
     if (options.explain) {
       auto previous = read_file(last);
       json before = previous ? json::parse(*previous, nullptr, false) : json();
-      if (before.is_discarded() || before.is_null()) ir.why.push_back("no earlier build of this package for this target");
-      else ir.why = explain_changes(before, item.inputs);
-      if (ir.why.empty()) ir.why.push_back("the cache has no entry for this key (removed or never committed)");
+      if (before.is_discarded() || before.is_null())
+        ir.why.push_back("no earlier build of this package for this target");
+      else
+        ir.why = explain_changes(before, item.inputs);
+      if (ir.why.empty())
+        ir.why.push_back("the cache has no entry for this key (removed or never committed)");
     }
-    if (m.backend == manifest::Backend::Setuptools) KILN_CHECK(build::torch_cuda_arch_list(rt->target.archs));
-    log::info(cat("building ", m.name, " ", m.version, " for ", item.target_name, " (", manifest::backend_name(m.backend), ")"));
+    if (m.backend == manifest::Backend::Setuptools)
+      KILN_CHECK(build::torch_cuda_arch_list(rt->target.archs));
+    log::info(cat("building ", m.name, " ", m.version, " for ", item.target_name, " (",
+                  manifest::backend_name(m.backend), ")"));
 
     // Sources: fetch, unpack or copy, patch — in a build root named after the sources.
     const std::string sources = source_key(m, item.inputs);
@@ -273,8 +314,11 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
     if (m.backend != manifest::Backend::Setuptools) {  // the setuptools build says what it ships
       KILN_TRY(spec.files, build::collect_packages(src, m.packages));
     }
-    json provenance = {{"kiln", KILN_VERSION}, {"recipe", resolve::kRecipeVersion}, {"build_key", item.key},
-                       {"backend", manifest::backend_name(m.backend)}, {"inputs", item.inputs}};
+    json provenance = {{"kiln", KILN_VERSION},
+                       {"recipe", resolve::kRecipeVersion},
+                       {"build_key", item.key},
+                       {"backend", manifest::backend_name(m.backend)},
+                       {"inputs", item.inputs}};
 
     // Each target's toolchain is prepared once, by the first compiled package that needs it.
     const Toolchain* item_toolchain = nullptr;
@@ -302,10 +346,14 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
       ctx.cxx = tc.cxx;
       ctx.archs = rt->target.archs;
       ctx.object_cache = store.objects();
-      ctx.object_salt = json{{"recipe", resolve::kRecipeVersion}, {"sources", sources},
-                             {"toolchain", rt->toolchain}, {"torch", tc.torch.identity()}}.dump();
+      ctx.object_salt = json{{"recipe", resolve::kRecipeVersion},
+                             {"sources", sources},
+                             {"toolchain", rt->toolchain},
+                             {"torch", tc.torch.identity()}}
+                            .dump();
       ctx.jobs = options.jobs;
-      if (item.inputs.contains("shards")) ctx.shards = item.inputs["shards"].get<std::map<std::string, int>>();
+      if (item.inputs.contains("shards"))
+        ctx.shards = item.inputs["shards"].get<std::map<std::string, int>>();
       ctx.root_lock_fd = build_root.lock_fd();
       auto built = build::build_native(ctx);
       keep_logs(root, store.logs() / item.key);
@@ -339,7 +387,8 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
       for (const auto& t : built->stats.timings) result.timings.push_back(t);
       std::vector<elf::ElfInfo> elves;
       for (const auto& f : built->files) {
-        if (std::find(built->modules.begin(), built->modules.end(), f.path) == built->modules.end()) continue;
+        if (std::find(built->modules.begin(), built->modules.end(), f.path) == built->modules.end())
+          continue;
         KILN_TRY(elf::ElfInfo info, elf::read_elf(f.data, f.path));
         elves.push_back(std::move(info));
       }
@@ -368,23 +417,30 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
       KILN_TRY(validate::Report report, validate::validate_wheel(wheel_path, checks));
       std::vector<std::string> failures;
       for (const auto& c : report.checks) {
-        if (c.verdict == validate::Verdict::Warn) log::warn(cat(m.name, ": ", c.id, ": ", c.message));
-        if (c.verdict == validate::Verdict::Fail) failures.push_back(cat("  ", c.id, ": ", c.message));
+        if (c.verdict == validate::Verdict::Warn)
+          log::warn(cat(m.name, ": ", c.id, ": ", c.message));
+        if (c.verdict == validate::Verdict::Fail)
+          failures.push_back(cat("  ", c.id, ": ", c.message));
       }
       if (!failures.empty()) {
-        return Error::failed(cat(m.name, ": the built wheel fails validation: ", failures.front().substr(2)),
-                             join(failures, "\n"));
+        return Error::failed(
+            cat(m.name, ": the built wheel fails validation: ", failures.front().substr(2)),
+            join(failures, "\n"));
       }
     }
-    json info = {{"package", m.name}, {"version", spec.version}, {"target", item.target_name},
-                 {"backend", manifest::backend_name(m.backend)}, {"manifest_version", m.version}};
+    json info = {{"package", m.name},
+                 {"version", spec.version},
+                 {"target", item.target_name},
+                 {"backend", manifest::backend_name(m.backend)},
+                 {"manifest_version", m.version}};
     if (m.backend != manifest::Backend::Pure) info["archs"] = rt->target.archs.canonical();
     KILN_TRY(cache::Entry entry, store.commit(item.key, wheel_path, info));
     KILN_CHECK(write_file_atomic(last, item.inputs.dump(2) + "\n"));
     ir.wheel = entry.wheel;
     ir.sha256 = entry.sha256;
     ir.seconds = now() - started;
-    log::info(cat("built ", entry.wheel.filename().string(), " (", static_cast<int>(ir.seconds + 0.5), " s)"));
+    log::info(cat("built ", entry.wheel.filename().string(), " (",
+                  static_cast<int>(ir.seconds + 0.5), " s)"));
     result.items.push_back(std::move(ir));
   }
   result.downloads = fetching->downloads();

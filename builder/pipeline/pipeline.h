@@ -15,10 +15,10 @@ namespace kiln::pipeline {
 
 struct Options {
   std::filesystem::path cache;
-  int jobs = 0;            // 0: one per core
-  bool offline = false;    // never touch the network
-  std::string index_url;   // "" = pip's configuration
-  bool explain = false;    // say why each package is (re)built
+  int jobs = 0;                  // 0: one per core
+  bool offline = false;          // never touch the network
+  std::string index_url;         // "" = pip's configuration
+  bool explain = false;          // say why each package is (re)built
   bool keep_build_root = false;  // keep each item's build root (sources, objects, logs)
 };
 

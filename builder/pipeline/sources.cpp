@@ -13,17 +13,23 @@ namespace kiln::pipeline {
 
 namespace fs = std::filesystem;
 
-Fetching::Fetching(std::unique_ptr<fetch::HttpClient> http, const fs::path& cache, bool offline, std::string index)
-    : http_(std::move(http)), downloader_(*http_, cache, offline), context_{downloader_, std::move(index)} {}
+Fetching::Fetching(std::unique_ptr<fetch::HttpClient> http, const fs::path& cache, bool offline,
+                   std::string index)
+    : http_(std::move(http)),
+      downloader_(*http_, cache, offline),
+      context_{downloader_, std::move(index)} {}
 
-Expected<std::unique_ptr<Fetching>> Fetching::create(const fs::path& cache, bool offline, const std::string& index_url) {
+Expected<std::unique_ptr<Fetching>> Fetching::create(const fs::path& cache, bool offline,
+                                                     const std::string& index_url) {
   KILN_TRY(fetch::IndexSetting index, fetch::configured_index(index_url));
-  auto fetching = std::unique_ptr<Fetching>(new Fetching(fetch::make_curl_client(), cache, offline, index.url));
+  auto fetching =
+      std::unique_ptr<Fetching>(new Fetching(fetch::make_curl_client(), cache, offline, index.url));
   if (const char* limit = std::getenv("KILN_MAX_DOWNLOAD"); limit && *limit) {
     auto bytes = parse_byte_size(limit);
     if (!bytes || *bytes == 0)
-      return Error::bad_input(cat("KILN_MAX_DOWNLOAD='", printable_excerpt(limit, 40),
-                                  "': expected a size in bytes, or with a K, M or G suffix (e.g. 8G)"));
+      return Error::bad_input(
+          cat("KILN_MAX_DOWNLOAD='", printable_excerpt(limit, 40),
+              "': expected a size in bytes, or with a K, M or G suffix (e.g. 8G)"));
     fetching->downloader_.set_max_bytes(*bytes);
   }
   return fetching;
@@ -33,13 +39,16 @@ std::size_t Fetching::downloads() const {
   return git_fetches_ + static_cast<std::size_t>(downloader_.network_downloads());
 }
 
-Expected<fetch::Fetched> fetch_package(const manifest::Manifest& m, Fetching& fetching, const fs::path& checkout_dir) {
-  KILN_TRY(fetch::Fetched got, fetch::make_source(m.source, fetching.context())->fetch(checkout_dir));
+Expected<fetch::Fetched> fetch_package(const manifest::Manifest& m, Fetching& fetching,
+                                       const fs::path& checkout_dir) {
+  KILN_TRY(fetch::Fetched got,
+           fetch::make_source(m.source, fetching.context())->fetch(checkout_dir));
   if (got.downloaded && m.source.kind == manifest::Source::Kind::Git) fetching.count_git_fetch();
   return got;
 }
 
-Expected<void> prepare_tree(const manifest::Manifest& m, Fetching& fetching, const fs::path& scratch, const fs::path& dest) {
+Expected<void> prepare_tree(const manifest::Manifest& m, Fetching& fetching,
+                            const fs::path& scratch, const fs::path& dest) {
   std::error_code ec;
   if (fs::exists(dest, ec)) return Error::bad_input(cat(dest.string(), " already exists"));
   fs::remove_all(scratch, ec);
@@ -52,7 +61,8 @@ Expected<void> prepare_tree(const manifest::Manifest& m, Fetching& fetching, con
     auto unpacked = archive::unpack(source.path, scratch / "unpacked");
     if (!unpacked) {
       // A hostile or broken archive is not kept, though its bytes matched the pin.
-      if (unpacked.error().kind == ErrorKind::BadInput && source.path.parent_path().parent_path().parent_path().filename() == "downloads")
+      if (unpacked.error().kind == ErrorKind::BadInput &&
+          source.path.parent_path().parent_path().parent_path().filename() == "downloads")
         fs::remove_all(source.path.parent_path(), ec);
       return std::move(unpacked).error();
     }
@@ -62,7 +72,8 @@ Expected<void> prepare_tree(const manifest::Manifest& m, Fetching& fetching, con
         !fs::is_symlink(top / unpacked->top_level[0]))
       top /= unpacked->top_level[0];
     fs::rename(top, tree, ec);
-    if (ec) return Error::failed(cat("cannot move the unpacked sources into place: ", ec.message()));
+    if (ec)
+      return Error::failed(cat("cannot move the unpacked sources into place: ", ec.message()));
   }
   if (!m.patches.empty()) {
     std::vector<patch::PatchText> texts;
@@ -75,8 +86,9 @@ Expected<void> prepare_tree(const manifest::Manifest& m, Fetching& fetching, con
   KILN_CHECK(ensure_directory(dest.parent_path().empty() ? fs::path(".") : dest.parent_path()));
   fs::rename(tree, dest, ec);
   if (ec) {  // another filesystem: copy beside dest, then rename, so dest appears whole
-    KILN_TRY(TempDir staging, TempDir::create(dest.parent_path().empty() ? fs::path(".") : dest.parent_path(),
-                                              cat(".", dest.filename().string(), ".tmp-")));
+    KILN_TRY(TempDir staging,
+             TempDir::create(dest.parent_path().empty() ? fs::path(".") : dest.parent_path(),
+                             cat(".", dest.filename().string(), ".tmp-")));
     KILN_CHECK(archive::copy_tree(tree, staging.path() / "t"));
     fs::rename(staging.path() / "t", dest, ec);
     if (ec) return Error::failed(cat("cannot create ", dest.string(), ": ", ec.message()));

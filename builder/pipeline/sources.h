@@ -17,15 +17,16 @@ namespace kiln::pipeline {
 // The fetch stage wired up: libcurl, the download cache under `cache`, pip's index settings.
 class Fetching {
  public:
-  static Expected<std::unique_ptr<Fetching>> create(const std::filesystem::path& cache, bool offline,
-                                                    const std::string& index_url);
+  static Expected<std::unique_ptr<Fetching>> create(const std::filesystem::path& cache,
+                                                    bool offline, const std::string& index_url);
   fetch::Context& context() { return context_; }
   // Network downloads (files and git fetches) made so far.
   std::size_t downloads() const;
   void count_git_fetch() { ++git_fetches_; }
 
  private:
-  Fetching(std::unique_ptr<fetch::HttpClient> http, const std::filesystem::path& cache, bool offline, std::string index);
+  Fetching(std::unique_ptr<fetch::HttpClient> http, const std::filesystem::path& cache,
+           bool offline, std::string index);
   std::unique_ptr<fetch::HttpClient> http_;
   fetch::Downloader downloader_;
   fetch::Context context_;
@@ -38,7 +39,8 @@ Expected<fetch::Fetched> fetch_package(const manifest::Manifest& m, Fetching& fe
 
 // Writes the patched source tree of `m` to `dest`, which must not exist. `scratch` is a directory
 // kiln may use for this (it is emptied). On failure `dest` does not exist.
-Expected<void> prepare_tree(const manifest::Manifest& m, Fetching& fetching, const std::filesystem::path& scratch,
+Expected<void> prepare_tree(const manifest::Manifest& m, Fetching& fetching,
+                            const std::filesystem::path& scratch,
                             const std::filesystem::path& dest);
 
 }  // namespace kiln::pipeline

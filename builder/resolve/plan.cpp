@@ -31,7 +31,9 @@ toolchain::CudaRequest cuda_request(const Target& target) {
 Expected<ResolvedTarget> resolve_target(const Target& target) {
   ResolvedTarget rt{target, json::object(), ""};
   auto python = toolchain::probe_python(target.interpreter());
-  if (!python) return Error::failed(cat("target ", target.name, ": ", python.error().message), python.error().detail);
+  if (!python)
+    return Error::failed(cat("target ", target.name, ": ", python.error().message),
+                         python.error().detail);
   rt.python_tag = python->abi_tag;
   rt.toolchain["python"] = python->identity();
 
@@ -43,10 +45,11 @@ Expected<ResolvedTarget> resolve_target(const Target& target) {
       if (w.python_tag == python->abi_tag) wheel = &w;
     }
     if (!wheel)
-      return Error::failed(cat("target ", target.name, " pins no torch ", target.torch_version, " wheel for ",
-                               python->abi_tag, " (Python ", python->version, " at ", python->executable,
-                               "); it has: ", join(tags, ", ")));
-    rt.toolchain["torch"] = {{"version", target.torch_version}, {"file", wheel->file}, {"sha256", wheel->sha256}};
+      return Error::failed(cat("target ", target.name, " pins no torch ", target.torch_version,
+                               " wheel for ", python->abi_tag, " (Python ", python->version, " at ",
+                               python->executable, "); it has: ", join(tags, ", ")));
+    rt.toolchain["torch"] = {
+        {"version", target.torch_version}, {"file", wheel->file}, {"sha256", wheel->sha256}};
   } else {
     auto torch = toolchain::torch_from_environment(python->executable);
     if (!torch) return Error::failed(cat("target ", target.name, ": ", torch.error().message));
@@ -56,10 +59,13 @@ Expected<ResolvedTarget> resolve_target(const Target& target) {
   // The system toolkit is found and asked for its version; the wheel toolkit is its pins.
   auto cuda = toolchain::make_cuda_source(cuda_request(target), {}, {});
   auto cuda_id = cuda->identity();
-  if (!cuda_id) return Error{cuda_id.error().kind, cat("target ", target.name, ": ", cuda_id.error().message), cuda_id.error().detail};
+  if (!cuda_id)
+    return Error{cuda_id.error().kind, cat("target ", target.name, ": ", cuda_id.error().message),
+                 cuda_id.error().detail};
   if (target.cuda_toolkit == "system") {
     KILN_TRY(toolchain::CudaToolkit found, cuda->toolkit());
-    KILN_CHECK(toolchain::check_cuda_matches(found, target.cuda_version, cat("target ", target.name)));
+    KILN_CHECK(
+        toolchain::check_cuda_matches(found, target.cuda_version, cat("target ", target.name)));
   }
   rt.toolchain["cuda"] = *cuda_id;
 
@@ -109,10 +115,13 @@ Expected<json> key_inputs(const Manifest& manifest, const ResolvedTarget& target
   return inputs;
 }
 
-std::string key_of(const json& inputs) { return sha256_hex(inputs.dump()); }
+std::string key_of(const json& inputs) {
+  return sha256_hex(inputs.dump());
+}
 
 Expected<Plan> make_plan(const manifest::Repository& repo, const std::vector<std::string>& packages,
-                         const std::vector<Target>& targets, int slots, std::optional<Backend> backend) {
+                         const std::vector<Target>& targets, int slots,
+                         std::optional<Backend> backend) {
   std::vector<const Manifest*> selected;
   if (packages.empty()) {
     KILN_TRY(selected, repo.newest_of_each());
@@ -147,7 +156,8 @@ Expected<Plan> make_plan(const manifest::Repository& repo, const std::vector<std
   }
   // Pure packages depend on no toolchain: a plan of only those probes nothing (no Python, CUDA
   // or compiler needed on the machine).
-  bool compiled = std::any_of(selected.begin(), selected.end(), [](const Manifest* m) { return m->backend != Backend::Pure; });
+  bool compiled = std::any_of(selected.begin(), selected.end(),
+                              [](const Manifest* m) { return m->backend != Backend::Pure; });
   for (const auto& target : targets) {
     if (!compiled) {
       plan.targets.push_back(ResolvedTarget{target, json::object(), ""});

@@ -29,8 +29,8 @@ struct ResolvedTarget {
 struct PlanItem {
   const manifest::Manifest* manifest = nullptr;
   std::string target_name;
-  std::string key;          // 64 hex digits
-  nlohmann::json inputs;    // what the key hashes
+  std::string key;        // 64 hex digits
+  nlohmann::json inputs;  // what the key hashes
 };
 
 struct Plan {
@@ -55,8 +55,8 @@ int shard_count(int units, int slots);
 // shard counts of its shardable sources ("shards": {"<extension>/<source>": n}) are among them:
 // they depend on `slots` (0: one per core), and the objects, hence the wheel's bytes, on them.
 // For the setuptools backend, the pins of its build environment are too.
-Expected<nlohmann::json> key_inputs(const manifest::Manifest& manifest, const ResolvedTarget& target,
-                                    int slots = 0,
+Expected<nlohmann::json> key_inputs(const manifest::Manifest& manifest,
+                                    const ResolvedTarget& target, int slots = 0,
                                     const manifest::BuildEnvPins* build_env = nullptr);
 std::string key_of(const nlohmann::json& inputs);
 

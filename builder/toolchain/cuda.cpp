@@ -10,7 +10,9 @@ namespace kiln::toolchain {
 
 namespace fs = std::filesystem;
 
-int CudaToolkit::major() const { return std::atoi(version.c_str()); }
+int CudaToolkit::major() const {
+  return std::atoi(version.c_str());
+}
 
 nlohmann::json CudaToolkit::identity() const {
   return {{"version", version}, {"nvcc_version", version_text}};
@@ -35,7 +37,8 @@ Expected<void> check_cuda_matches(const CudaToolkit& toolkit, const std::string&
   if (wanted_major != toolkit.major())
     return Error::failed(cat(wanted_by, " needs CUDA ", wanted_version, " but the toolkit at ",
                              toolkit.home.string(), " is CUDA ", toolkit.version,
-                             ": install a CUDA ", wanted_major, ".x toolkit and point CUDA_HOME at it"));
+                             ": install a CUDA ", wanted_major,
+                             ".x toolkit and point CUDA_HOME at it"));
   return {};
 }
 
@@ -75,14 +78,16 @@ Expected<void> check_host_compiler(const CudaToolkit& toolkit, const HostCompile
   GccRange range = supported_gcc(toolkit);
   if (major <= 0 || range.max == 0) return {};
   if (major < range.min || major > range.max)
-    return Error::failed(cat("host compiler ", cxx.command, " ", cxx.version, " (", cxx.path, ") is outside the GCC versions CUDA ",
-                             toolkit.version, " supports (", range.min, " to ", range.max, ", from ",
-                             (toolkit.home / "include" / "crt" / "host_config.h").string(),
-                             "): install a g++ in that range and name it in the target's [compiler] cxx"));
+    return Error::failed(cat(
+        "host compiler ", cxx.command, " ", cxx.version, " (", cxx.path,
+        ") is outside the GCC versions CUDA ", toolkit.version, " supports (", range.min, " to ",
+        range.max, ", from ", (toolkit.home / "include" / "crt" / "host_config.h").string(),
+        "): install a g++ in that range and name it in the target's [compiler] cxx"));
   return {};
 }
 
-std::unique_ptr<CudaSource> make_cuda_source(const CudaRequest& request, const fs::path& toolkits, FetchPinned fetch) {
+std::unique_ptr<CudaSource> make_cuda_source(const CudaRequest& request, const fs::path& toolkits,
+                                             FetchPinned fetch) {
   if (request.toolkit == "wheels") return wheels_cuda_source(request, toolkits, std::move(fetch));
   return system_cuda_source(request);
 }

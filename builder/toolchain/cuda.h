@@ -39,7 +39,8 @@ struct CudaRequest {
 };
 
 // Gets a pinned file (a wheel) into the download cache and returns its path.
-using FetchPinned = std::function<Expected<std::filesystem::path>(const std::string& file, const std::string& sha256)>;
+using FetchPinned = std::function<Expected<std::filesystem::path>(const std::string& file,
+                                                                  const std::string& sha256)>;
 
 class CudaSource {
  public:
@@ -52,12 +53,14 @@ class CudaSource {
 };
 
 // `toolkits`: <cache>/toolkits; `fetch`: how the wheel source gets its wheels (unused by system).
-std::unique_ptr<CudaSource> make_cuda_source(const CudaRequest& request, const std::filesystem::path& toolkits,
+std::unique_ptr<CudaSource> make_cuda_source(const CudaRequest& request,
+                                             const std::filesystem::path& toolkits,
                                              FetchPinned fetch);
 
 // The two sources (make_cuda_source picks one by request.toolkit).
 std::unique_ptr<CudaSource> system_cuda_source(const CudaRequest& request);
-std::unique_ptr<CudaSource> wheels_cuda_source(const CudaRequest& request, const std::filesystem::path& toolkits,
+std::unique_ptr<CudaSource> wheels_cuda_source(const CudaRequest& request,
+                                               const std::filesystem::path& toolkits,
                                                FetchPinned fetch);
 
 // The system toolkit: looks in `home_hint` (the target's), $CUDA_HOME, $CUDA_PATH, nvcc on PATH,
@@ -67,7 +70,8 @@ Expected<CudaToolkit> detect_cuda(const std::string& home_hint);
 // installed toolkit (bin/, nvvm/, include/, lib/ with lib64 and targets/x86_64-linux/ links), made
 // whole in a temporary directory and renamed into place under a lock. `wheels` are the pinned
 // files already in the download cache, in the order of `request.wheels`.
-Expected<CudaToolkit> cuda_from_wheels(const CudaRequest& request, const std::vector<std::filesystem::path>& wheels,
+Expected<CudaToolkit> cuda_from_wheels(const CudaRequest& request,
+                                       const std::vector<std::filesystem::path>& wheels,
                                        const std::filesystem::path& toolkits);
 // The directory name of a wheel toolkit: "cuda-13.0-<first 16 hex digits of the pins' hash>".
 std::string wheel_toolkit_name(const CudaRequest& request);

@@ -29,11 +29,13 @@ Expected<CudaToolkit> detect_cuda(const std::string& home_hint) {
     auto text = run_capture({nvcc.string(), "--version"});
     if (!text) return Error::failed(cat("cannot run ", nvcc.string(), ": ", text.error().message));
     CudaToolkit t{home, nvcc, parse_nvcc_release(*text), *text};
-    if (t.version.empty()) return Error::failed(cat("cannot read the CUDA release from ", nvcc.string(), " --version"));
+    if (t.version.empty())
+      return Error::failed(cat("cannot read the CUDA release from ", nvcc.string(), " --version"));
     return t;
   }
-  return Error::failed(cat("no CUDA toolkit found (looked in ", join(looked, ", "),
-                           "); install one, set CUDA_HOME, or use a target with cuda.toolkit = \"wheels\""));
+  return Error::failed(
+      cat("no CUDA toolkit found (looked in ", join(looked, ", "),
+          "); install one, set CUDA_HOME, or use a target with cuda.toolkit = \"wheels\""));
 }
 
 namespace {

@@ -22,10 +22,17 @@ namespace {
 
 // What nvcc needs to compile and what kiln links against, relative to the toolkit root.
 const std::vector<std::string> kRequired = {
-    "bin/nvcc",         "bin/nvcc.profile",          "bin/cudafe++",
-    "bin/ptxas",        "bin/fatbinary",             "bin/nvlink",
-    "nvvm/bin/cicc",    "nvvm/libdevice/libdevice.10.bc",
-    "include/cuda_runtime.h", "include/crt/host_config.h", "lib/libcudart.so",
+    "bin/nvcc",
+    "bin/nvcc.profile",
+    "bin/cudafe++",
+    "bin/ptxas",
+    "bin/fatbinary",
+    "bin/nvlink",
+    "nvvm/bin/cicc",
+    "nvvm/libdevice/libdevice.10.bc",
+    "include/cuda_runtime.h",
+    "include/crt/host_config.h",
+    "lib/libcudart.so",
 };
 
 constexpr const char* kMarker = "kiln-toolkit.json";
@@ -38,25 +45,29 @@ bool present(const fs::path& p) {
 Expected<void> same_content(const fs::path& a, const fs::path& b, const std::string& rel) {
   KILN_TRY(std::string x, sha256_file(a));
   KILN_TRY(std::string y, sha256_file(b));
-  if (x != y) return Error::bad_input(cat("two of the pinned CUDA wheels hold different files at ", rel));
+  if (x != y)
+    return Error::bad_input(cat("two of the pinned CUDA wheels hold different files at ", rel));
   return {};
 }
 
 // Moves the files of one unpacked wheel (nvidia/<component>/...) into the toolkit tree.
-Expected<void> merge_wheel(const fs::path& unpacked, const fs::path& root, const std::string& wheel_name) {
+Expected<void> merge_wheel(const fs::path& unpacked, const fs::path& root,
+                           const std::string& wheel_name) {
   fs::path nvidia = unpacked / "nvidia";
   std::error_code ec;
   if (!fs::is_directory(nvidia, ec))
-    return Error::bad_input(cat(wheel_name, " is not an NVIDIA CUDA component wheel (no nvidia/ directory)"));
+    return Error::bad_input(
+        cat(wheel_name, " is not an NVIDIA CUDA component wheel (no nvidia/ directory)"));
   for (const auto& component : fs::directory_iterator(nvidia, ec)) {
     if (!component.is_directory()) continue;  // nvidia/__init__.py
-    for (auto it = fs::recursive_directory_iterator(component.path(), ec); it != fs::recursive_directory_iterator();
-         it.increment(ec)) {
+    for (auto it = fs::recursive_directory_iterator(component.path(), ec);
+         it != fs::recursive_directory_iterator(); it.increment(ec)) {
       if (ec) break;
       fs::path rel = fs::relative(it->path(), component.path(), ec);
       std::string rel_s = rel.generic_string();
       // Python packaging and NVIDIA's build metadata are not part of the toolkit.
-      if (rel_s.rfind(".metadata", 0) == 0 || rel.filename() == "__init__.py" || rel.filename() == "__pycache__") {
+      if (rel_s.rfind(".metadata", 0) == 0 || rel.filename() == "__init__.py" ||
+          rel.filename() == "__pycache__") {
         if (it->is_directory()) it.disable_recursion_pending();
         continue;
       }
@@ -81,21 +92,25 @@ Expected<void> merge_wheel(const fs::path& unpacked, const fs::path& root, const
 Expected<void> link(const fs::path& target, const fs::path& at, bool directory) {
   if (present(at)) return {};
   std::error_code ec;
-  if (directory) fs::create_directory_symlink(target, at, ec);
-  else fs::create_symlink(target, at, ec);
+  if (directory)
+    fs::create_directory_symlink(target, at, ec);
+  else
+    fs::create_symlink(target, at, ec);
   if (ec) return Error::failed(cat("cannot link ", at.string(), ": ", ec.message()));
   return {};
 }
 
-// The links an installed toolkit has and the wheels lack: lib64 and targets/x86_64-linux/{include,lib}
-// (so nvcc's own include paths read like an installed toolkit's), and the libcudart.so linker name.
+// The links an installed toolkit has and the wheels lack: lib64 and
+// targets/x86_64-linux/{include,lib} (so nvcc's own include paths read like an installed
+// toolkit's), and the libcudart.so linker name.
 Expected<void> lay_out(const fs::path& root) {
   std::error_code ec;
   if (fs::is_directory(root / "lib", ec)) {
     KILN_CHECK(link("lib", root / "lib64", true));
     std::vector<std::string> cudarts;
     for (const auto& e : fs::directory_iterator(root / "lib", ec))
-      if (e.path().filename().string().rfind("libcudart.so.", 0) == 0) cudarts.push_back(e.path().filename().string());
+      if (e.path().filename().string().rfind("libcudart.so.", 0) == 0)
+        cudarts.push_back(e.path().filename().string());
     std::sort(cudarts.begin(), cudarts.end());
     if (!cudarts.empty()) KILN_CHECK(link(cudarts.front(), root / "lib" / "libcudart.so", false));
   }
@@ -111,8 +126,10 @@ Expected<CudaToolkit> open_toolkit(const fs::path& root, const std::string& want
   if (!text) return Error::failed(cat("cannot run ", nvcc.string(), ": ", text.error().message));
   CudaToolkit t{root, nvcc, parse_nvcc_release(*text), *text};
   if (t.version != wanted)
-    return Error::bad_input(cat("the pinned CUDA wheels hold nvcc ", t.version.empty() ? "of an unknown release" : t.version,
-                                ", but the target asks for CUDA ", wanted, ": pin the wheels of CUDA ", wanted));
+    return Error::bad_input(cat("the pinned CUDA wheels hold nvcc ",
+                                t.version.empty() ? "of an unknown release" : t.version,
+                                ", but the target asks for CUDA ", wanted,
+                                ": pin the wheels of CUDA ", wanted));
   return t;
 }
 
@@ -126,7 +143,10 @@ Expected<CudaToolkit> build_toolkit(const CudaRequest& request, const std::vecto
     archive::UnpackOptions options;
     options.filter = [](std::string_view path) { return path.rfind("nvidia/", 0) == 0; };
     auto done = archive::unpack(wheels[i], unpacked, options);
-    if (!done) return Error{done.error().kind, cat("cannot unpack ", wheels[i].filename().string(), ": ", done.error().message), ""};
+    if (!done)
+      return Error{done.error().kind,
+                   cat("cannot unpack ", wheels[i].filename().string(), ": ", done.error().message),
+                   ""};
     KILN_CHECK(merge_wheel(unpacked, root, wheels[i].filename().string()));
     std::error_code ec;
     fs::remove_all(unpacked, ec);
@@ -135,24 +155,35 @@ Expected<CudaToolkit> build_toolkit(const CudaRequest& request, const std::vecto
   std::vector<std::string> missing;
   for (const auto& rel : kRequired)
     if (!present(root / rel)) missing.push_back(rel);
-  bool cccl = present(root / "include" / "cccl" / "cuda" / "std" / "version") || present(root / "include" / "cuda" / "std" / "version");
+  bool cccl = present(root / "include" / "cccl" / "cuda" / "std" / "version") ||
+              present(root / "include" / "cuda" / "std" / "version");
   if (!cccl) missing.push_back("include/[cccl/]cuda/std/version (CCCL)");
   if (!missing.empty()) {
     std::string why;
-    if (std::find(missing.begin(), missing.end(), "bin/nvcc") != missing.end() && request.version.rfind("12.", 0) == 0)
-      why = "; NVIDIA's CUDA 12 wheels on PyPI carry no compiler (nvidia-cuda-nvcc-cu12 holds ptxas, libnvvm and the crt "
-            "headers only; nvcc, cudafe++, cicc, fatbinary and nvlink ship as wheels from CUDA 13.0 on): build this target "
-            "with toolkit = \"system\" and a CUDA 12 toolkit";
-    return Error::bad_input(cat("the pinned CUDA ", request.version, " wheels make no complete toolkit: missing ",
-                                join(missing, ", "), why));
+    if (std::find(missing.begin(), missing.end(), "bin/nvcc") != missing.end() &&
+        request.version.rfind("12.", 0) == 0)
+      why =
+          "; NVIDIA's CUDA 12 wheels on PyPI carry no compiler (nvidia-cuda-nvcc-cu12 holds ptxas, "
+          "libnvvm and the crt "
+          "headers only; nvcc, cudafe++, cicc, fatbinary and nvlink ship as wheels from CUDA 13.0 "
+          "on): build this target "
+          "with toolkit = \"system\" and a CUDA 12 toolkit";
+    return Error::bad_input(cat("the pinned CUDA ", request.version,
+                                " wheels make no complete toolkit: missing ", join(missing, ", "),
+                                why));
   }
   KILN_TRY(CudaToolkit t, open_toolkit(root, request.version));
-  nlohmann::json marker = {{"version", t.version}, {"nvcc_version", t.version_text}, {"wheels", nlohmann::json::array()}};
-  for (const auto& w : request.wheels) marker["wheels"].push_back({{"file", w.file}, {"sha256", w.sha256}});
+  nlohmann::json marker = {{"version", t.version},
+                           {"nvcc_version", t.version_text},
+                           {"wheels", nlohmann::json::array()}};
+  for (const auto& w : request.wheels)
+    marker["wheels"].push_back({{"file", w.file}, {"sha256", w.sha256}});
   KILN_CHECK(write_file_atomic(root / kMarker, marker.dump(2) + "\n"));
   std::error_code ec;
   fs::rename(root, dest, ec);
-  if (ec) return Error::failed(cat("cannot move the CUDA toolkit into ", dest.string(), ": ", ec.message()));
+  if (ec)
+    return Error::failed(
+        cat("cannot move the CUDA toolkit into ", dest.string(), ": ", ec.message()));
   t.home = dest;
   t.nvcc = dest / "bin" / "nvcc";
   return t;
@@ -167,23 +198,27 @@ std::string wheel_toolkit_name(const CudaRequest& request) {
   return cat("cuda-", request.version, "-", sha256_hex(join(pins, "\n")).substr(0, 16));
 }
 
-Expected<CudaToolkit> cuda_from_wheels(const CudaRequest& request, const std::vector<fs::path>& wheels,
+Expected<CudaToolkit> cuda_from_wheels(const CudaRequest& request,
+                                       const std::vector<fs::path>& wheels,
                                        const fs::path& toolkits) {
   if (wheels.size() != request.wheels.size() || wheels.empty())
-    return Error::bad_input(cat("the CUDA ", request.version, " wheel toolkit needs its pinned wheels"));
+    return Error::bad_input(
+        cat("the CUDA ", request.version, " wheel toolkit needs its pinned wheels"));
   fs::path dest = toolkits / wheel_toolkit_name(request);
   // Complete toolkits appear by rename: a directory there is whole.
   if (present(dest / kMarker)) return open_toolkit(dest, request.version);
   KILN_CHECK(ensure_directory(toolkits));
   KILN_TRY(FileLock lock, FileLock::acquire(toolkits / (dest.filename().string() + ".lock")));
-  if (present(dest / kMarker)) return open_toolkit(dest, request.version);  // another kiln made it meanwhile
+  if (present(dest / kMarker))
+    return open_toolkit(dest, request.version);  // another kiln made it meanwhile
   std::error_code ec;
   // Leftovers of a process that died while holding this lock.
   fs::remove_all(dest, ec);
   std::string stale = cat(".", dest.filename().string(), ".tmp-");
   for (const auto& e : fs::directory_iterator(toolkits, ec))
     if (e.path().filename().string().rfind(stale, 0) == 0) fs::remove_all(e.path(), ec);
-  log::info(cat("laying out the CUDA ", request.version, " toolkit from ", wheels.size(), " wheels in ", dest.string()));
+  log::info(cat("laying out the CUDA ", request.version, " toolkit from ", wheels.size(),
+                " wheels in ", dest.string()));
   return build_toolkit(request, wheels, toolkits, dest);
 }
 
@@ -196,7 +231,8 @@ class WheelsSource : public CudaSource {
 
   Expected<nlohmann::json> identity() override {
     nlohmann::json wheels = nlohmann::json::array();
-    for (const auto& w : request_.wheels) wheels.push_back({{"file", w.file}, {"sha256", w.sha256}});
+    for (const auto& w : request_.wheels)
+      wheels.push_back({{"file", w.file}, {"sha256", w.sha256}});
     return nlohmann::json{{"toolkit", "wheels"}, {"version", request_.version}, {"wheels", wheels}};
   }
 
@@ -207,7 +243,10 @@ class WheelsSource : public CudaSource {
     std::vector<fs::path> files;
     for (const auto& w : request_.wheels) {
       auto got = fetch_(w.file, w.sha256);
-      if (!got) return Error{got.error().kind, cat("CUDA ", request_.version, " toolkit: ", got.error().message), got.error().detail};
+      if (!got)
+        return Error{got.error().kind,
+                     cat("CUDA ", request_.version, " toolkit: ", got.error().message),
+                     got.error().detail};
       files.push_back(*got);
     }
     KILN_TRY(CudaToolkit t, cuda_from_wheels(request_, files, toolkits_));
@@ -224,7 +263,8 @@ class WheelsSource : public CudaSource {
 
 }  // namespace
 
-std::unique_ptr<CudaSource> wheels_cuda_source(const CudaRequest& request, const fs::path& toolkits, FetchPinned fetch) {
+std::unique_ptr<CudaSource> wheels_cuda_source(const CudaRequest& request, const fs::path& toolkits,
+                                               FetchPinned fetch) {
   return std::make_unique<WheelsSource>(request, toolkits, std::move(fetch));
 }
 

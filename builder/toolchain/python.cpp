@@ -35,12 +35,16 @@ Expected<PythonInfo> probe_python(const std::string& interpreter) {
     return Error::failed(cat("Python interpreter '", interpreter, "' not found",
                              interpreter.find('/') == std::string::npos ? " on PATH" : ""));
   auto out = run_capture({interpreter, "-I", "-c", kProbe});
-  if (!out) return Error::failed(cat("cannot query Python '", interpreter, "': ", out.error().message), out.error().detail);
+  if (!out)
+    return Error::failed(cat("cannot query Python '", interpreter, "': ", out.error().message),
+                         out.error().detail);
   nlohmann::json j = nlohmann::json::parse(*out, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object())
-    return Error::failed(cat("unexpected answer from Python '", interpreter, "'"), tail_lines(*out, 5));
+    return Error::failed(cat("unexpected answer from Python '", interpreter, "'"),
+                         tail_lines(*out, 5));
   if (j.value("implementation", "") != "cpython")
-    return Error::failed(cat("Python '", interpreter, "' is ", j.value("implementation", "?"), ": kiln builds for CPython"));
+    return Error::failed(cat("Python '", interpreter, "' is ", j.value("implementation", "?"),
+                             ": kiln builds for CPython"));
   PythonInfo info;
   info.executable = j.value("executable", "");
   info.version = j.value("version", "");

@@ -13,8 +13,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::vector<std::string> kLibFiles = {"libc10.so", "libc10_cuda.so", "libtorch.so",
-                                            "libtorch_cpu.so", "libtorch_cuda.so", "libtorch_python.so"};
+const std::vector<std::string> kLibFiles = {"libc10.so",        "libc10_cuda.so",
+                                            "libtorch.so",      "libtorch_cpu.so",
+                                            "libtorch_cuda.so", "libtorch_python.so"};
 
 }  // namespace
 
@@ -65,13 +66,14 @@ std::vector<std::string> pybind_abi_defines(std::string_view libtorch_python) {
 }
 
 const std::vector<std::string>& torch_link_libraries() {
-  static const std::vector<std::string> libs = {"c10", "torch", "torch_cpu", "torch_python",
+  static const std::vector<std::string> libs = {"c10",    "torch",    "torch_cpu", "torch_python",
                                                 "cudart", "c10_cuda", "torch_cuda"};
   return libs;
 }
 
 std::vector<std::string> TorchSysroot::include_dirs() const {
-  return {(root / "include").string(), (root / "include" / "torch" / "csrc" / "api" / "include").string()};
+  return {(root / "include").string(),
+          (root / "include" / "torch" / "csrc" / "api" / "include").string()};
 }
 
 std::vector<std::string> TorchSysroot::abi_flags() const {
@@ -81,7 +83,10 @@ std::vector<std::string> TorchSysroot::abi_flags() const {
 }
 
 nlohmann::json TorchSysroot::identity() const {
-  return {{"version", version}, {"cuda", cuda}, {"cxx11_abi", cxx11_abi}, {"abi_flags", abi_flags()},
+  return {{"version", version},
+          {"cuda", cuda},
+          {"cxx11_abi", cxx11_abi},
+          {"abi_flags", abi_flags()},
           {"sha256", identity_sha256}};
 }
 
@@ -91,13 +96,18 @@ Expected<TorchSysroot> read_torch_sysroot(const fs::path& torch_dir) {
   KILN_TRY(std::string version_py, read_file(torch_dir / "version.py"));
   t.version = py_string_var(version_py, "__version__");
   t.cuda = py_string_var(version_py, "cuda");
-  if (t.version.empty()) return Error::failed(cat("cannot read torch's version from ", (torch_dir / "version.py").string()));
+  if (t.version.empty())
+    return Error::failed(
+        cat("cannot read torch's version from ", (torch_dir / "version.py").string()));
   std::error_code ec;
   if (!fs::is_directory(torch_dir / "include" / "torch", ec))
-    return Error::failed(cat("torch at ", torch_dir.string(), " has no C++ headers (include/torch)"));
+    return Error::failed(
+        cat("torch at ", torch_dir.string(), " has no C++ headers (include/torch)"));
   // C++11 ABI: libc10 exports std::__cxx11 names only when built with it.
   auto c10 = elf::read_elf_file(torch_dir / "lib" / "libc10.so");
-  if (!c10) return Error::failed(cat("cannot read ", (torch_dir / "lib" / "libc10.so").string(), ": ", c10.error().message));
+  if (!c10)
+    return Error::failed(
+        cat("cannot read ", (torch_dir / "lib" / "libc10.so").string(), ": ", c10.error().message));
   t.cxx11_abi = false;
   for (const auto& s : c10->dynamic_symbols)
     if (s.defined && s.name.find("__cxx11") != std::string::npos) {
@@ -117,7 +127,8 @@ Expected<TorchSysroot> read_torch_sysroot(const fs::path& torch_dir) {
   return t;
 }
 
-Expected<TorchSysroot> torch_from_wheel(const fs::path& wheel, const std::string& sha256, const fs::path& sysroots) {
+Expected<TorchSysroot> torch_from_wheel(const fs::path& wheel, const std::string& sha256,
+                                        const fs::path& sysroots) {
   fs::path dest = sysroots / cat("torch-", sha256.substr(0, 16));
   std::error_code ec;
   if (!fs::exists(dest / "torch" / "version.py", ec)) {
@@ -131,8 +142,10 @@ Expected<TorchSysroot> torch_from_wheel(const fs::path& wheel, const std::string
       return path == "torch/" || path == "torch/lib/" || path == "torch/utils/";
     };
     auto unpacked = archive::unpack(wheel, dest, options);
-    if (!unpacked && !fs::exists(dest / "torch" / "version.py", ec))  // a concurrent kiln may have won
-      return Error::failed(cat("cannot unpack torch from ", wheel.filename().string(), ": ", unpacked.error().message));
+    if (!unpacked &&
+        !fs::exists(dest / "torch" / "version.py", ec))  // a concurrent kiln may have won
+      return Error::failed(cat("cannot unpack torch from ", wheel.filename().string(), ": ",
+                               unpacked.error().message));
   }
   KILN_TRY(TorchSysroot t, read_torch_sysroot(dest / "torch"));
   t.identity_sha256 = sha256;
@@ -144,9 +157,11 @@ Expected<TorchSysroot> torch_from_environment(const std::string& interpreter) {
   auto out = run_capture({interpreter, "-c",
                           "import importlib.util, os; s = importlib.util.find_spec('torch'); "
                           "print(os.path.dirname(s.origin) if s else '')"});
-  if (!out) return Error::failed(cat("cannot query ", interpreter, " for torch: ", out.error().message));
+  if (!out)
+    return Error::failed(cat("cannot query ", interpreter, " for torch: ", out.error().message));
   std::string dir(trim(*out));
-  if (dir.empty()) return Error::failed(cat("torch is not installed in the environment of ", interpreter));
+  if (dir.empty())
+    return Error::failed(cat("torch is not installed in the environment of ", interpreter));
   KILN_TRY(TorchSysroot t, read_torch_sysroot(dir));
   // version.py names the exact build (version, CUDA version, git commit): cheap and precise,
   // where hashing the libraries would cost seconds on every resolve.

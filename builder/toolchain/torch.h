@@ -32,7 +32,8 @@ struct TorchSysroot {
 
 // Unpacks include/, lib/ (the libraries extensions link), version.py and cpp_extension.py of the
 // wheel into <sysroots>/torch-<sha>/ once, then reads the facts from those files.
-Expected<TorchSysroot> torch_from_wheel(const std::filesystem::path& wheel, const std::string& sha256,
+Expected<TorchSysroot> torch_from_wheel(const std::filesystem::path& wheel,
+                                        const std::string& sha256,
                                         const std::filesystem::path& sysroots);
 // Reads the facts from an unpacked torch package directory (used by both sources and by tests).
 Expected<TorchSysroot> read_torch_sysroot(const std::filesystem::path& torch_dir);

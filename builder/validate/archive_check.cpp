@@ -19,11 +19,15 @@ std::vector<std::string_view> python_splitlines(std::string_view text) {
   while (i < text.size()) {
     auto c = static_cast<unsigned char>(text[i]);
     std::size_t length = 0;  // of the line break at i
-    if (c == '\r') length = i + 1 < text.size() && text[i + 1] == '\n' ? 2 : 1;
-    else if (c == '\n' || c == 0x0b || c == 0x0c || c == 0x1c || c == 0x1d || c == 0x1e) length = 1;
-    else if (c == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) == 0x85) length = 2;
+    if (c == '\r')
+      length = i + 1 < text.size() && text[i + 1] == '\n' ? 2 : 1;
+    else if (c == '\n' || c == 0x0b || c == 0x0c || c == 0x1c || c == 0x1d || c == 0x1e)
+      length = 1;
+    else if (c == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) == 0x85)
+      length = 2;
     else if (c == 0xe2 && i + 2 < text.size() && static_cast<unsigned char>(text[i + 1]) == 0x80 &&
-             (static_cast<unsigned char>(text[i + 2]) == 0xa8 || static_cast<unsigned char>(text[i + 2]) == 0xa9))
+             (static_cast<unsigned char>(text[i + 2]) == 0xa8 ||
+              static_cast<unsigned char>(text[i + 2]) == 0xa9))
       length = 3;
     if (length == 0) {
       ++i;
@@ -56,22 +60,32 @@ std::vector<std::pair<std::size_t, std::vector<std::string>>> parse_record(std::
       switch (state) {
         case StartRecord:
         case StartField:
-          if (c == '"') state = InQuoted;
-          else if (c == ',') save(), state = StartField;
-          else field += c, state = InField;
+          if (c == '"')
+            state = InQuoted;
+          else if (c == ',')
+            save(), state = StartField;
+          else
+            field += c, state = InField;
           break;
         case InField:
-          if (c == ',') save(), state = StartField;
-          else field += c;
+          if (c == ',')
+            save(), state = StartField;
+          else
+            field += c;
           break;
         case InQuoted:
-          if (c == '"') state = QuoteInQuoted;
-          else field += c;
+          if (c == '"')
+            state = QuoteInQuoted;
+          else
+            field += c;
           break;
         case QuoteInQuoted:
-          if (c == '"') field += c, state = InQuoted;
-          else if (c == ',') save(), state = StartField;
-          else field += c, state = InField;
+          if (c == '"')
+            field += c, state = InQuoted;
+          else if (c == ',')
+            save(), state = StartField;
+          else
+            field += c, state = InField;
           break;
       }
     }
@@ -108,7 +122,8 @@ CheckResult check_archive(const LoadedWheel& w) {
   std::string want_data = cat(w.name.distribution, "-", w.name.version, ".data");
   std::set<std::string> infos, datas;
   for (const auto& e : zip.entries()) {
-    if (e.is_symlink()) f.fail(cat("entry '", e.name, "' is a symbolic link (installers write it as a file)"));
+    if (e.is_symlink())
+      f.fail(cat("entry '", e.name, "' is a symbolic link (installers write it as a file)"));
     auto slash = e.name.find('/');
     if (slash == std::string::npos) continue;
     std::string top = e.name.substr(0, slash);
@@ -121,9 +136,11 @@ CheckResult check_archive(const LoadedWheel& w) {
       datas.insert(top);
       std::string rest = e.name.substr(slash + 1);
       std::string kind = rest.substr(0, rest.find('/'));
-      static const std::set<std::string> kinds = {"purelib", "platlib", "headers", "scripts", "data"};
+      static const std::set<std::string> kinds = {"purelib", "platlib", "headers", "scripts",
+                                                  "data"};
       if (!kinds.count(kind) && !e.is_directory())
-        f.fail(cat("entry '", e.name, "' is in ", top, "/ but not under purelib, platlib, headers, scripts or data"));
+        f.fail(cat("entry '", e.name, "' is in ", top,
+                   "/ but not under purelib, platlib, headers, scripts or data"));
     }
   }
   auto same_dir = [&](const std::string& found, const char* suffix) {
@@ -132,21 +149,25 @@ CheckResult check_archive(const LoadedWheel& w) {
     std::string stem = found.substr(0, found.size() - s.size());
     auto dash = stem.rfind('-');
     if (dash == std::string::npos) return false;
-    return manifest::wheel_name(stem.substr(0, dash)) == manifest::wheel_name(w.name.distribution) &&
+    return manifest::wheel_name(stem.substr(0, dash)) ==
+               manifest::wheel_name(w.name.distribution) &&
            stem.substr(dash + 1) == w.name.version;
   };
   if (infos.empty()) {
     f.fail(cat("no .dist-info directory (expected ", want_info, "/)"));
   } else if (infos.size() > 1) {
-    f.fail(cat("several .dist-info directories: ", join(std::vector<std::string>(infos.begin(), infos.end()), ", ")));
+    f.fail(cat("several .dist-info directories: ",
+               join(std::vector<std::string>(infos.begin(), infos.end()), ", ")));
   } else if (!same_dir(*infos.begin(), ".dist-info")) {
     f.fail(cat("the .dist-info directory is ", *infos.begin(), "; the file name says ", want_info));
   }
   for (const auto& d : datas)
-    if (!same_dir(d, ".data")) f.fail(cat("the .data directory is ", d, "; the file name says ", want_data));
+    if (!same_dir(d, ".data"))
+      f.fail(cat("the .data directory is ", d, "; the file name says ", want_data));
   if (!w.dist_info.empty()) {
     for (const char* required : {"METADATA", "WHEEL", "RECORD"})
-      if (!zip.find(cat(w.dist_info, "/", required))) f.fail(cat(w.dist_info, "/", required, " is missing"));
+      if (!zip.find(cat(w.dist_info, "/", required)))
+        f.fail(cat(w.dist_info, "/", required, " is missing"));
   }
 
   // Every entry must read back: sizes and CRCs against the central directory.
@@ -182,16 +203,19 @@ CheckResult check_archive(const LoadedWheel& w) {
         continue;
       }
       if (auto [it, fresh] = listed.emplace(path, line); !fresh) {
-        f.fail(cat(where, ": ", printable_excerpt(path, 200), " is listed twice (first on line ", it->second, ")"));
+        f.fail(cat(where, ": ", printable_excerpt(path, 200), " is listed twice (first on line ",
+                   it->second, ")"));
         continue;
       }
       if (path == record_name) {
-        if (!hash.empty() || !size.empty()) f.fail(cat(where, ": RECORD's own row must have an empty hash and size"));
+        if (!hash.empty() || !size.empty())
+          f.fail(cat(where, ": RECORD's own row must have an empty hash and size"));
         continue;
       }
       auto m = members.find(path);
       if (m == members.end()) {
-        f.fail(cat("RECORD lists ", printable_excerpt(path, 200), ", which is not in the wheel (installers would remove that path on uninstall)"));
+        f.fail(cat("RECORD lists ", printable_excerpt(path, 200),
+                   ", which is not in the wheel (installers would remove that path on uninstall)"));
         continue;
       }
       if (!m->second->error.empty()) continue;  // reported above
@@ -205,24 +229,27 @@ CheckResult check_archive(const LoadedWheel& w) {
         else
           f.warn(cat("RECORD hashes ", path, " with ", algorithm, "; kiln checks sha256 only"));
       } else if (hash != m->second->record_hash) {
-        f.fail(cat("sha256 of ", path, " does not match RECORD (RECORD: ", hash.substr(7), ", file: ",
-                   m->second->record_hash.substr(7), ")"));
+        f.fail(cat("sha256 of ", path, " does not match RECORD (RECORD: ", hash.substr(7),
+                   ", file: ", m->second->record_hash.substr(7), ")"));
       } else {
         ++checked;
       }
       if (size != std::to_string(m->second->size))
-        f.fail(cat("size of ", path, " does not match RECORD (RECORD: ", size.empty() ? "(none)" : size, ", file: ",
-                   m->second->size, ")"));
+        f.fail(cat("size of ", path, " does not match RECORD (RECORD: ",
+                   size.empty() ? "(none)" : size, ", file: ", m->second->size, ")"));
     }
-    if (!listed.count(record_name)) f.fail(cat("RECORD has no row for itself (", record_name, ",,)"));
+    if (!listed.count(record_name))
+      f.fail(cat("RECORD has no row for itself (", record_name, ",,)"));
     for (const auto& m : w.members)
       if (!listed.count(m.name) && !is_signature_file(w.dist_info, m.name))
         f.fail(cat(m.name, " is in the wheel but not in RECORD"));
     f.data()["record_rows"] = rows.size();
     f.data()["hashes_checked"] = checked;
   }
-  return f.finish(cat("zip intact (", zip.entries().size(), " entries, local headers agree with the central directory); "
-                      "RECORD matches every file; ", w.dist_info, "/ complete"));
+  return f.finish(cat("zip intact (", zip.entries().size(),
+                      " entries, local headers agree with the central directory); "
+                      "RECORD matches every file; ",
+                      w.dist_info, "/ complete"));
 }
 
 }  // namespace kiln::validate

@@ -12,23 +12,33 @@ namespace kiln::validate {
 namespace {
 
 const std::set<std::string>& torch_libraries() {
-  static const std::set<std::string> libs = {"libc10.so", "libc10_cuda.so", "libtorch.so",
-                                             "libtorch_cpu.so", "libtorch_cuda.so", "libtorch_python.so"};
+  static const std::set<std::string> libs = {"libc10.so",        "libc10_cuda.so",
+                                             "libtorch.so",      "libtorch_cpu.so",
+                                             "libtorch_cuda.so", "libtorch_python.so"};
   return libs;
 }
 
 // glibc, the GCC runtime and libstdc++: what every manylinux system provides.
 const std::set<std::string>& system_libraries() {
-  static const std::set<std::string> libs = {
-      "libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1", "libutil.so.1",
-      "libresolv.so.2", "libnsl.so.1", "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1",
-      "libgcc_s.so.1", "libstdc++.so.6"};
+  static const std::set<std::string> libs = {"libc.so.6",
+                                             "libm.so.6",
+                                             "libdl.so.2",
+                                             "libpthread.so.0",
+                                             "librt.so.1",
+                                             "libutil.so.1",
+                                             "libresolv.so.2",
+                                             "libnsl.so.1",
+                                             "ld-linux-x86-64.so.2",
+                                             "ld-linux-aarch64.so.1",
+                                             "libgcc_s.so.1",
+                                             "libstdc++.so.6"};
   return libs;
 }
 
 // Strings in the image that look like absolute paths of a build machine.
 std::vector<std::string> build_paths(std::string_view image) {
-  static const char* const kMarkers[] = {"/tmp/kiln-build/", "/root/", "/home/", "/tmp/pip-", "/tmp/tmp"};
+  static const char* const kMarkers[] = {"/tmp/kiln-build/", "/root/", "/home/", "/tmp/pip-",
+                                         "/tmp/tmp"};
   std::set<std::string> found;
   for (const char* marker : kMarkers) {
     std::string_view m(marker);
@@ -39,8 +49,9 @@ std::vector<std::string> build_paths(std::string_view image) {
           continue;  // the tail of a longer path, seen from its own start (or not a path at all)
       }
       std::size_t end = at;
-      while (end < image.size() && end - at < 200 && std::isprint(static_cast<unsigned char>(image[end])) &&
-             image[end] != '"' && image[end] != ' ')
+      while (end < image.size() && end - at < 200 &&
+             std::isprint(static_cast<unsigned char>(image[end])) && image[end] != '"' &&
+             image[end] != ' ')
         ++end;
       found.insert(std::string(image.substr(at, end - at)));
       if (found.size() >= 1000) break;
@@ -75,7 +86,8 @@ CheckResult check_elf(const LoadedWheel& w) {
   if (!w.zip) return skipped("elf", "the archive is unreadable");
   Findings f("elf");
   for (const auto& e : w.elf_errors) f.fail(e);
-  if (w.binaries.empty() && w.elf_errors.empty()) return skipped("elf", "no ELF files (a pure wheel)");
+  if (w.binaries.empty() && w.elf_errors.empty())
+    return skipped("elf", "no ELF files (a pure wheel)");
 
   std::set<std::string> bundled;  // libraries inside the wheel, by soname and file name
   for (const auto& b : w.binaries) {
@@ -85,34 +97,46 @@ CheckResult check_elf(const LoadedWheel& w) {
   nlohmann::json files = nlohmann::json::object();
   std::size_t path_count = 0;
   for (const auto& b : w.binaries) {
-    nlohmann::json j = {{"needed", b.info.needed}, {"rpath", b.info.rpath}, {"runpath", b.info.runpath},
+    nlohmann::json j = {{"needed", b.info.needed},
+                        {"rpath", b.info.rpath},
+                        {"runpath", b.info.runpath},
                         {"extension", b.extension}};
     for (const auto& n : b.info.needed) {
-      if (torch_libraries().count(n) || system_libraries().count(n) || is_cuda_library(n) || bundled.count(n)) continue;
+      if (torch_libraries().count(n) || system_libraries().count(n) || is_cuda_library(n) ||
+          bundled.count(n))
+        continue;
       if (n.rfind("libpython", 0) == 0)
-        f.fail(cat(b.path, " links ", n, "; extension modules must not (the interpreter provides the C API)"));
+        f.fail(cat(b.path, " links ", n,
+                   "; extension modules must not (the interpreter provides the C API)"));
       else
-        f.fail(cat(b.path, " needs ", n, ", which is neither torch's, CUDA's, the C/C++ runtime's nor in the wheel"));
+        f.fail(cat(b.path, " needs ", n,
+                   ", which is neither torch's, CUDA's, the C/C++ runtime's nor in the wheel"));
     }
-    for (const auto& [kind, value] : {std::pair<const char*, const std::string&>{"RPATH", b.info.rpath},
-                                      std::pair<const char*, const std::string&>{"RUNPATH", b.info.runpath}}) {
+    for (const auto& [kind, value] :
+         {std::pair<const char*, const std::string&>{"RPATH", b.info.rpath},
+          std::pair<const char*, const std::string&>{"RUNPATH", b.info.runpath}}) {
       for (const auto& entry : split(value, ":"))
         if (!origin_relative(entry))
-          f.fail(cat(b.path, " has ", kind, " ", entry, ", which points outside the wheel (at the build machine)"));
+          f.fail(cat(b.path, " has ", kind, " ", entry,
+                     ", which points outside the wheel (at the build machine)"));
     }
     auto paths = build_paths(b.data);
     j["build_paths"] = paths;
     path_count += paths.size();
     if (!paths.empty()) {
-      std::vector<std::string> shown(paths.begin(), paths.begin() + std::min<std::size_t>(paths.size(), 3));
-      f.warn(cat(b.path, " holds ", paths.size(), " absolute build path(s), e.g. ", join(shown, ", ")));
+      std::vector<std::string> shown(paths.begin(),
+                                     paths.begin() + std::min<std::size_t>(paths.size(), 3));
+      f.warn(cat(b.path, " holds ", paths.size(), " absolute build path(s), e.g. ",
+                 join(shown, ", ")));
       for (const auto& p : paths) f.note(cat("  ", p));
     }
     files[b.path] = std::move(j);
   }
   f.data()["files"] = std::move(files);
   f.data()["build_paths"] = path_count;
-  return f.finish(cat(w.binaries.size(), " ELF file(s): every DT_NEEDED is torch, CUDA or the C/C++ runtime; no RPATH/RUNPATH outside the wheel; no build paths"));
+  return f.finish(cat(w.binaries.size(),
+                      " ELF file(s): every DT_NEEDED is torch, CUDA or the C/C++ runtime; no "
+                      "RPATH/RUNPATH outside the wheel; no build paths"));
 }
 
 }  // namespace kiln::validate

@@ -39,7 +39,8 @@ std::string spec_of_canonical(const std::string& canonical) {
   std::vector<std::string> out;
   for (const auto& token : split(canonical, ";")) {
     static const std::string plus = "+ptx";
-    if (token.size() > plus.size() && token.compare(token.size() - plus.size(), plus.size(), plus) == 0 &&
+    if (token.size() > plus.size() &&
+        token.compare(token.size() - plus.size(), plus.size(), plus) == 0 &&
         token.rfind("sm_", 0) == 0) {
       std::string sm = token.substr(0, token.size() - plus.size());
       out.push_back(sm);
@@ -65,8 +66,10 @@ std::vector<CheckResult> check_gpu_code(const LoadedWheel& w, const Options& opt
   // Requested archs: --archs, else the provenance's.
   std::optional<manifest::ArchList> requested = options.archs;
   std::string requested_from = options.archs_from;
-  if (!requested && w.provenance.is_object() && w.provenance.contains("archs") && w.provenance["archs"].is_string()) {
-    auto parsed = manifest::ArchList::parse(spec_of_canonical(w.provenance["archs"].get<std::string>()));
+  if (!requested && w.provenance.is_object() && w.provenance.contains("archs") &&
+      w.provenance["archs"].is_string()) {
+    auto parsed =
+        manifest::ArchList::parse(spec_of_canonical(w.provenance["archs"].get<std::string>()));
     if (parsed) {
       requested = *parsed;
       requested_from = "provenance";
@@ -75,7 +78,8 @@ std::vector<CheckResult> check_gpu_code(const LoadedWheel& w, const Options& opt
   if (w.binaries.empty()) {
     if (requested && !requested->empty() && !requested_from.starts_with("target ")) {
       Findings f("gpu-code");
-      f.fail(cat("no ELF files, but ", requested->canonical(), " was requested (", requested_from, ")"));
+      f.fail(cat("no ELF files, but ", requested->canonical(), " was requested (", requested_from,
+                 ")"));
       out.push_back(f.finish(""));
       if (options.gpu) out.push_back(skipped("gpu-target", "no ELF files"));
       return out;
@@ -108,14 +112,20 @@ std::vector<CheckResult> check_gpu_code(const LoadedWheel& w, const Options& opt
       if (e.kind != fatbin::Kind::Elf) continue;
       auto cubin = fatbin::payload(*bytes, e);
       auto sm = cubin ? fatbin::cubin_arch(*cubin) : Expected<int>(cubin.error());
-      if (!sm) f.fail(cat(b.path, ": ", e.code_name(), ": ", sm.error().message));
-      else if (*sm != e.arch) f.fail(cat(b.path, ": the fatbin entry says ", e.code_name(), " but its cubin is for sm_", *sm));
+      if (!sm)
+        f.fail(cat(b.path, ": ", e.code_name(), ": ", sm.error().message));
+      else if (*sm != e.arch)
+        f.fail(cat(b.path, ": the fatbin entry says ", e.code_name(), " but its cubin is for sm_",
+                   *sm));
     }
     nlohmann::json entries = nlohmann::json::array();
     for (const auto& e : dc.entries) {
-      if (e.kind == fatbin::Kind::Elf) dc.sass.insert(e.code_name());
-      else if (e.kind == fatbin::Kind::Ptx) dc.ptx.insert(e.code_name());
-      nlohmann::json je = {{"kind", fatbin::kind_name(e.kind)}, {"arch", e.arch_name()},
+      if (e.kind == fatbin::Kind::Elf)
+        dc.sass.insert(e.code_name());
+      else if (e.kind == fatbin::Kind::Ptx)
+        dc.ptx.insert(e.code_name());
+      nlohmann::json je = {{"kind", fatbin::kind_name(e.kind)},
+                           {"arch", e.arch_name()},
                            {"version", cat(e.version_major, ".", e.version_minor)},
                            {"compression", fatbin::compression_name(e.compression)}};
       if (!e.object_name.empty()) je["object"] = e.object_name;
@@ -143,8 +153,9 @@ std::vector<CheckResult> check_gpu_code(const LoadedWheel& w, const Options& opt
   f.data()["requested"] = requested ? requested->canonical() : "";
   f.data()["requested_from"] = requested ? requested_from : "";
 
-  std::string found = cat("SASS ", all_sass.empty() ? std::string("none") : join(sorted(all_sass), ", "), "; PTX ",
-                          all_ptx.empty() ? std::string("none") : join(sorted(all_ptx), ", "));
+  std::string found =
+      cat("SASS ", all_sass.empty() ? std::string("none") : join(sorted(all_sass), ", "), "; PTX ",
+          all_ptx.empty() ? std::string("none") : join(sorted(all_ptx), ", "));
   if (requested) {
     std::set<std::string> want_sass, want_ptx;
     for (const auto& a : requested->archs()) {
@@ -152,18 +163,27 @@ std::vector<CheckResult> check_gpu_code(const LoadedWheel& w, const Options& opt
       if (a.ptx) want_ptx.insert(a.compute_name());
     }
     if (code.empty() && (!want_sass.empty() || !want_ptx.empty()))
-      f.fail(cat("no ELF file holds device code (.nv_fatbin), but ", requested->canonical(), " was requested (", requested_from, ")"));
+      f.fail(cat("no ELF file holds device code (.nv_fatbin), but ", requested->canonical(),
+                 " was requested (", requested_from, ")"));
     for (const auto& dc : code) {
       for (const auto& s : want_sass)
-        if (!dc.sass.count(s)) f.fail(cat(dc.path, " has no SASS for ", s, " (requested: ", requested->canonical(), ")"));
+        if (!dc.sass.count(s))
+          f.fail(
+              cat(dc.path, " has no SASS for ", s, " (requested: ", requested->canonical(), ")"));
       for (const auto& p : want_ptx)
-        if (!dc.ptx.count(p)) f.fail(cat(dc.path, " has no PTX ", p, " (requested: ", requested->canonical(), ")"));
+        if (!dc.ptx.count(p))
+          f.fail(cat(dc.path, " has no PTX ", p, " (requested: ", requested->canonical(), ")"));
       for (const auto& s : dc.sass)
-        if (!want_sass.count(s)) f.fail(cat(dc.path, " has unexpected SASS for ", s, " (requested: ", requested->canonical(), ")"));
+        if (!want_sass.count(s))
+          f.fail(cat(dc.path, " has unexpected SASS for ", s,
+                     " (requested: ", requested->canonical(), ")"));
       for (const auto& p : dc.ptx)
-        if (!want_ptx.count(p)) f.fail(cat(dc.path, " has unexpected PTX ", p, " (requested: ", requested->canonical(), ")"));
+        if (!want_ptx.count(p))
+          f.fail(cat(dc.path, " has unexpected PTX ", p, " (requested: ", requested->canonical(),
+                     ")"));
     }
-    out.push_back(f.finish(cat(found, ": exactly the requested ", requested->canonical(), " (", requested_from, ")")));
+    out.push_back(f.finish(
+        cat(found, ": exactly the requested ", requested->canonical(), " (", requested_from, ")")));
   } else {
     out.push_back(f.finish(cat(found, " (no requested archs to compare with: give --archs)")));
   }
@@ -192,13 +212,18 @@ std::vector<CheckResult> check_gpu_code(const LoadedWheel& w, const Options& opt
                    " at load (costs start-up time; add SASS for ", gpu_name, " to avoid it)"));
       } else {
         how[dc.path] = {{"runs", false}};
-        g.fail(cat(dc.path, " will not run on ", gpu_name, ": it has ", dc.sass.empty() ? std::string("no SASS") : cat("SASS for ", join(sorted(dc.sass), ", ")),
-                   " and ", dc.ptx.empty() ? std::string("no PTX") : cat("PTX ", join(sorted(dc.ptx), ", ")),
-                   ", none usable there (\"no kernel image is available for execution on the device\")"));
+        g.fail(cat(
+            dc.path, " will not run on ", gpu_name, ": it has ",
+            dc.sass.empty() ? std::string("no SASS")
+                            : cat("SASS for ", join(sorted(dc.sass), ", ")),
+            " and ",
+            dc.ptx.empty() ? std::string("no PTX") : cat("PTX ", join(sorted(dc.ptx), ", ")),
+            ", none usable there (\"no kernel image is available for execution on the device\")"));
       }
     }
     g.data()["files"] = std::move(how);
-    out.push_back(g.finish(cat("runs on ", gpu_name, any_ptx ? " (via PTX JIT)" : " (SASS present)")));
+    out.push_back(
+        g.finish(cat("runs on ", gpu_name, any_ptx ? " (via PTX JIT)" : " (SASS present)")));
   }
   return out;
 }

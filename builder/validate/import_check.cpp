@@ -104,9 +104,11 @@ CheckResult check_import(const LoadedWheel& w, const Options& options) {
     auto parts = split(dest, "/");
     if (parts.size() == 1 && dest.size() > 3 && dest.substr(dest.size() - 3) == ".py") {
       modules.insert(dest.substr(0, dest.size() - 3));
-    } else if (parts.size() == 2 && parts[1] == "__init__.py" && parts[0].find('.') == std::string::npos) {
+    } else if (parts.size() == 2 && parts[1] == "__init__.py" &&
+               parts[0].find('.') == std::string::npos) {
       modules.insert(parts[0]);
-    } else if (parts.size() == 3 && parts[2] == "__init__.py" && !installed.count(parts[0] + "/__init__.py") &&
+    } else if (parts.size() == 3 && parts[2] == "__init__.py" &&
+               !installed.count(parts[0] + "/__init__.py") &&
                parts[0].find('.') == std::string::npos) {
       modules.insert(cat(parts[0], ".", parts[1]));
     }
@@ -127,7 +129,8 @@ CheckResult check_import(const LoadedWheel& w, const Options& options) {
   }
   auto marker = result->output.rfind("KILN-IMPORT ");
   if (marker == std::string::npos) {
-    f.fail(cat(options.import_with, " exited with ", result->exit_code, " before reporting: ", tail_lines(result->output, 3)));
+    f.fail(cat(options.import_with, " exited with ", result->exit_code,
+               " before reporting: ", tail_lines(result->output, 3)));
     return f.finish("");
   }
   std::string line = result->output.substr(marker + 12);
@@ -140,8 +143,10 @@ CheckResult check_import(const LoadedWheel& w, const Options& options) {
   std::vector<std::string> ok;
   for (const auto& r : parsed) {
     std::string name = r.at(0).get<std::string>(), error = r.at(1).get<std::string>();
-    if (error.empty()) ok.push_back(name);
-    else f.fail(cat("import ", name, ": ", error));
+    if (error.empty())
+      ok.push_back(name);
+    else
+      f.fail(cat("import ", name, ": ", error));
   }
   f.data()["python"] = options.import_with;
   f.data()["imported"] = ok;

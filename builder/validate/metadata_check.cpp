@@ -75,7 +75,8 @@ CheckResult check_metadata(const LoadedWheel& w) {
   auto it = w.texts.find("METADATA");
   if (it == w.texts.end()) {
     Findings f("metadata");
-    f.fail(w.dist_info.empty() ? "no .dist-info directory, so no METADATA" : cat(w.dist_info, "/METADATA is missing"));
+    f.fail(w.dist_info.empty() ? "no .dist-info directory, so no METADATA"
+                               : cat(w.dist_info, "/METADATA is missing"));
     return f.finish("");
   }
   Findings f("metadata");
@@ -86,27 +87,33 @@ CheckResult check_metadata(const LoadedWheel& w) {
   }
   if (auto problem = header_problem(text); !problem.empty()) f.fail(cat("METADATA ", problem));
   wheel::ParsedMetadata md = wheel::parse_metadata(text);
-  std::string mv = md.first("Metadata-Version"), name = md.first("Name"), version = md.first("Version");
+  std::string mv = md.first("Metadata-Version"), name = md.first("Name"),
+              version = md.first("Version");
   f.data()["name"] = name;
   f.data()["version"] = version;
   f.data()["metadata_version"] = mv;
 
-  if (mv.empty()) f.fail("METADATA has no Metadata-Version");
+  if (mv.empty())
+    f.fail("METADATA has no Metadata-Version");
   else if (!is_known_metadata_version(mv))
     f.fail(cat("METADATA's Metadata-Version ", mv, " is not a known core metadata version"));
   for (const char* single : {"Metadata-Version", "Name", "Version", "Requires-Python"})
-    if (md.all(single).size() > 1) f.fail(cat("METADATA has ", md.all(single).size(), " ", single, " fields"));
+    if (md.all(single).size() > 1)
+      f.fail(cat("METADATA has ", md.all(single).size(), " ", single, " fields"));
 
   if (name.empty()) {
     f.fail("METADATA has no Name");
   } else if (name.size() > kMaxNameBytes) {
     f.fail(too_long("METADATA Name", name, kMaxNameBytes));
   } else {
-    if (!manifest::is_valid_project_name(name)) f.fail(cat("METADATA Name '", name, "' is not a valid project name"));
+    if (!manifest::is_valid_project_name(name))
+      f.fail(cat("METADATA Name '", name, "' is not a valid project name"));
     if (manifest::wheel_name(name) != manifest::wheel_name(w.name.distribution))
-      f.fail(cat("METADATA Name '", name, "' does not match the file name's '", w.name.distribution, "'"));
+      f.fail(cat("METADATA Name '", name, "' does not match the file name's '", w.name.distribution,
+                 "'"));
     if (!w.dist_info.empty()) {
-      std::string stem = w.dist_info.substr(0, w.dist_info.size() - std::string(".dist-info").size());
+      std::string stem =
+          w.dist_info.substr(0, w.dist_info.size() - std::string(".dist-info").size());
       std::string dir_name = stem.substr(0, stem.rfind('-'));
       if (manifest::wheel_name(name) != manifest::wheel_name(dir_name))
         f.fail(cat("METADATA Name '", name, "' does not match the directory ", w.dist_info));
@@ -121,23 +128,28 @@ CheckResult check_metadata(const LoadedWheel& w) {
     std::string escaped = version;
     for (char& c : escaped)
       if (c == '-') c = '_';
-    if (escaped != file_version) f.fail(cat("METADATA Version ", version, " does not match the file name's ", file_version));
+    if (escaped != file_version)
+      f.fail(cat("METADATA Version ", version, " does not match the file name's ", file_version));
     std::string stem = w.dist_info.substr(0, w.dist_info.size() - std::string(".dist-info").size());
     if (!w.dist_info.empty() && stem.substr(stem.rfind('-') + 1) != version)
       f.fail(cat("METADATA Version ", version, " does not match the directory ", w.dist_info));
     auto plus = version.find('+');
     std::string pub = version.substr(0, plus);
     if (plus != std::string::npos) local = version.substr(plus + 1);
-    if (!manifest::is_valid_version(pub)) f.fail(cat("version ", version, " is not a canonical PEP 440 version"));
+    if (!manifest::is_valid_version(pub))
+      f.fail(cat("version ", version, " is not a canonical PEP 440 version"));
     if (plus != std::string::npos && !is_normalized_local_label(local))
-      f.fail(cat("local version label '", local, "' is not normalised (lowercase letters, digits and dots)"));
+      f.fail(cat("local version label '", local,
+                 "' is not normalised (lowercase letters, digits and dots)"));
   }
 
   std::string rp = md.first("Requires-Python");
-  if (rp.empty()) f.fail("METADATA has no Requires-Python");
+  if (rp.empty())
+    f.fail("METADATA has no Requires-Python");
   else if (rp.size() > kMaxRequirementBytes)
     f.fail(too_long("Requires-Python", rp, kMaxRequirementBytes));
-  else if (!manifest::is_valid_specifier_set(rp)) f.fail(cat("Requires-Python '", rp, "' is not a valid specifier set"));
+  else if (!manifest::is_valid_specifier_set(rp))
+    f.fail(cat("Requires-Python '", rp, "' is not a valid specifier set"));
 
   std::string torch_pin;
   for (const auto& req : md.all("Requires-Dist")) {
@@ -149,30 +161,37 @@ CheckResult check_metadata(const LoadedWheel& w) {
       f.fail(cat("Requires-Dist '", req, "' is not a valid PEP 508 requirement"));
       continue;
     }
-    if (manifest::requirement_name(req) == "torch" && req.find(';') == std::string::npos) torch_pin = req;
+    if (manifest::requirement_name(req) == "torch" && req.find(';') == std::string::npos)
+      torch_pin = req;
   }
   f.data()["requires_torch"] = torch_pin;
 
   // kiln's compiled wheels: the pin and the local label say which torch and CUDA built them.
   const auto& p = w.provenance;
   std::string built_torch;
-  if (p.is_object() && p.contains("tools") && p["tools"].contains("torch") && p["tools"]["torch"].contains("version"))
+  if (p.is_object() && p.contains("tools") && p["tools"].contains("torch") &&
+      p["tools"]["torch"].contains("version"))
     built_torch = p["tools"]["torch"].value("version", "");
   if (!built_torch.empty()) {
     std::string minor = torch_minor_of(built_torch);
     std::string want = cat("torch==", minor, ".*");
     std::string compact = torch_pin;
     compact.erase(std::remove(compact.begin(), compact.end(), ' '), compact.end());
-    if (torch_pin.empty()) f.fail(cat("no Requires-Dist on torch, but the wheel was built against torch ", built_torch, " (want ", want, ")"));
+    if (torch_pin.empty())
+      f.fail(cat("no Requires-Dist on torch, but the wheel was built against torch ", built_torch,
+                 " (want ", want, ")"));
     else if (compact != want)
-      f.fail(cat("Requires-Dist '", torch_pin, "' does not pin the torch it was built against (", built_torch, "; want ", want, ")"));
+      f.fail(cat("Requires-Dist '", torch_pin, "' does not pin the torch it was built against (",
+                 built_torch, "; want ", want, ")"));
     std::string cuda = p["tools"]["torch"].value("cuda", "");
-    if (p.contains("inputs") && p["inputs"].contains("target") && p["inputs"]["target"].contains("cuda"))
+    if (p.contains("inputs") && p["inputs"].contains("target") &&
+        p["inputs"]["target"].contains("cuda"))
       cuda = p["inputs"]["target"]["cuda"].value("version", cuda);
     if (!cuda.empty() && !version.empty()) {
       std::string label = wheel::local_label(cuda, built_torch);
       if (local != label)
-        f.fail(cat("local version label '", local, "' does not name the build's CUDA and torch (want '", label, "')"));
+        f.fail(cat("local version label '", local,
+                   "' does not name the build's CUDA and torch (want '", label, "')"));
     }
   } else if (torch_pin.empty()) {
     std::string linker;

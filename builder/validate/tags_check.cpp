@@ -19,7 +19,9 @@ bool is_arch_char(char c) {
   return is_ascii_lower(c) || is_ascii_digit(c) || c == '_';
 }
 
-std::string basename(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+std::string basename(const std::string& path) {
+  return path.substr(path.rfind('/') + 1);
+}
 
 }  // namespace
 
@@ -81,36 +83,45 @@ CheckResult check_tags(const LoadedWheel& w) {
   } else {
     wheel::ParsedMetadata wf = wheel::parse_metadata(it->second);
     std::string version = wf.first("Wheel-Version");
-    if (version.empty()) f.fail("WHEEL has no Wheel-Version");
-    else if (version.rfind("1.", 0) != 0) f.fail(cat("WHEEL says Wheel-Version ", version, "; installers support 1.x"));
+    if (version.empty())
+      f.fail("WHEEL has no Wheel-Version");
+    else if (version.rfind("1.", 0) != 0)
+      f.fail(cat("WHEEL says Wheel-Version ", version, "; installers support 1.x"));
     std::string root = wf.first("Root-Is-Purelib");
-    if (root != "true" && root != "false") f.fail(cat("WHEEL Root-Is-Purelib is '", root, "' (want true or false)"));
+    if (root != "true" && root != "false")
+      f.fail(cat("WHEEL Root-Is-Purelib is '", root, "' (want true or false)"));
     purelib = root == "true";
     std::vector<std::string> tags = wf.all("Tag");
     std::sort(tags.begin(), tags.end());
     tags.erase(std::unique(tags.begin(), tags.end()), tags.end());
     if (tags != file_tags)
-      f.fail(cat("WHEEL's tags (", tags.empty() ? std::string("none") : join(tags, ", "), ") differ from the file name's (",
-                 join(file_tags, ", "), ")"));
+      f.fail(cat("WHEEL's tags (", tags.empty() ? std::string("none") : join(tags, ", "),
+                 ") differ from the file name's (", join(file_tags, ", "), ")"));
   }
 
   // Compiled code.
   std::set<std::string> abis(w.name.abi_tags.begin(), w.name.abi_tags.end());
   std::set<std::string> pythons(w.name.python_tags.begin(), w.name.python_tags.end());
-  bool any_platform = std::find(w.name.platform_tags.begin(), w.name.platform_tags.end(), "any") != w.name.platform_tags.end();
+  bool any_platform = std::find(w.name.platform_tags.begin(), w.name.platform_tags.end(), "any") !=
+                      w.name.platform_tags.end();
   if (!w.binaries.empty()) {
-    if (any_platform) f.fail(cat("tagged for platform 'any' but holds compiled code (", w.binaries.front().path, ")"));
-    if (purelib) f.fail(cat("Root-Is-Purelib is true but the wheel holds compiled code (", w.binaries.front().path, ")"));
+    if (any_platform)
+      f.fail(
+          cat("tagged for platform 'any' but holds compiled code (", w.binaries.front().path, ")"));
+    if (purelib)
+      f.fail(cat("Root-Is-Purelib is true but the wheel holds compiled code (",
+                 w.binaries.front().path, ")"));
   }
   std::string want_suffix;
   const auto& p = w.provenance;
-  if (p.is_object() && p.contains("inputs") && p["inputs"].contains("toolchain") && p["inputs"]["toolchain"].is_object() &&
-      p["inputs"]["toolchain"].contains("python")) {
+  if (p.is_object() && p.contains("inputs") && p["inputs"].contains("toolchain") &&
+      p["inputs"]["toolchain"].is_object() && p["inputs"]["toolchain"].contains("python")) {
     const auto& py = p["inputs"]["toolchain"]["python"];
     want_suffix = py.value("ext_suffix", "");
     std::string abi = py.value("abi_tag", "");
     if (!abi.empty() && !abis.count(abi))
-      f.fail(cat("the wheel was built for ", abi, " (provenance) but is tagged ", join(w.name.abi_tags, ".")));
+      f.fail(cat("the wheel was built for ", abi, " (provenance) but is tagged ",
+                 join(w.name.abi_tags, ".")));
   }
   std::vector<std::string> modules;
   for (const auto& b : w.binaries) {
@@ -120,22 +131,28 @@ CheckResult check_tags(const LoadedWheel& w) {
     if (auto m = cpython_suffix(name)) {
       std::string tag = cat("cp3", m->minor, m->free_threaded ? "t" : "");
       if (!abis.count(tag))
-        f.fail(cat(b.path, " is built for ", tag, " but the wheel's ABI tag is ", join(w.name.abi_tags, ".")));
+        f.fail(cat(b.path, " is built for ", tag, " but the wheel's ABI tag is ",
+                   join(w.name.abi_tags, ".")));
       if (!pythons.count(cat("cp3", m->minor)))
         f.fail(cat(b.path, " is built for cp3", m->minor, " but the wheel's Python tag is ",
                    join(w.name.python_tags, ".")));
       const std::string& arch = m->arch;
       for (const auto& pl : w.name.platform_tags)
-        if (pl != "any" && (pl.size() < arch.size() || pl.compare(pl.size() - arch.size(), arch.size(), arch) != 0))
+        if (pl != "any" && (pl.size() < arch.size() ||
+                            pl.compare(pl.size() - arch.size(), arch.size(), arch) != 0))
           f.fail(cat(b.path, " is built for ", arch, " but the platform tag is ", pl));
     } else if (is_abi3_module(name)) {
-      if (!abis.count("abi3")) f.fail(cat(b.path, " is a stable-ABI module but the wheel's ABI tag is ", join(w.name.abi_tags, ".")));
+      if (!abis.count("abi3"))
+        f.fail(cat(b.path, " is a stable-ABI module but the wheel's ABI tag is ",
+                   join(w.name.abi_tags, ".")));
     } else {
-      f.warn(cat(b.path, " has no ABI suffix, so any CPython would load it; its tag cannot be checked"));
+      f.warn(cat(b.path,
+                 " has no ABI suffix, so any CPython would load it; its tag cannot be checked"));
     }
     if (!want_suffix.empty() && name.size() >= want_suffix.size() &&
         name.compare(name.size() - want_suffix.size(), want_suffix.size(), want_suffix) != 0)
-      f.fail(cat(b.path, " does not end in ", want_suffix, ", the suffix of the Python it was built for"));
+      f.fail(cat(b.path, " does not end in ", want_suffix,
+                 ", the suffix of the Python it was built for"));
   }
   f.data()["extension_modules"] = modules;
 
@@ -154,7 +171,9 @@ CheckResult check_tags(const LoadedWheel& w) {
         int minor = manylinux_minor(pl, arch);
         if (minor < 0) {
           if (pl.rfind("linux_", 0) == 0)
-            f.warn(cat("platform tag ", pl, " is not a manylinux tag (PyPI refuses it; the ELF files need ", needed->tag, ")"));
+            f.warn(cat("platform tag ", pl,
+                       " is not a manylinux tag (PyPI refuses it; the ELF files need ", needed->tag,
+                       ")"));
           else if (pl.rfind("musllinux_", 0) != 0 && pl != "any")
             f.warn(cat("platform tag ", pl, " is not a Linux tag kiln knows"));
           continue;
@@ -168,15 +187,17 @@ CheckResult check_tags(const LoadedWheel& w) {
             required = wheel::policy_glibc_minor_for(version);
           }
           if (required > minor)
-            f.fail(cat("platform tag ", pl, " promises glibc 2.", minor, " but the ELF files need ", version,
-                       " (manylinux_2_", required, " or newer)"));
+            f.fail(cat("platform tag ", pl, " promises glibc 2.", minor, " but the ELF files need ",
+                       version, " (manylinux_2_", required, " or newer)"));
         }
       }
     }
   }
   std::string summary = cat("tags ", join(file_tags, ", "), " match WHEEL");
-  if (!modules.empty()) summary += cat("; ", modules.size(), " extension module(s) match the ABI tag");
-  if (f.data().contains("needs")) summary += cat("; the ELF files need ", f.data()["needs"].get<std::string>());
+  if (!modules.empty())
+    summary += cat("; ", modules.size(), " extension module(s) match the ABI tag");
+  if (f.data().contains("needs"))
+    summary += cat("; the ELF files need ", f.data()["needs"].get<std::string>());
   return f.finish(summary);
 }
 

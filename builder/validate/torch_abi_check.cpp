@@ -1,6 +1,6 @@
-// Check "torch-abi": every undefined, non-weak dynamic symbol of the wheel's ELF files is defined by
-// the torch libraries checked against, the CUDA libraries they need, the C/C++ runtime, a library
-// in the wheel, or is the Python C API. Missing ones are listed demangled: they are the
+// Check "torch-abi": every undefined, non-weak dynamic symbol of the wheel's ELF files is defined
+// by the torch libraries checked against, the CUDA libraries they need, the C/C++ runtime, a
+// library in the wheel, or is the Python C API. Missing ones are listed demangled: they are the
 // "undefined symbol: _ZN3c10…" an import would raise.
 #include <cxxabi.h>
 
@@ -23,7 +23,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The exported symbols of one library: "name" for each definition, "name@version" for versioned ones.
+// The exported symbols of one library: "name" for each definition, "name@version" for versioned
+// ones.
 struct SymbolTable {
   std::string soname;
   std::unordered_set<std::string> names;
@@ -69,7 +70,9 @@ std::string demangle(const std::string& name) {
   return s;
 }
 
-bool is_python_api(const std::string& name) { return name.rfind("Py", 0) == 0 || name.rfind("_Py", 0) == 0; }
+bool is_python_api(const std::string& name) {
+  return name.rfind("Py", 0) == 0 || name.rfind("_Py", 0) == 0;
+}
 
 fs::path find_library(const std::string& name, const std::vector<fs::path>& dirs) {
   std::error_code ec;
@@ -78,7 +81,9 @@ fs::path find_library(const std::string& name, const std::vector<fs::path>& dirs
   return {};
 }
 
-int major_of(const std::string& version) { return std::atoi(version.c_str()); }
+int major_of(const std::string& version) {
+  return std::atoi(version.c_str());
+}
 
 // Whether a run of digits is `n` (leading zeros allowed; too long for an int is no match).
 bool same_number(std::string_view digits, int n) {
@@ -102,8 +107,9 @@ std::vector<fs::path> default_library_dirs() {
     dirs.push_back(fs::path(home) / "lib64");
     dirs.push_back(fs::path(home) / "lib");
   }
-  for (const char* d : {"/usr/local/cuda/lib64", "/usr/local/cuda/lib", "/usr/local/cuda/targets/x86_64-linux/lib",
-                        "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/usr/local/lib"})
+  for (const char* d : {"/usr/local/cuda/lib64", "/usr/local/cuda/lib",
+                        "/usr/local/cuda/targets/x86_64-linux/lib", "/lib/x86_64-linux-gnu",
+                        "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/usr/local/lib"})
     dirs.emplace_back(d);
   return dirs;
 }
@@ -114,21 +120,26 @@ CheckResult check_torch_abi(const LoadedWheel& w, const Options& options) {
   if (w.binaries.empty()) return skipped(id, "no ELF files (a pure wheel)");
   if (!options.torch)
     return skipped(id, options.torch_problem.empty()
-                           ? "no torch to check against (the wheel has no kiln provenance: give --target or --torch-version)"
+                           ? "no torch to check against (the wheel has no kiln provenance: give "
+                             "--target or --torch-version)"
                            : options.torch_problem);
   const toolchain::TorchSysroot& torch = *options.torch;
-  std::string torch_name = cat("torch ", torch.version, options.torch_note.empty() ? "" : cat(" (", options.torch_note, ")"));
+  std::string torch_name =
+      cat("torch ", torch.version,
+          options.torch_note.empty() ? "" : cat(" (", options.torch_note, ")"));
   Findings f(id);
   f.data()["torch"] = torch.version;
   f.data()["torch_cuda"] = torch.cuda;
 
   std::string built;
-  if (w.provenance.is_object() && w.provenance.contains("tools") && w.provenance["tools"].contains("torch"))
+  if (w.provenance.is_object() && w.provenance.contains("tools") &&
+      w.provenance["tools"].contains("torch"))
     built = w.provenance["tools"]["torch"].value("version", "");
   if (!built.empty() && built != torch.version)
     f.note(cat("built against torch ", built, "; checking against ", torch_name));
 
-  std::vector<fs::path> dirs = options.library_dirs.empty() ? default_library_dirs() : options.library_dirs;
+  std::vector<fs::path> dirs =
+      options.library_dirs.empty() ? default_library_dirs() : options.library_dirs;
   std::vector<std::pair<std::string, std::shared_ptr<const SymbolTable>>> providers;
   std::vector<std::string> used;
   auto add_provider = [&](const fs::path& file, const std::string& label) -> bool {
@@ -142,12 +153,14 @@ CheckResult check_torch_abi(const LoadedWheel& w, const Options& options) {
     return true;
   };
   std::error_code ec;
-  for (const char* lib : {"libc10.so", "libc10_cuda.so", "libtorch.so", "libtorch_cpu.so", "libtorch_cuda.so", "libtorch_python.so"})
+  for (const char* lib : {"libc10.so", "libc10_cuda.so", "libtorch.so", "libtorch_cpu.so",
+                          "libtorch_cuda.so", "libtorch_python.so"})
     if (fs::exists(torch.lib_dir() / lib, ec)) add_provider(torch.lib_dir() / lib, lib);
 
   // What the binaries need beyond torch: the CUDA libraries by name, the C/C++ runtime always.
-  std::set<std::string> wanted = {"libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1", "libdl.so.2",
-                                  "libpthread.so.0", "librt.so.1", "ld-linux-x86-64.so.2"};
+  std::set<std::string> wanted = {"libc.so.6",     "libm.so.6",           "libstdc++.so.6",
+                                  "libgcc_s.so.1", "libdl.so.2",          "libpthread.so.0",
+                                  "librt.so.1",    "ld-linux-x86-64.so.2"};
   std::set<std::string> bundled;
   for (const auto& b : w.binaries) {
     if (!b.info.soname.empty()) bundled.insert(b.info.soname);
@@ -200,7 +213,8 @@ CheckResult check_torch_abi(const LoadedWheel& w, const Options& options) {
       std::string key = s.version.empty() ? std::string() : cat(s.name, "@", s.version);
       for (const auto& [label, table] : providers) {
         if (s.version.empty() ? table->names.count(s.name) > 0
-                              : (table->versioned.count(key) > 0 || (table->versioned.empty() && table->names.count(s.name) > 0))) {
+                              : (table->versioned.count(key) > 0 ||
+                                 (table->versioned.empty() && table->names.count(s.name) > 0))) {
           found = true;
           break;
         }
@@ -214,11 +228,13 @@ CheckResult check_torch_abi(const LoadedWheel& w, const Options& options) {
         ++unchecked;
         continue;
       }
-      missing.push_back(s.version.empty() ? demangle(s.name) : cat(demangle(s.name), " @", s.version));
+      missing.push_back(s.version.empty() ? demangle(s.name)
+                                          : cat(demangle(s.name), " @", s.version));
     }
     std::sort(missing.begin(), missing.end());
     if (!missing.empty()) {
-      std::vector<std::string> shown(missing.begin(), missing.begin() + std::min<std::size_t>(missing.size(), 3));
+      std::vector<std::string> shown(missing.begin(),
+                                     missing.begin() + std::min<std::size_t>(missing.size(), 3));
       f.fail(cat(b.path, ": ", missing.size(), " undefined symbol(s) not defined by ", torch_name,
                  ", CUDA or the C/C++ runtime: ", join(shown, "; ")));
       for (const auto& m : missing) f.note(cat("  missing: ", m));
@@ -226,13 +242,14 @@ CheckResult check_torch_abi(const LoadedWheel& w, const Options& options) {
     missing_json[b.path] = missing;
   }
   for (const auto& lib : unchecked_libs)
-    f.warn(cat(lib, " is not on this machine (looked in ", dirs.size(), " library directories); symbols versioned against it are unchecked"));
+    f.warn(cat(lib, " is not on this machine (looked in ", dirs.size(),
+               " library directories); symbols versioned against it are unchecked"));
   f.data()["missing"] = missing_json;
   f.data()["resolved"] = resolved;
   f.data()["python_api"] = python;
   f.data()["unchecked"] = unchecked;
-  return f.finish(cat(resolved, " undefined symbol(s) resolved against ", torch_name, ", CUDA and the C/C++ runtime; ",
-                      python, " from the Python C API"));
+  return f.finish(cat(resolved, " undefined symbol(s) resolved against ", torch_name,
+                      ", CUDA and the C/C++ runtime; ", python, " from the Python C API"));
 }
 
 }  // namespace kiln::validate

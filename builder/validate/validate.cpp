@@ -27,7 +27,8 @@ std::string render_text(const Report& report, bool verbose) {
   std::size_t width = 0;
   for (const auto& c : report.checks) width = std::max(width, c.id.size());
   for (const auto& c : report.checks) {
-    out << "  " << verdict_name(c.verdict) << "  " << c.id << std::string(width - c.id.size(), ' ') << "  " << c.message << "\n";
+    out << "  " << verdict_name(c.verdict) << "  " << c.id << std::string(width - c.id.size(), ' ')
+        << "  " << c.message << "\n";
     if (verbose || c.verdict == Verdict::Fail)
       for (const auto& d : c.details)
         if (d != cat(verdict_name(c.verdict), ": ", c.message))  // the message already said it
@@ -42,8 +43,11 @@ nlohmann::json render_json(const std::vector<Report>& reports) {
   for (const auto& r : reports) {
     nlohmann::json checks = nlohmann::json::array();
     for (const auto& c : r.checks)
-      checks.push_back({{"id", c.id}, {"verdict", verdict_name(c.verdict)}, {"message", c.message},
-                        {"details", c.details}, {"data", c.data}});
+      checks.push_back({{"id", c.id},
+                        {"verdict", verdict_name(c.verdict)},
+                        {"message", c.message},
+                        {"details", c.details},
+                        {"data", c.data}});
     nlohmann::json w = {{"wheel", r.wheel.string()}, {"ok", r.ok()}, {"checks", std::move(checks)}};
     if (const CheckResult* g = r.find("gpu-code"); g && g->data.contains("sass"))
       w["archs"] = {{"sass", g->data["sass"]}, {"ptx", g->data["ptx"]}};
@@ -59,15 +63,27 @@ std::string xml_escape(std::string_view s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
       default:
         // XML 1.0 forbids most control characters.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t' && c != '\r') out += '?';
-        else out += c;
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t' && c != '\r')
+          out += '?';
+        else
+          out += c;
     }
   }
   return out;
@@ -85,8 +101,8 @@ std::string render_junit(const std::vector<Report>& reports) {
     }
   std::ostringstream out;
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out << "<testsuites name=\"kiln validate\" tests=\"" << tests << "\" failures=\"" << failures << "\" errors=\"0\" skipped=\""
-      << skips << "\">\n";
+  out << "<testsuites name=\"kiln validate\" tests=\"" << tests << "\" failures=\"" << failures
+      << "\" errors=\"0\" skipped=\"" << skips << "\">\n";
   for (const auto& r : reports) {
     std::size_t f = 0, s = 0;
     for (const auto& c : r.checks) {
@@ -94,13 +110,14 @@ std::string render_junit(const std::vector<Report>& reports) {
       s += c.verdict == Verdict::Skip;
     }
     std::string name = xml_escape(r.wheel.filename().string());
-    out << "  <testsuite name=\"" << name << "\" tests=\"" << r.checks.size() << "\" failures=\"" << f
-        << "\" errors=\"0\" skipped=\"" << s << "\">\n";
+    out << "  <testsuite name=\"" << name << "\" tests=\"" << r.checks.size() << "\" failures=\""
+        << f << "\" errors=\"0\" skipped=\"" << s << "\">\n";
     for (const auto& c : r.checks) {
       out << "    <testcase classname=\"" << name << "\" name=\"" << xml_escape(c.id) << "\"";
       std::string details = xml_escape(join(c.details, "\n"));
       if (c.verdict == Verdict::Fail) {
-        out << ">\n      <failure message=\"" << xml_escape(c.message) << "\">" << details << "</failure>\n    </testcase>\n";
+        out << ">\n      <failure message=\"" << xml_escape(c.message) << "\">" << details
+            << "</failure>\n    </testcase>\n";
       } else if (c.verdict == Verdict::Skip) {
         out << ">\n      <skipped message=\"" << xml_escape(c.message) << "\"/>\n    </testcase>\n";
       } else {

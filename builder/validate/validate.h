@@ -22,11 +22,12 @@ enum class Verdict { Pass, Warn, Skip, Fail };
 std::string verdict_name(Verdict verdict);  // "pass", "warn", "skip", "fail"
 
 struct CheckResult {
-  std::string id;  // "archive", "metadata", "tags", "elf", "torch-abi", "gpu-code", "gpu-target", "import"
+  std::string
+      id;  // "archive", "metadata", "tags", "elf", "torch-abi", "gpu-code", "gpu-target", "import"
   Verdict verdict = Verdict::Pass;
-  std::string message;  // one line
-  std::vector<std::string> details;                   // one problem or fact per line
-  nlohmann::json data = nlohmann::json::object();     // machine-readable facts (--json)
+  std::string message;                             // one line
+  std::vector<std::string> details;                // one problem or fact per line
+  nlohmann::json data = nlohmann::json::object();  // machine-readable facts (--json)
 };
 
 struct Report {
@@ -46,7 +47,7 @@ struct Options {
   std::optional<manifest::Arch> gpu;
   // The torch whose libraries must define the extension's symbols; without one "torch-abi" skips.
   std::optional<toolchain::TorchSysroot> torch;
-  std::string torch_note;  // why this torch (e.g. "target torch2.10-cu128"), shown in messages
+  std::string torch_note;     // why this torch (e.g. "target torch2.10-cu128"), shown in messages
   std::string torch_problem;  // when no torch could be had: the reason, shown by the skip
   // Where to find the CUDA runtime and the C/C++ runtime libraries; empty: default_library_dirs().
   std::vector<std::filesystem::path> library_dirs;

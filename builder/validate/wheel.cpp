@@ -13,15 +13,20 @@ namespace fs = std::filesystem;
 
 std::string verdict_name(Verdict verdict) {
   switch (verdict) {
-    case Verdict::Pass: return "pass";
-    case Verdict::Warn: return "warn";
-    case Verdict::Skip: return "skip";
-    default: return "fail";
+    case Verdict::Pass:
+      return "pass";
+    case Verdict::Warn:
+      return "warn";
+    case Verdict::Skip:
+      return "skip";
+    default:
+      return "fail";
   }
 }
 
 bool Report::ok() const {
-  return std::none_of(checks.begin(), checks.end(), [](const CheckResult& c) { return c.verdict == Verdict::Fail; });
+  return std::none_of(checks.begin(), checks.end(),
+                      [](const CheckResult& c) { return c.verdict == Verdict::Fail; });
 }
 
 const CheckResult* Report::find(const std::string& id) const {
@@ -72,11 +77,15 @@ std::vector<std::string> WheelName::tags() const {
 
 Expected<WheelName> parse_wheel_filename(const std::string& filename) {
   auto bad = [&](const std::string& why) {
-    return Error::bad_input(cat(filename, ": not a wheel file name (", why, "; PEP 427 wants NAME-VERSION[-BUILD]-PY-ABI-PLATFORM.whl)"));
+    return Error::bad_input(cat(filename, ": not a wheel file name (", why,
+                                "; PEP 427 wants NAME-VERSION[-BUILD]-PY-ABI-PLATFORM.whl)"));
   };
-  if (filename.size() <= 4 || filename.substr(filename.size() - 4) != ".whl") return bad("it does not end in .whl");
-  auto parts = split(std::string_view(filename).substr(0, filename.size() - 4), "-", /*skip_empty=*/false);
-  if (parts.size() != 5 && parts.size() != 6) return bad(cat(parts.size(), " '-'-separated parts instead of 5 or 6"));
+  if (filename.size() <= 4 || filename.substr(filename.size() - 4) != ".whl")
+    return bad("it does not end in .whl");
+  auto parts =
+      split(std::string_view(filename).substr(0, filename.size() - 4), "-", /*skip_empty=*/false);
+  if (parts.size() != 5 && parts.size() != 6)
+    return bad(cat(parts.size(), " '-'-separated parts instead of 5 or 6"));
   for (const auto& p : parts)
     if (p.empty()) return bad("an empty part");
   WheelName n;
@@ -84,7 +93,8 @@ Expected<WheelName> parse_wheel_filename(const std::string& filename) {
   n.version = parts[1];
   if (parts.size() == 6) {
     n.build = parts[2];
-    if (!std::isdigit(static_cast<unsigned char>(n.build[0]))) return bad("the build tag does not start with a digit");
+    if (!std::isdigit(static_cast<unsigned char>(n.build[0])))
+      return bad("the build tag does not start with a digit");
   }
   std::size_t t = parts.size() - 3;
   n.python_tags = split(parts[t], ".", false);
@@ -101,7 +111,8 @@ namespace {
 Expected<void> check_wheel_path(const fs::path& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return Error::bad_input(cat(path.string(), ": no such file"));
-  if (!fs::is_regular_file(path, ec)) return Error::bad_input(cat(path.string(), ": not a regular file"));
+  if (!fs::is_regular_file(path, ec))
+    return Error::bad_input(cat(path.string(), ": not a regular file"));
   return {};
 }
 
@@ -157,9 +168,11 @@ Expected<LoadedWheel> load_opened(LoadedWheel w, Expected<archive::ZipReader> zi
   std::string wanted = cat(w.name.distribution, "-", w.name.version, ".dist-info");
   for (const auto& d : dirs)
     if (d == wanted || w.dist_info.empty()) w.dist_info = d;
-  if (dirs.size() > 1 && !dirs.count(wanted)) w.dist_info.clear();  // ambiguous: the archive check says so
+  if (dirs.size() > 1 && !dirs.count(wanted))
+    w.dist_info.clear();  // ambiguous: the archive check says so
   std::set<std::string> text_names;
-  for (const char* f : {"METADATA", "WHEEL", "RECORD", "kiln.json"}) text_names.insert(cat(w.dist_info, "/", f));
+  for (const char* f : {"METADATA", "WHEEL", "RECORD", "kiln.json"})
+    text_names.insert(cat(w.dist_info, "/", f));
 
   for (const auto& e : w.zip->entries()) {
     if (e.is_directory()) continue;
@@ -174,7 +187,10 @@ Expected<LoadedWheel> load_opened(LoadedWheel w, Expected<archive::ZipReader> zi
       m.size += chunk.size();
       if (keep_text || maybe_elf) {
         kept += chunk;
-        if (maybe_elf && kept.size() >= 4 && kept.compare(0, 4, "\x7f" "ELF") != 0) {
+        if (maybe_elf && kept.size() >= 4 &&
+            kept.compare(0, 4,
+                         "\x7f"
+                         "ELF") != 0) {
           maybe_elf = false;
           if (!keep_text) std::string().swap(kept);
         }
@@ -235,10 +251,12 @@ Expected<WheelSummary> summarize(const fs::path& path) {
 
 Expected<std::vector<fs::path>> find_wheels(const fs::path& path) {
   std::error_code ec;
-  if (!fs::exists(path, ec)) return Error::bad_input(cat(path.string(), ": no such file or directory"));
+  if (!fs::exists(path, ec))
+    return Error::bad_input(cat(path.string(), ": no such file or directory"));
   if (!fs::is_directory(path, ec)) return std::vector<fs::path>{path};
   std::vector<fs::path> out;
-  for (auto it = fs::recursive_directory_iterator(path, fs::directory_options::skip_permission_denied, ec);
+  for (auto it = fs::recursive_directory_iterator(
+           path, fs::directory_options::skip_permission_denied, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (it->is_regular_file(ec) && it->path().extension() == ".whl") out.push_back(it->path());
   }

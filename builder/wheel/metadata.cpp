@@ -64,8 +64,8 @@ std::string CoreMetadata::render() const {
 
 std::string render_wheel_file(const std::string& generator, bool root_is_purelib,
                               const std::string& tag) {
-  return cat("Wheel-Version: 1.0\nGenerator: ", generator, "\nRoot-Is-Purelib: ",
-             root_is_purelib ? "true" : "false", "\nTag: ", tag, "\n");
+  return cat("Wheel-Version: 1.0\nGenerator: ", generator,
+             "\nRoot-Is-Purelib: ", root_is_purelib ? "true" : "false", "\nTag: ", tag, "\n");
 }
 
 std::string record_hash(std::string_view data) {
@@ -137,7 +137,8 @@ ParsedMetadata parse_metadata(std::string_view text) {
     }
     auto colon = line.find(':');
     if (colon == std::string_view::npos) continue;
-    m.headers.emplace_back(std::string(trim(line.substr(0, colon))), std::string(trim(line.substr(colon + 1))));
+    m.headers.emplace_back(std::string(trim(line.substr(0, colon))),
+                           std::string(trim(line.substr(colon + 1))));
   }
   return m;
 }

@@ -49,7 +49,9 @@ std::vector<int> numbers(std::string_view dotted) {
   return out;
 }
 
-bool version_le(std::string_view a, std::string_view b) { return numbers(a) <= numbers(b); }
+bool version_le(std::string_view a, std::string_view b) {
+  return numbers(a) <= numbers(b);
+}
 
 // "GLIBCXX_3.4.21" -> ("GLIBCXX", "3.4.21"); other names -> ("", "").
 std::pair<std::string, std::string> family(const std::string& name) {
@@ -57,7 +59,9 @@ std::pair<std::string, std::string> family(const std::string& name) {
     std::string prefix = f;
     if (name.rfind(prefix, 0) == 0) {
       std::string v = name.substr(prefix.size());
-      if (!v.empty() && std::all_of(v.begin(), v.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == '.'; }))
+      if (!v.empty() && std::all_of(v.begin(), v.end(), [](char c) {
+            return std::isdigit(static_cast<unsigned char>(c)) || c == '.';
+          }))
         return {prefix.substr(0, prefix.size() - 1), v};
     }
   }
@@ -98,7 +102,9 @@ Expected<PlatformTag> manylinux_tag(const std::vector<elf::ElfInfo>& files) {
     std::string name = cat(fam, "_", v);
     tag.highest.push_back(name);
     int m = policy_glibc_minor_for(name);
-    if (m < 0) return Error::failed(cat("symbol version ", name, " is newer than every manylinux policy kiln knows"));
+    if (m < 0)
+      return Error::failed(
+          cat("symbol version ", name, " is newer than every manylinux policy kiln knows"));
     if (m > minor) {
       minor = m;
       tag.limiting = name;

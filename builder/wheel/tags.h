@@ -11,8 +11,8 @@
 namespace kiln::wheel {
 
 struct PlatformTag {
-  std::string tag;           // "manylinux_2_28_x86_64"
-  std::string limiting;      // the version that decided it, e.g. "GLIBC_2.32" ("" when none)
+  std::string tag;       // "manylinux_2_28_x86_64"
+  std::string limiting;  // the version that decided it, e.g. "GLIBC_2.32" ("" when none)
   std::vector<std::string> highest;  // highest needed version per family, e.g. "GLIBCXX_3.4.21"
 };
 

@@ -24,26 +24,33 @@ std::string dist_info_dir(const WheelSpec& spec) {
   return cat(spec.distribution, "-", spec.version, ".dist-info");
 }
 
-Expected<std::filesystem::path> write_wheel(const WheelSpec& spec, const std::filesystem::path& out_dir) {
+Expected<std::filesystem::path> write_wheel(const WheelSpec& spec,
+                                            const std::filesystem::path& out_dir) {
   const std::string info = dist_info_dir(spec);
   std::vector<WheelEntry> files = spec.files;
-  std::sort(files.begin(), files.end(), [](const WheelEntry& a, const WheelEntry& b) { return a.path < b.path; });
+  std::sort(files.begin(), files.end(),
+            [](const WheelEntry& a, const WheelEntry& b) { return a.path < b.path; });
   std::set<std::string> seen;
   for (const auto& f : files) {
     if (f.path.rfind(info + "/", 0) == 0)
       return Error::failed(cat("package file ", f.path, " collides with the .dist-info directory"));
-    if (!seen.insert(f.path).second) return Error::failed(cat("file ", f.path, " is in the wheel twice"));
+    if (!seen.insert(f.path).second)
+      return Error::failed(cat("file ", f.path, " is in the wheel twice"));
   }
   std::vector<WheelEntry> meta;
   meta.push_back({info + "/METADATA", spec.metadata.render(), false});
-  meta.push_back({info + "/WHEEL", render_wheel_file(cat("kiln ", KILN_VERSION), spec.root_is_purelib, spec.tag), false});
+  meta.push_back({info + "/WHEEL",
+                  render_wheel_file(cat("kiln ", KILN_VERSION), spec.root_is_purelib, spec.tag),
+                  false});
   for (const auto& l : spec.license_files) {
     WheelEntry entry = l;
     entry.path = info + "/licenses/" + l.path;
     meta.push_back(std::move(entry));
   }
-  if (!spec.provenance_json.empty()) meta.push_back({info + "/kiln.json", spec.provenance_json, false});
-  std::sort(meta.begin(), meta.end(), [](const WheelEntry& a, const WheelEntry& b) { return a.path < b.path; });
+  if (!spec.provenance_json.empty())
+    meta.push_back({info + "/kiln.json", spec.provenance_json, false});
+  std::sort(meta.begin(), meta.end(),
+            [](const WheelEntry& a, const WheelEntry& b) { return a.path < b.path; });
 
   std::filesystem::path path = out_dir / wheel_filename(spec);
   KILN_TRY(archive::ZipWriter zip, archive::ZipWriter::create(path));
@@ -61,7 +68,8 @@ Expected<std::filesystem::path> write_wheel(const WheelSpec& spec, const std::fi
           size += chunk.size();
         }));
         auto digest = hash.digest();
-        rows.push_back({f.path, "sha256=" + base64_urlsafe_nopad(digest.data(), digest.size()), std::to_string(size)});
+        rows.push_back({f.path, "sha256=" + base64_urlsafe_nopad(digest.data(), digest.size()),
+                        std::to_string(size)});
       }
       fault_point("wheel");
     }

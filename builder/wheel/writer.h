@@ -12,8 +12,8 @@
 namespace kiln::wheel {
 
 struct WheelEntry {
-  std::string path;     // inside the wheel, '/'-separated
-  std::string data;     // contents, unless `source` is set
+  std::string path;  // inside the wheel, '/'-separated
+  std::string data;  // contents, unless `source` is set
   bool executable = false;
   // When set, the contents are streamed from this file (never held in memory) and the exec bit
   // comes from its mode.
@@ -35,6 +35,7 @@ std::string wheel_filename(const WheelSpec& spec);
 std::string dist_info_dir(const WheelSpec& spec);
 
 // Writes <out_dir>/<wheel filename> atomically and returns its path.
-Expected<std::filesystem::path> write_wheel(const WheelSpec& spec, const std::filesystem::path& out_dir);
+Expected<std::filesystem::path> write_wheel(const WheelSpec& spec,
+                                            const std::filesystem::path& out_dir);
 
 }  // namespace kiln::wheel

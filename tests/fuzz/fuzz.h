@@ -32,7 +32,8 @@ struct Registration {
 
 // An invariant broke: say which, and abort (libFuzzer keeps the input as a crash).
 [[noreturn]] inline void fail(std::string_view what) {
-  std::fprintf(stderr, "kiln fuzz invariant broken: %.*s\n", static_cast<int>(what.size()), what.data());
+  std::fprintf(stderr, "kiln fuzz invariant broken: %.*s\n", static_cast<int>(what.size()),
+               what.data());
   std::abort();
 }
 
@@ -69,15 +70,15 @@ inline std::filesystem::path sandbox(std::string_view target) {
 }  // namespace kiln::fuzz
 
 #ifdef KILN_LIBFUZZER
-#define KILN_FUZZ_TARGET(name)                                                              \
-  static int kiln_fuzz_##name(const std::uint8_t* data, std::size_t size);                \
-  extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {      \
-    return kiln_fuzz_##name(data, size);                                                    \
-  }                                                                                         \
+#define KILN_FUZZ_TARGET(name)                                                        \
+  static int kiln_fuzz_##name(const std::uint8_t* data, std::size_t size);            \
+  extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) { \
+    return kiln_fuzz_##name(data, size);                                              \
+  }                                                                                   \
   static int kiln_fuzz_##name(const std::uint8_t* data, std::size_t size)
 #else
 #define KILN_FUZZ_TARGET(name)                                                              \
-  static int kiln_fuzz_##name(const std::uint8_t* data, std::size_t size);                \
+  static int kiln_fuzz_##name(const std::uint8_t* data, std::size_t size);                  \
   static ::kiln::fuzz::Registration kiln_fuzz_registration_##name(#name, kiln_fuzz_##name); \
   static int kiln_fuzz_##name(const std::uint8_t* data, std::size_t size)
 #endif

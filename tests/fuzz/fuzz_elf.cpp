@@ -15,7 +15,8 @@ KILN_FUZZ_TARGET(elf) {
   }
   for (const auto& s : info->sections) {
     auto bytes = kiln::elf::section_bytes(image, s);
-    if (bytes && (bytes->data() < image.data() || bytes->data() + bytes->size() > image.data() + image.size()))
+    if (bytes && (bytes->data() < image.data() ||
+                  bytes->data() + bytes->size() > image.data() + image.size()))
       fail("section bytes outside the image");
     if (bytes && s.name == ".nv_fatbin") (void)kiln::fatbin::parse(*bytes, "fuzz.so");
   }

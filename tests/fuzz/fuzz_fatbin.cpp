@@ -15,13 +15,15 @@ KILN_FUZZ_TARGET(fatbin) {
   for (const auto& c : *containers)
     if (c.offset > size || c.size > size - c.offset) fail("a container reaches past the section");
   for (const auto& e : kiln::fatbin::all_entries(*containers)) {
-    if (e.offset > size || e.header_size > size - e.offset || e.payload_size > size - e.offset - e.header_size)
+    if (e.offset > size || e.header_size > size - e.offset ||
+        e.payload_size > size - e.offset - e.header_size)
       fail("an entry reaches past the section");
     (void)e.arch_name();
     (void)e.code_name();
     auto payload = kiln::fatbin::payload(section, e, 16u << 20);
     if (!payload) continue;
-    if (e.compressed() && payload->size() != e.uncompressed_size) fail("a decompressed payload of another size");
+    if (e.compressed() && payload->size() != e.uncompressed_size)
+      fail("a decompressed payload of another size");
     if (e.kind == kiln::fatbin::Kind::Elf) (void)kiln::fatbin::cubin_arch(*payload);
   }
   return 0;

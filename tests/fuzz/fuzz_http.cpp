@@ -11,14 +11,15 @@ namespace idx = kiln::index;
 namespace {
 
 std::string metadata(const std::string& name, const std::string& version) {
-  return "Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\nRequires-Python: >=3.9\n\nA description.\n";
+  return "Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version +
+         "\nRequires-Python: >=3.9\n\nA description.\n";
 }
 
 const idx::IndexModel& model() {
   static const idx::IndexModel m = [] {
     std::vector<idx::WheelEntry> entries;
-    auto add = [&](const std::string& target, const std::string& key, const std::string& file, const std::string& name,
-                   const std::string& version) {
+    auto add = [&](const std::string& target, const std::string& key, const std::string& file,
+                   const std::string& name, const std::string& version) {
       idx::WheelEntry e;
       e.target = target;
       e.key = key;
@@ -30,11 +31,13 @@ const idx::IndexModel& model() {
       e.metadata = metadata(name, version);
       entries.push_back(std::move(e));
     };
-    add("default", "k1", "causal_conv1d-1.7.0+cu130torch2.11-cp311-cp311-manylinux_2_34_x86_64.whl", "causal-conv1d",
-        "1.7.0+cu130torch2.11");
-    add("default", "k2", "flash_linear_attention-0.6.0-py3-none-any.whl", "flash-linear-attention", "0.6.0");
-    add("default-sm90-sm120-ptx120", "k3", "kiln_demo-0.1.0+cu130torch2.11-cp311-cp311-manylinux_2_34_x86_64.whl",
-        "kiln-demo", "0.1.0+cu130torch2.11");
+    add("default", "k1", "causal_conv1d-1.7.0+cu130torch2.11-cp311-cp311-manylinux_2_34_x86_64.whl",
+        "causal-conv1d", "1.7.0+cu130torch2.11");
+    add("default", "k2", "flash_linear_attention-0.6.0-py3-none-any.whl", "flash-linear-attention",
+        "0.6.0");
+    add("default-sm90-sm120-ptx120", "k3",
+        "kiln_demo-0.1.0+cu130torch2.11-cp311-cp311-manylinux_2_34_x86_64.whl", "kiln-demo",
+        "0.1.0+cu130torch2.11");
     return idx::build_model(std::move(entries));
   }();
   return m;
@@ -75,7 +78,9 @@ KILN_FUZZ_TARGET(http) {
     for (const auto& [name, target] : model().targets)
       for (const auto& [pname, project] : target.projects)
         if (const auto* f = project.find(r.file->filename); f && f->dir == r.file->dir) known = f;
-    if (!known) fail("a file that is not one of the model's wheels: " + (r.file->dir / r.file->filename).string());
+    if (!known)
+      fail("a file that is not one of the model's wheels: " +
+           (r.file->dir / r.file->filename).string());
     if (r.file->file_size != known->size) fail("a file slice with another size than the wheel's");
     if (r.file->offset > r.file->file_size || r.file->length > r.file->file_size - r.file->offset)
       fail("a file slice outside the file");
@@ -89,7 +94,8 @@ KILN_FUZZ_TARGET(http) {
   bool trailing = false;
   if (auto segments = idx::split_path(req.path, trailing))
     for (const auto& s : *segments)
-      if (s == "." || s == ".." || s.find('/') != std::string::npos || s.find('\0') != std::string::npos)
+      if (s == "." || s == ".." || s.find('/') != std::string::npos ||
+          s.find('\0') != std::string::npos)
         fail("split_path() let a dangerous segment through: " + s);
   return 0;
 }

@@ -4,8 +4,8 @@
 
 KILN_FUZZ_TARGET(manifest) {
   std::string text(kiln::fuzz::text(data, size));
-  auto m = kiln::manifest::parse_manifest(text, "/nonexistent/manifests/demo/1.0.toml", "manifests/demo/1.0.toml",
-                                          "/nonexistent/patches");
+  auto m = kiln::manifest::parse_manifest(text, "/nonexistent/manifests/demo/1.0.toml",
+                                          "manifests/demo/1.0.toml", "/nonexistent/patches");
   if (m) {
     (void)m->canonical().dump();
     if (m->normalized_name().empty()) kiln::fuzz::fail("a manifest loaded with an empty name");

@@ -20,7 +20,8 @@ void write(const fs::path& path, const std::string& text) {
 void make_tree(const fs::path& tree) {
   std::error_code ec;
   fs::remove_all(tree, ec);
-  write(tree / "setup.py", "import os\n\nVERSION = '1.0'\n\nsetup(\n    name='demo',\n    version=VERSION,\n)\n");
+  write(tree / "setup.py",
+        "import os\n\nVERSION = '1.0'\n\nsetup(\n    name='demo',\n    version=VERSION,\n)\n");
   write(tree / "a.txt", "one\ntwo\nthree\nfour\nfive\n");
   write(tree / "dir" / "b.txt", "alpha\r\nbeta\r\ngamma\r\n");
   write(tree / "c.txt", "no newline at end");
@@ -38,7 +39,8 @@ KILN_FUZZ_TARGET(patch) {
   std::string_view text = kiln::fuzz::text(data, size);
   auto parsed = kiln::patch::parse(text, "fuzz.patch");
   if (!parsed) {
-    if (parsed.error().message.rfind("patch fuzz.patch", 0) != 0) fail("an error that does not name the patch");
+    if (parsed.error().message.rfind("patch fuzz.patch", 0) != 0)
+      fail("an error that does not name the patch");
     return 0;
   }
   for (const auto& f : *parsed) {
@@ -55,14 +57,16 @@ KILN_FUZZ_TARGET(patch) {
         old_lines += line[0] != '+';
         new_lines += line[0] != '-';
       }
-      if (old_lines != h.old_count || new_lines != h.new_count) fail("a hunk whose lines disagree with its header");
+      if (old_lines != h.old_count || new_lines != h.new_count)
+        fail("a hunk whose lines disagree with its header");
     }
   }
   const fs::path box = kiln::fuzz::sandbox("patch");
   fs::path tree = box / "tree";
   make_tree(tree);
   auto applied = kiln::patch::apply_series(tree, {{"fuzz.patch", std::string(text)}});
-  if (names_in(box) != std::set<std::string>{"tree"}) fail("something was written outside the tree");
+  if (names_in(box) != std::set<std::string>{"tree"})
+    fail("something was written outside the tree");
   if (!applied && applied.error().message.empty()) fail("an error without a message");
   return 0;
 }

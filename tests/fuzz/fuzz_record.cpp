@@ -9,7 +9,8 @@ KILN_FUZZ_TARGET(record) {
   std::string_view in = kiln::fuzz::text(data, size);
   auto nl = in.find('\n');
   if (nl == std::string_view::npos || nl > 255) return 0;
-  auto wheel = kiln::validate::load_wheel_image(std::string(in.substr(nl + 1)), std::string(in.substr(0, nl)));
+  auto wheel = kiln::validate::load_wheel_image(std::string(in.substr(nl + 1)),
+                                                std::string(in.substr(0, nl)));
   if (!wheel) {
     if (wheel.error().message.empty()) fail("an error without a message");
     return 0;

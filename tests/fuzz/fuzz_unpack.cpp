@@ -27,12 +27,13 @@ bool inside(const fs::path& root, const fs::path& path) {
 
 void check_tree(const fs::path& root) {
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(root, ec); it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
+  for (auto it = fs::recursive_directory_iterator(root, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (ec) fail("cannot walk the unpacked tree");
     struct stat st;
     if (::lstat(it->path().c_str(), &st) != 0) fail("an unpacked path vanished");
-    if (st.st_mode & (S_ISUID | S_ISGID | S_ISVTX)) fail("a setuid, setgid or sticky mode was kept");
+    if (st.st_mode & (S_ISUID | S_ISGID | S_ISVTX))
+      fail("a setuid, setgid or sticky mode was kept");
     if (S_ISLNK(st.st_mode)) {
       fs::path target = fs::read_symlink(it->path());
       if (target.is_absolute() || !inside(root, it->path().parent_path() / target))
@@ -60,13 +61,15 @@ KILN_FUZZ_TARGET(unpack) {
   auto result = kiln::archive::unpack(input, dest, options);
   std::set<std::string> expected = {"input.archive"};
   if (result) expected.insert("dest");
-  if (names_in(box) != expected) fail(result ? "something was written beside the destination"
-                                             : "a failed unpack left something behind");
+  if (names_in(box) != expected)
+    fail(result ? "something was written beside the destination"
+                : "a failed unpack left something behind");
   struct stat st;
   if (::lstat(input.c_str(), &st) != 0 || st.st_nlink != 1) fail("the archive file was linked to");
   if (result) {
     check_tree(dest);
-    if (result->bytes > options.limits.max_total_bytes) fail("more bytes than the limit were written");
+    if (result->bytes > options.limits.max_total_bytes)
+      fail("more bytes than the limit were written");
   } else if (result.error().message.empty()) {
     fail("an error without a message");
   }

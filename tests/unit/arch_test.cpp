@@ -5,7 +5,9 @@
 namespace kiln::manifest {
 
 namespace {
-std::string canon(std::string_view spec) { return ArchList::parse(spec).value().canonical(); }
+std::string canon(std::string_view spec) {
+  return ArchList::parse(spec).value().canonical();
+}
 std::string error_of(std::string_view spec) {
   auto r = ArchList::parse(spec);
   return r ? std::string("<ok>") : r.error().message;
@@ -51,11 +53,15 @@ TEST(Arch, EquivalentSpellingsNormaliseTheSame) {
 }
 
 TEST(Arch, Rejects) {
-  EXPECT_EQ(error_of("sm_9"), "bad architecture 'sm_9': expected a two- or three-digit architecture number such as 90 or 120");
-  EXPECT_EQ(error_of("12.0+PTX+PTX"), "bad architecture '12.0+PTX+PTX': only one '+PTX' may follow an architecture");
+  EXPECT_EQ(error_of("sm_9"),
+            "bad architecture 'sm_9': expected a two- or three-digit architecture number such as "
+            "90 or 120");
+  EXPECT_EQ(error_of("12.0+PTX+PTX"),
+            "bad architecture '12.0+PTX+PTX': only one '+PTX' may follow an architecture");
   EXPECT_EQ(error_of("sm_999"), "bad architecture 'sm_999': unknown CUDA architecture 999");
   EXPECT_EQ(error_of("9.9"), "bad architecture '9.9': unknown CUDA architecture 9.9");
-  EXPECT_EQ(error_of("90-fake"), "bad architecture '90-fake': a CMake-style architecture ends in -real or -virtual");
+  EXPECT_EQ(error_of("90-fake"),
+            "bad architecture '90-fake': a CMake-style architecture ends in -real or -virtual");
   EXPECT_EQ(error_of(""), "empty architecture list");
   EXPECT_EQ(error_of(" ; "), "empty architecture list");
   EXPECT_NE(error_of("Hoper"), "<ok>");

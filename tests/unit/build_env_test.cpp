@@ -14,12 +14,16 @@ namespace {
 const std::string kSha(64, 'a');
 
 std::string pins_text(const std::string& tools) {
-  return tools + "\n[[torch-runtime]]\ntorch = \"2.11.0\"\n\n[[torch-runtime.wheel]]\nproject = \"nvidia-cublas\"\n"
-         "file = \"nvidia_cublas-13.1.0.3-py3-none-manylinux_2_27_x86_64.whl\"\nsha256 = \"" + kSha + "\"\n";
+  return tools +
+         "\n[[torch-runtime]]\ntorch = \"2.11.0\"\n\n[[torch-runtime.wheel]]\nproject = "
+         "\"nvidia-cublas\"\n"
+         "file = \"nvidia_cublas-13.1.0.3-py3-none-manylinux_2_27_x86_64.whl\"\nsha256 = \"" +
+         kSha + "\"\n";
 }
 
 std::string tool(const std::string& project, const std::string& file) {
-  return "[[tool]]\nproject = \"" + project + "\"\nfile = \"" + file + "\"\nsha256 = \"" + kSha + "\"\n";
+  return "[[tool]]\nproject = \"" + project + "\"\nfile = \"" + file + "\"\nsha256 = \"" + kSha +
+         "\"\n";
 }
 
 std::string error_of(const std::string& text) {
@@ -32,7 +36,8 @@ std::string error_of(const std::string& text) {
 TEST(BuildEnv, ParsesWithPipFirst) {
   auto pins = parse_build_env(pins_text(tool("setuptools", "setuptools-80.9.0-py3-none-any.whl") +
                                         tool("pip", "pip-25.3-py3-none-any.whl")),
-                              "x").value();
+                              "x")
+                  .value();
   ASSERT_EQ(pins.tools.size(), 2u);
   EXPECT_EQ(pins.tools[0].project, "pip");  // it installs the rest
   ASSERT_NE(pins.runtime_for("2.11.0"), nullptr);
@@ -46,13 +51,17 @@ TEST(BuildEnv, ParsesWithPipFirst) {
 
 TEST(BuildEnv, BadInput) {
   std::string pip = tool("pip", "pip-25.3-py3-none-any.whl");
-  EXPECT_NE(error_of(pins_text(tool("setuptools", "setuptools-80.9.0-py3-none-any.whl"))).find("must include pip"),
+  EXPECT_NE(error_of(pins_text(tool("setuptools", "setuptools-80.9.0-py3-none-any.whl")))
+                .find("must include pip"),
             std::string::npos);
-  EXPECT_NE(error_of(pip + tool("ninja", "ninja-1.13.0.tar.gz")).find("'ninja-1.13.0.tar.gz' is not a wheel file name"),
+  EXPECT_NE(error_of(pip + tool("ninja", "ninja-1.13.0.tar.gz"))
+                .find("'ninja-1.13.0.tar.gz' is not a wheel file name"),
             std::string::npos);
-  std::string bad_sha = pip + "[[tool]]\nproject = \"ninja\"\nfile = \"ninja-1.whl\"\nsha256 = \"abc\"\n";
+  std::string bad_sha =
+      pip + "[[tool]]\nproject = \"ninja\"\nfile = \"ninja-1.whl\"\nsha256 = \"abc\"\n";
   EXPECT_NE(error_of(bad_sha).find("bad sha256 'abc'"), std::string::npos);
-  EXPECT_NE(error_of(pip + "[[tool]]\nprojet = \"x\"\n").find("unknown key 'tool.projet'"), std::string::npos);
+  EXPECT_NE(error_of(pip + "[[tool]]\nprojet = \"x\"\n").find("unknown key 'tool.projet'"),
+            std::string::npos);
   std::string twice = pins_text(pip) + "\n[[torch-runtime]]\ntorch = \"2.11.0\"\n";
   EXPECT_NE(error_of(twice).find("a second torch-runtime for torch 2.11.0"), std::string::npos);
 }
@@ -66,7 +75,8 @@ TEST(BuildEnv, TheShippedPinsParse) {
   fs::create_directories(dir.path() / "manifests" / "tools");
   std::ofstream(dir.path() / "manifests" / "tools" / "setuptools-env.toml")
       << tool("pip", "pip-24.0-py3-none-any.whl");
-  Repository repo = Repository::load(dir.path() / "manifests", dir.path() / "patches", "manifests").value();
+  Repository repo =
+      Repository::load(dir.path() / "manifests", dir.path() / "patches", "manifests").value();
   EXPECT_TRUE(repo.manifests().empty());
   auto pins = repo.build_env().value();
   EXPECT_EQ(pins.display_path, "manifests/tools/setuptools-env.toml");

@@ -15,7 +15,8 @@ namespace {
 class Copy : public ::testing::Test {
  protected:
   void SetUp() override {
-    base_ = std::make_unique<TempDir>(TempDir::create(fs::temp_directory_path(), "kiln-copy-").value());
+    base_ =
+        std::make_unique<TempDir>(TempDir::create(fs::temp_directory_path(), "kiln-copy-").value());
     src_ = base_->path() / "src";
     fs::create_directories(src_ / "pkg" / "sub");
     std::ofstream(src_ / "pkg" / "__init__.py") << "x = 1\n";
@@ -36,7 +37,8 @@ class Copy : public ::testing::Test {
     EXPECT_NE(r.error().message.find(needle), std::string::npos) << r.error().message;
     EXPECT_FALSE(fs::exists(fs::symlink_status(dest_)));
     std::vector<std::string> outside;
-    for (const auto& e : fs::directory_iterator(base_->path() / "outside")) outside.push_back(e.path().filename());
+    for (const auto& e : fs::directory_iterator(base_->path() / "outside"))
+      outside.push_back(e.path().filename());
     EXPECT_EQ(outside, std::vector<std::string>{"secret"});
   }
   std::unique_ptr<TempDir> base_;
@@ -47,11 +49,11 @@ TEST_F(Copy, CopiesFilesModesAndInsideLinks) {
   std::ofstream(src_ / "run.sh") << "#!/bin/sh\n";
   ::chmod((src_ / "run.sh").c_str(), 0700);
   link("README", "pkg/sub/data.txt");
-  link("pkg/up", "..");                                    // a directory link inside
-  link("abs", (src_ / "pkg" / "__init__.py").string());    // absolute, but inside: made relative
-  fs::create_directories(src_ / ".git" / "objects");       // VCS and bytecode litter is skipped
+  link("pkg/up", "..");                                  // a directory link inside
+  link("abs", (src_ / "pkg" / "__init__.py").string());  // absolute, but inside: made relative
+  fs::create_directories(src_ / ".git" / "objects");     // VCS and bytecode litter is skipped
   fs::create_directories(src_ / "pkg" / "__pycache__");
-  ASSERT_EQ(::mkfifo((src_ / "fifo").c_str(), 0644), 0);   // not a source file: skipped, never read
+  ASSERT_EQ(::mkfifo((src_ / "fifo").c_str(), 0644), 0);  // not a source file: skipped, never read
   auto r = copy_tree(src_, dest_);
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(read_file(dest_ / "pkg" / "sub" / "data.txt").value(), "data\n");
@@ -76,7 +78,9 @@ TEST_F(Copy, RefusesAnAbsoluteLinkOutside) {
 
 TEST_F(Copy, RefusesARelativeLinkOutside) {
   link("pkg/innocent", "../../outside/secret");
-  expect_refused("'pkg/innocent' is a symlink to '../../outside/secret', which resolves outside the source directory");
+  expect_refused(
+      "'pkg/innocent' is a symlink to '../../outside/secret', which resolves outside the source "
+      "directory");
 }
 
 // Each link alone stays inside as text; together they leave: "pkg/up" is the top, so "t" is its

@@ -22,17 +22,22 @@ namespace {
 
 // A stand-in nvcc: prints what the real one prints for --version.
 std::string fake_nvcc(const std::string& release) {
-  return cat("#!/bin/sh\necho 'nvcc: NVIDIA (R) Cuda compiler driver'\necho 'Cuda compilation tools, release ", release,
-             ", V", release, ".88'\n");
+  return cat(
+      "#!/bin/sh\necho 'nvcc: NVIDIA (R) Cuda compiler driver'\necho 'Cuda compilation tools, "
+      "release ",
+      release, ", V", release, ".88'\n");
 }
 
-const char* kHostConfig = "#if defined(__GNUC__)\n\n#if __GNUC__ > 15\n\n#error -- unsupported GNU version! gcc versions "
-                          "later than 15 are not supported!\n\n#endif /* __GNUC__ > 15 */\n#endif\n";
+const char* kHostConfig =
+    "#if defined(__GNUC__)\n\n#if __GNUC__ > 15\n\n#error -- unsupported GNU version! gcc versions "
+    "later than 15 are not supported!\n\n#endif /* __GNUC__ > 15 */\n#endif\n";
 
 class CudaWheels : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / cat("kiln-cuda-test-", ::getpid(), "-", ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           cat("kiln-cuda-test-", ::getpid(), "-",
+               ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "wheels");
     toolkits_ = dir_ / "toolkits";
@@ -54,18 +59,27 @@ class CudaWheels : public ::testing::Test {
 
   // The CUDA 13 layout: every component under nvidia/cu13/.
   std::vector<fs::path> cu13_wheels(const std::string& release = "13.0") {
-    return {wheel("nvidia_cuda_nvcc-13.0.88-py3-none-x.whl",
-                  {{"nvidia/cu13/bin/nvcc*", fake_nvcc(release)}, {"nvidia/cu13/bin/nvcc.profile", "TOP = $(_HERE_)/..\n"},
-                   {"nvidia/cu13/bin/cudafe++*", "x"}, {"nvidia/cu13/bin/ptxas*", "x"}, {"nvidia/cu13/bin/fatbinary*", "x"},
-                   {"nvidia/cu13/bin/nvlink*", "x"}, {"nvidia/cu13/include/fatbinary_section.h", "fb"}}),
-            wheel("nvidia_nvvm-13.0.88-py3-none-x.whl",
-                  {{"nvidia/cu13/nvvm/bin/cicc*", "x"}, {"nvidia/cu13/nvvm/libdevice/libdevice.10.bc", "bc"}}),
-            wheel("nvidia_cuda_crt-13.0.88-py3-none-x.whl", {{"nvidia/cu13/include/crt/host_config.h", kHostConfig}}),
-            wheel("nvidia_cuda_runtime-13.0.96-py3-none-x.whl",
-                  {{"nvidia/cu13/include/cuda_runtime.h", "rt"}, {"nvidia/cu13/lib/libcudart.so.13", "so"},
-                   {"nvidia/cu13/include/fatbinary_section.h", "fb"}}),  // the same file twice is fine
-            wheel("nvidia_cuda_cccl-13.0.85-py3-none-x.whl",
-                  {{"nvidia/cu13/include/cccl/cuda/std/version", "v"}, {"nvidia/cu13/.metadata/provenance.txt", "p"}})};
+    return {
+        wheel("nvidia_cuda_nvcc-13.0.88-py3-none-x.whl",
+              {{"nvidia/cu13/bin/nvcc*", fake_nvcc(release)},
+               {"nvidia/cu13/bin/nvcc.profile", "TOP = $(_HERE_)/..\n"},
+               {"nvidia/cu13/bin/cudafe++*", "x"},
+               {"nvidia/cu13/bin/ptxas*", "x"},
+               {"nvidia/cu13/bin/fatbinary*", "x"},
+               {"nvidia/cu13/bin/nvlink*", "x"},
+               {"nvidia/cu13/include/fatbinary_section.h", "fb"}}),
+        wheel("nvidia_nvvm-13.0.88-py3-none-x.whl",
+              {{"nvidia/cu13/nvvm/bin/cicc*", "x"},
+               {"nvidia/cu13/nvvm/libdevice/libdevice.10.bc", "bc"}}),
+        wheel("nvidia_cuda_crt-13.0.88-py3-none-x.whl",
+              {{"nvidia/cu13/include/crt/host_config.h", kHostConfig}}),
+        wheel("nvidia_cuda_runtime-13.0.96-py3-none-x.whl",
+              {{"nvidia/cu13/include/cuda_runtime.h", "rt"},
+               {"nvidia/cu13/lib/libcudart.so.13", "so"},
+               {"nvidia/cu13/include/fatbinary_section.h", "fb"}}),  // the same file twice is fine
+        wheel("nvidia_cuda_cccl-13.0.85-py3-none-x.whl",
+              {{"nvidia/cu13/include/cccl/cuda/std/version", "v"},
+               {"nvidia/cu13/.metadata/provenance.txt", "p"}})};
   }
 
   CudaRequest request(const std::vector<fs::path>& wheels, const std::string& version = "13.0") {
@@ -73,7 +87,8 @@ class CudaWheels : public ::testing::Test {
     r.toolkit = "wheels";
     r.version = version;
     for (const auto& w : wheels) r.wheels.push_back({w.filename().string(), std::string(64, 'a')});
-    for (std::size_t i = 0; i < r.wheels.size(); ++i) r.wheels[i].sha256[0] = static_cast<char>('a' + i);
+    for (std::size_t i = 0; i < r.wheels.size(); ++i)
+      r.wheels[i].sha256[0] = static_cast<char>('a' + i);
     return r;
   }
 
@@ -106,8 +121,10 @@ TEST_F(CudaWheels, LaysOutAToolkitOnce) {
   EXPECT_EQ(fs::read_symlink(t.home / "lib64"), "lib");
   EXPECT_EQ(fs::read_symlink(t.home / "lib" / "libcudart.so"), "libcudart.so.13");
   EXPECT_EQ(fs::read_symlink(t.home / "targets" / "x86_64-linux" / "include"), "../../include");
-  EXPECT_TRUE(fs::is_regular_file(t.home / "targets" / "x86_64-linux" / "include" / "cuda_runtime.h"));
-  EXPECT_EQ(fs::status(t.home / "bin" / "ptxas").permissions() & fs::perms::owner_exec, fs::perms::owner_exec);
+  EXPECT_TRUE(
+      fs::is_regular_file(t.home / "targets" / "x86_64-linux" / "include" / "cuda_runtime.h"));
+  EXPECT_EQ(fs::status(t.home / "bin" / "ptxas").permissions() & fs::perms::owner_exec,
+            fs::perms::owner_exec);
   // Neither Python packaging nor NVIDIA's build metadata.
   EXPECT_FALSE(fs::exists(t.home / ".metadata"));
   EXPECT_EQ(leftovers(), std::vector<std::string>{t.home.filename().string()});
@@ -122,17 +139,25 @@ TEST_F(CudaWheels, LaysOutAToolkitOnce) {
 TEST_F(CudaWheels, TheCuda12LayoutMergesPerComponentDirectories) {
   // CUDA 12 wheels keep each component under its own nvidia/<name>/ with Python __init__ files.
   auto nvcc = wheel("nvidia_cuda_nvcc_cu12-12.8.93-py3-none-x.whl",
-                    {{"nvidia/__init__.py", ""}, {"nvidia/cuda_nvcc/__init__.py", ""}, {"nvidia/cuda_nvcc/bin/nvcc*", fake_nvcc("12.8")},
-                     {"nvidia/cuda_nvcc/bin/nvcc.profile", "p"}, {"nvidia/cuda_nvcc/bin/cudafe++*", "x"},
-                     {"nvidia/cuda_nvcc/bin/ptxas*", "x"}, {"nvidia/cuda_nvcc/bin/fatbinary*", "x"},
-                     {"nvidia/cuda_nvcc/bin/nvlink*", "x"}, {"nvidia/cuda_nvcc/nvvm/bin/cicc*", "x"},
+                    {{"nvidia/__init__.py", ""},
+                     {"nvidia/cuda_nvcc/__init__.py", ""},
+                     {"nvidia/cuda_nvcc/bin/nvcc*", fake_nvcc("12.8")},
+                     {"nvidia/cuda_nvcc/bin/nvcc.profile", "p"},
+                     {"nvidia/cuda_nvcc/bin/cudafe++*", "x"},
+                     {"nvidia/cuda_nvcc/bin/ptxas*", "x"},
+                     {"nvidia/cuda_nvcc/bin/fatbinary*", "x"},
+                     {"nvidia/cuda_nvcc/bin/nvlink*", "x"},
+                     {"nvidia/cuda_nvcc/nvvm/bin/cicc*", "x"},
                      {"nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc", "bc"},
                      {"nvidia/cuda_nvcc/include/crt/host_config.h", kHostConfig}});
   auto rt = wheel("nvidia_cuda_runtime_cu12-12.8.90-py3-none-x.whl",
-                  {{"nvidia/cuda_runtime/include/__init__.py", ""}, {"nvidia/cuda_runtime/include/cuda_runtime.h", "rt"},
+                  {{"nvidia/cuda_runtime/include/__init__.py", ""},
+                   {"nvidia/cuda_runtime/include/cuda_runtime.h", "rt"},
                    {"nvidia/cuda_runtime/lib/libcudart.so.12", "so"}});
-  auto cccl = wheel("nvidia_cuda_cccl_cu12-12.8.90-py3-none-x.whl", {{"nvidia/cuda_cccl/include/cuda/std/version", "v"}});
-  CudaToolkit t = cuda_from_wheels(request({nvcc, rt, cccl}, "12.8"), {nvcc, rt, cccl}, toolkits_).value();
+  auto cccl = wheel("nvidia_cuda_cccl_cu12-12.8.90-py3-none-x.whl",
+                    {{"nvidia/cuda_cccl/include/cuda/std/version", "v"}});
+  CudaToolkit t =
+      cuda_from_wheels(request({nvcc, rt, cccl}, "12.8"), {nvcc, rt, cccl}, toolkits_).value();
   EXPECT_EQ(t.version, "12.8");
   EXPECT_FALSE(fs::exists(t.home / "include" / "__init__.py"));
   EXPECT_EQ(fs::read_symlink(t.home / "lib" / "libcudart.so"), "libcudart.so.12");
@@ -141,20 +166,25 @@ TEST_F(CudaWheels, TheCuda12LayoutMergesPerComponentDirectories) {
 TEST_F(CudaWheels, PyPIsCuda12WheelsLackTheCompilerAndSaySo) {
   // What nvidia-cuda-nvcc-cu12 12.8.93 really holds: ptxas, libnvvm, libdevice, crt headers.
   auto nvcc = wheel("nvidia_cuda_nvcc_cu12-12.8.93-py3-none-x.whl",
-                    {{"nvidia/cuda_nvcc/bin/ptxas*", "x"}, {"nvidia/cuda_nvcc/nvvm/lib64/libnvvm.so", "so"},
+                    {{"nvidia/cuda_nvcc/bin/ptxas*", "x"},
+                     {"nvidia/cuda_nvcc/nvvm/lib64/libnvvm.so", "so"},
                      {"nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc", "bc"},
                      {"nvidia/cuda_nvcc/include/crt/host_config.h", kHostConfig}});
   auto rt = wheel("nvidia_cuda_runtime_cu12-12.8.90-py3-none-x.whl",
-                  {{"nvidia/cuda_runtime/include/cuda_runtime.h", "rt"}, {"nvidia/cuda_runtime/lib/libcudart.so.12", "so"}});
-  auto cccl = wheel("nvidia_cuda_cccl_cu12-12.8.90-py3-none-x.whl", {{"nvidia/cuda_cccl/include/cuda/std/version", "v"}});
+                  {{"nvidia/cuda_runtime/include/cuda_runtime.h", "rt"},
+                   {"nvidia/cuda_runtime/lib/libcudart.so.12", "so"}});
+  auto cccl = wheel("nvidia_cuda_cccl_cu12-12.8.90-py3-none-x.whl",
+                    {{"nvidia/cuda_cccl/include/cuda/std/version", "v"}});
   auto t = cuda_from_wheels(request({nvcc, rt, cccl}, "12.8"), {nvcc, rt, cccl}, toolkits_);
   ASSERT_FALSE(t);
   EXPECT_EQ(t.error().kind, ErrorKind::BadInput);
-  EXPECT_NE(t.error().message.find("the pinned CUDA 12.8 wheels make no complete toolkit: missing bin/nvcc, bin/nvcc.profile, "
+  EXPECT_NE(t.error().message.find("the pinned CUDA 12.8 wheels make no complete toolkit: missing "
+                                   "bin/nvcc, bin/nvcc.profile, "
                                    "bin/cudafe++, bin/fatbinary, bin/nvlink, nvvm/bin/cicc"),
             std::string::npos)
       << t.error().message;
-  EXPECT_NE(t.error().message.find("NVIDIA's CUDA 12 wheels on PyPI carry no compiler"), std::string::npos);
+  EXPECT_NE(t.error().message.find("NVIDIA's CUDA 12 wheels on PyPI carry no compiler"),
+            std::string::npos);
   EXPECT_TRUE(leftovers().empty());
 }
 
@@ -162,22 +192,28 @@ TEST_F(CudaWheels, AnotherReleaseThanTheTargetsIsRefused) {
   auto wheels = cu13_wheels("13.1");
   auto t = cuda_from_wheels(request(wheels), wheels, toolkits_);
   ASSERT_FALSE(t);
-  EXPECT_EQ(t.error().message, "the pinned CUDA wheels hold nvcc 13.1, but the target asks for CUDA 13.0: pin the wheels of CUDA 13.0");
+  EXPECT_EQ(t.error().message,
+            "the pinned CUDA wheels hold nvcc 13.1, but the target asks for CUDA 13.0: pin the "
+            "wheels of CUDA 13.0");
   EXPECT_TRUE(leftovers().empty());
 }
 
 TEST_F(CudaWheels, ConflictingFilesAndForeignWheelsAreRefused) {
   auto wheels = cu13_wheels();
-  wheels.push_back(wheel("nvidia_other-1.0-py3-none-x.whl", {{"nvidia/cu13/include/cuda_runtime.h", "other"}}));
+  wheels.push_back(
+      wheel("nvidia_other-1.0-py3-none-x.whl", {{"nvidia/cu13/include/cuda_runtime.h", "other"}}));
   auto t = cuda_from_wheels(request(wheels), wheels, toolkits_);
   ASSERT_FALSE(t);
-  EXPECT_EQ(t.error().message, "two of the pinned CUDA wheels hold different files at include/cuda_runtime.h");
+  EXPECT_EQ(t.error().message,
+            "two of the pinned CUDA wheels hold different files at include/cuda_runtime.h");
   EXPECT_TRUE(leftovers().empty());
 
   auto not_nvidia = wheel("torch-2.11.0-cp311-cp311-x.whl", {{"torch/version.py", "x"}});
   auto u = cuda_from_wheels(request({not_nvidia}), {not_nvidia}, toolkits_);
   ASSERT_FALSE(u);
-  EXPECT_EQ(u.error().message, "torch-2.11.0-cp311-cp311-x.whl is not an NVIDIA CUDA component wheel (no nvidia/ directory)");
+  EXPECT_EQ(u.error().message,
+            "torch-2.11.0-cp311-cp311-x.whl is not an NVIDIA CUDA component wheel (no nvidia/ "
+            "directory)");
   EXPECT_TRUE(leftovers().empty());
 }
 
@@ -196,10 +232,11 @@ TEST_F(CudaWheels, SourcesAndIdentities) {
   CudaRequest r = request(wheels);
   // The identity is the pins: nothing is fetched for it.
   int fetched = 0;
-  auto source = make_cuda_source(r, toolkits_, [&](const std::string& file, const std::string&) -> Expected<fs::path> {
-    ++fetched;
-    return dir_ / "wheels" / file;
-  });
+  auto source = make_cuda_source(
+      r, toolkits_, [&](const std::string& file, const std::string&) -> Expected<fs::path> {
+        ++fetched;
+        return dir_ / "wheels" / file;
+      });
   nlohmann::json id = source->identity().value();
   EXPECT_EQ(id["toolkit"], "wheels");
   EXPECT_EQ(id["version"], "13.0");
@@ -209,13 +246,17 @@ TEST_F(CudaWheels, SourcesAndIdentities) {
   EXPECT_EQ(source->toolkit().value().version, "13.0");
   EXPECT_EQ(fetched, 5);
   // A failed fetch names the toolkit.
-  auto failing = make_cuda_source(request(cu13_wheels()), dir_ / "other",
-                                  [](const std::string& file, const std::string&) -> Expected<fs::path> {
-                                    return Error::failed(cat(file, " is not in the cache and kiln is offline"));
-                                  });
+  auto failing = make_cuda_source(
+      request(cu13_wheels()), dir_ / "other",
+      [](const std::string& file, const std::string&) -> Expected<fs::path> {
+        return Error::failed(cat(file, " is not in the cache and kiln is offline"));
+      });
   auto t = failing->toolkit();
   ASSERT_FALSE(t);
-  EXPECT_EQ(t.error().message.rfind("CUDA 13.0 toolkit: nvidia_cuda_nvcc-13.0.88-py3-none-x.whl is not in the cache", 0), 0u);
+  EXPECT_EQ(
+      t.error().message.rfind(
+          "CUDA 13.0 toolkit: nvidia_cuda_nvcc-13.0.88-py3-none-x.whl is not in the cache", 0),
+      0u);
 
   // The set, not its order, names the toolkit; another pin, another toolkit.
   CudaRequest reordered = r;
@@ -230,7 +271,8 @@ TEST_F(CudaWheels, SourcesAndIdentities) {
   sys.home = (dir_ / "no-cuda").string();
   auto missing = system_cuda_source(sys)->toolkit();
   if (!missing) {
-    EXPECT_NE(missing.error().message.find(cat(sys.home, " (the target's cuda.home)")), std::string::npos);
+    EXPECT_NE(missing.error().message.find(cat(sys.home, " (the target's cuda.home)")),
+              std::string::npos);
   }
 }
 
@@ -246,7 +288,8 @@ TEST_F(CudaWheels, HostCompilerRangeComesFromTheToolkit) {
   auto e = check_host_compiler(t, gcc16);
   ASSERT_FALSE(e);
   EXPECT_EQ(e.error().message,
-            cat("host compiler g++-16 16.1.0 (/usr/bin/g++-16) is outside the GCC versions CUDA 13.0 supports (7 to 15, from ",
+            cat("host compiler g++-16 16.1.0 (/usr/bin/g++-16) is outside the GCC versions CUDA "
+                "13.0 supports (7 to 15, from ",
                 (t.home / "include" / "crt" / "host_config.h").string(),
                 "): install a g++ in that range and name it in the target's [compiler] cxx"));
   HostCompiler clang{"clang++", "/usr/bin/clang++", "19.0.0", "Debian clang version 19.0.0"};

@@ -11,9 +11,11 @@ namespace kiln::elf {
 
 namespace {
 // Compiles a real shared object with the system compiler.
-fs::path build_so(const fs::path& dir, const std::string& code, const std::vector<std::string>& extra = {}) {
+fs::path build_so(const fs::path& dir, const std::string& code,
+                  const std::vector<std::string>& extra = {}) {
   std::ofstream(dir / "x.cpp") << code;
-  std::vector<std::string> argv = {"g++", "-shared", "-fPIC", "-o", (dir / "libx.so").string(), (dir / "x.cpp").string()};
+  std::vector<std::string> argv = {
+      "g++", "-shared", "-fPIC", "-o", (dir / "libx.so").string(), (dir / "x.cpp").string()};
   argv.insert(argv.end(), extra.begin(), extra.end());
   run_capture(argv).value();
   return dir / "libx.so";
@@ -22,16 +24,18 @@ fs::path build_so(const fs::path& dir, const std::string& code, const std::vecto
 
 TEST(Elf, ReadsNeededVersionsAndSymbols) {
   auto dir = TempDir::create(fs::temp_directory_path(), "kiln-elf-").value();
-  fs::path so = build_so(dir.path(),
-                         "#include <string>\n#include <cstdio>\n"
-                         "extern void undefined_elsewhere();\n"
-                         "std::string f(const char* s) { std::puts(s); undefined_elsewhere(); return s; }\n",
-                         {"-Wl,-rpath,/opt/somewhere", "-Wl,--disable-new-dtags"});
+  fs::path so =
+      build_so(dir.path(),
+               "#include <string>\n#include <cstdio>\n"
+               "extern void undefined_elsewhere();\n"
+               "std::string f(const char* s) { std::puts(s); undefined_elsewhere(); return s; }\n",
+               {"-Wl,-rpath,/opt/somewhere", "-Wl,--disable-new-dtags"});
   ElfInfo info = read_elf_file(so).value();
   EXPECT_NE(std::find(info.needed.begin(), info.needed.end(), "libstdc++.so.6"), info.needed.end());
   EXPECT_EQ(info.rpath, "/opt/somewhere");
   bool glibc = false;
-  for (const auto& v : info.version_needs) glibc = glibc || (v.file == "libc.so.6" && v.version.rfind("GLIBC_", 0) == 0);
+  for (const auto& v : info.version_needs)
+    glibc = glibc || (v.file == "libc.so.6" && v.version.rfind("GLIBC_", 0) == 0);
   EXPECT_TRUE(glibc);
   bool found_undefined = false, found_defined = false;
   for (const auto& s : info.dynamic_symbols) {
@@ -54,8 +58,10 @@ TEST(Elf, RejectsNonElfAndTruncated) {
   std::string image = read_file(so).value();
   auto truncated = read_elf(std::string_view(image).substr(0, 200), "t.so");
   // Either rejected or read without crashing; never out-of-bounds (ASan checks).
-  if (truncated) SUCCEED();
-  else EXPECT_EQ(truncated.error().kind, ErrorKind::BadInput);
+  if (truncated)
+    SUCCEED();
+  else
+    EXPECT_EQ(truncated.error().kind, ErrorKind::BadInput);
 }
 
 }  // namespace kiln::elf

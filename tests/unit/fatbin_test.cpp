@@ -16,16 +16,20 @@ namespace kiln::fatbin {
 namespace {
 
 // Fixtures made by tests/data/fatbin/regenerate.sh (nvcc 13.0) from kernel.cu.
-fs::path fixture(const std::string& name) { return fs::path(KILN_SOURCE_DIR) / "tests/data/fatbin" / name; }
+fs::path fixture(const std::string& name) {
+  return fs::path(KILN_SOURCE_DIR) / "tests/data/fatbin" / name;
+}
 
-std::string load(const std::string& name) { return read_file(fixture(name)).value(); }
+std::string load(const std::string& name) {
+  return read_file(fixture(name)).value();
+}
 
 // "elf sm_90 1.8 none" per entry.
 std::vector<std::string> describe(const std::vector<Entry>& entries) {
   std::vector<std::string> out;
   for (const auto& e : entries)
-    out.push_back(cat(kind_name(e.kind), " ", e.code_name(), " ", e.version_major, ".", e.version_minor, " ",
-                      compression_name(e.compression)));
+    out.push_back(cat(kind_name(e.kind), " ", e.code_name(), " ", e.version_major, ".",
+                      e.version_minor, " ", compression_name(e.compression)));
   return out;
 }
 
@@ -36,7 +40,8 @@ TEST(Fatbin, ListsSassAndPtxOfSeveralArchs) {
   EXPECT_EQ(containers[0].offset, 0u);
   EXPECT_EQ(containers[0].size, bytes.size());
   EXPECT_EQ(describe(containers[0].entries),
-            (std::vector<std::string>{"elf sm_90 1.8 none", "ptx compute_120 9.0 zstd", "elf sm_120 1.8 none"}));
+            (std::vector<std::string>{"elf sm_90 1.8 none", "ptx compute_120 9.0 zstd",
+                                      "elf sm_120 1.8 none"}));
   const Entry& ptx = containers[0].entries[1];
   EXPECT_EQ(ptx.arch_name(), "sm_120");
   EXPECT_GT(ptx.uncompressed_size, ptx.compressed_size);
@@ -45,9 +50,10 @@ TEST(Fatbin, ListsSassAndPtxOfSeveralArchs) {
 
 TEST(Fatbin, KeepsArchAndFamilyVariants) {
   auto entries = all_entries(parse(load("variants.fatbin"), "variants.fatbin").value());
-  EXPECT_EQ(describe(entries), (std::vector<std::string>{"elf sm_90a 1.8 none", "elf sm_100f 1.8 none",
-                                                         "ptx compute_100a 9.0 zstd", "ptx compute_120f 9.0 zstd",
-                                                         "ptx compute_75 9.0 zstd"}));
+  EXPECT_EQ(describe(entries),
+            (std::vector<std::string>{"elf sm_90a 1.8 none", "elf sm_100f 1.8 none",
+                                      "ptx compute_100a 9.0 zstd", "ptx compute_120f 9.0 zstd",
+                                      "ptx compute_75 9.0 zstd"}));
 }
 
 TEST(Fatbin, DecompressesLzAndZstdToTheSameCubin) {
@@ -55,9 +61,11 @@ TEST(Fatbin, DecompressesLzAndZstdToTheSameCubin) {
   auto p = all_entries(parse(plain, "plain").value());
   auto l = all_entries(parse(lz, "lz").value());
   auto z = all_entries(parse(zstd, "zstd").value());
-  EXPECT_EQ(describe(p), (std::vector<std::string>{"ptx compute_90 9.0 none", "elf sm_90 1.8 none"}));
+  EXPECT_EQ(describe(p),
+            (std::vector<std::string>{"ptx compute_90 9.0 none", "elf sm_90 1.8 none"}));
   EXPECT_EQ(describe(l), (std::vector<std::string>{"ptx compute_90 9.0 lz", "elf sm_90 1.8 lz"}));
-  EXPECT_EQ(describe(z), (std::vector<std::string>{"ptx compute_90 9.0 zstd", "elf sm_90 1.8 zstd"}));
+  EXPECT_EQ(describe(z),
+            (std::vector<std::string>{"ptx compute_90 9.0 zstd", "elf sm_90 1.8 zstd"}));
   std::string cubin = payload(plain, p[1]).value();
   EXPECT_EQ(cubin_arch(cubin).value(), 90);
   EXPECT_EQ(payload(lz, l[1]).value(), cubin);
@@ -95,7 +103,8 @@ TEST(Fatbin, ReadsSeveralContainersWithAlignmentPadding) {
   // Padding that does not lead to an aligned container is not padding.
   auto bad = parse(plain + std::string(3, '\0') + load("multi.fatbin"), "bad");
   ASSERT_FALSE(bad);
-  EXPECT_NE(bad.error().message.find("unexpected bytes at offset"), std::string::npos) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("unexpected bytes at offset"), std::string::npos)
+      << bad.error().message;
 }
 
 TEST(Fatbin, RejectsDamagedHeaders) {
@@ -114,7 +123,8 @@ TEST(Fatbin, RejectsDamagedHeaders) {
   b[16 + 8 + 4] = '\x7f';  // payload size of the first entry: huge
   r = parse(b, "m");
   ASSERT_FALSE(r);
-  EXPECT_NE(r.error().message.find("runs past its container"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("runs past its container"), std::string::npos)
+      << r.error().message;
   // A zstd entry whose payload is not zstd.
   b = multi;
   auto entries = all_entries(parse(multi, "m").value());
@@ -151,11 +161,14 @@ std::string find_cuobjdump() {
   if (const char* home = std::getenv("HOME")) roots.push_back(fs::path(home) / ".cache/kiln/tools");
   std::error_code ec;
   for (const auto& root : roots) {
-    for (const auto& lib : {"lib/python3.11", "lib/python3.12", "lib/python3.13", "lib/python3.10"}) {
+    for (const auto& lib :
+         {"lib/python3.11", "lib/python3.12", "lib/python3.13", "lib/python3.10"}) {
       fs::path nvidia = root / lib / "site-packages/nvidia";
       if (!fs::is_directory(nvidia, ec)) continue;
-      for (auto it = fs::recursive_directory_iterator(nvidia, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
-        if (it->path().filename() == "cuobjdump" && it->is_regular_file(ec)) return it->path().string();
+      for (auto it = fs::recursive_directory_iterator(nvidia, ec);
+           !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+        if (it->path().filename() == "cuobjdump" && it->is_regular_file(ec))
+          return it->path().string();
     }
   }
   return find_program("cuobjdump").string();
@@ -163,16 +176,19 @@ std::string find_cuobjdump() {
 
 TEST(Fatbin, AgreesWithCuobjdump) {
   std::string cuobjdump = find_cuobjdump();
-  if (cuobjdump.empty()) GTEST_SKIP() << "cuobjdump not found (scripts/test installs nvidia-cuda-cuobjdump)";
+  if (cuobjdump.empty())
+    GTEST_SKIP() << "cuobjdump not found (scripts/test installs nvidia-cuda-cuobjdump)";
   static const std::regex line(R"((ELF|PTX) file\s+\d+: .*\.(sm_\d+[af]?)\.(cubin|ptx))");
-  for (const char* name : {"multi.fatbin", "variants.fatbin", "plain.fatbin", "lz.fatbin", "zstd.fatbin", "kernel.o"}) {
+  for (const char* name : {"multi.fatbin", "variants.fatbin", "plain.fatbin", "lz.fatbin",
+                           "zstd.fatbin", "kernel.o"}) {
     SCOPED_TRACE(name);
     auto out = run_capture({cuobjdump, "--list-elf", "--list-ptx", fixture(name).string()});
     ASSERT_TRUE(out) << out.error().message << out.error().detail;
     std::vector<std::string> theirs;
     for (const auto& l : split(*out, "\n")) {
       std::smatch m;
-      if (std::regex_search(l, m, line)) theirs.push_back(cat(m[1] == "ELF" ? "elf " : "ptx ", m[2].str()));
+      if (std::regex_search(l, m, line))
+        theirs.push_back(cat(m[1] == "ELF" ? "elf " : "ptx ", m[2].str()));
     }
     std::string image = load(name);
     std::string_view section = image;
@@ -184,7 +200,8 @@ TEST(Fatbin, AgreesWithCuobjdump) {
     std::vector<std::string> ours;
     for (const auto& e : all_entries(parse(section, name).value())) {
       // cuobjdump names family-specific cubins without their "f" (its -elf output shows it).
-      std::string arch = e.kind == Kind::Elf && e.variant == 'f' ? cat("sm_", e.arch) : e.arch_name();
+      std::string arch =
+          e.kind == Kind::Elf && e.variant == 'f' ? cat("sm_", e.arch) : e.arch_name();
       ours.push_back(cat(e.kind == Kind::Elf ? "elf " : "ptx ", arch));
     }
     std::sort(theirs.begin(), theirs.end());

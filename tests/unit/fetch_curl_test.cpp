@@ -207,7 +207,8 @@ TEST_F(CurlTest, ClientReportsStatusHeadersFinalUrlAndRanges) {
   EXPECT_EQ(ranged.status, 206);
   EXPECT_EQ(read_file(file).value(), body_);
   // A 404 body never reaches the file, nor creates it.
-  auto not_found = http_->download(server_->url("/status/404/x"), dir_->path() / "absent", 0, UINT64_MAX);
+  auto not_found =
+      http_->download(server_->url("/status/404/x"), dir_->path() / "absent", 0, UINT64_MAX);
   EXPECT_EQ(not_found.status, 404);
   EXPECT_FALSE(fs::exists(dir_->path() / "absent"));
 }
@@ -218,7 +219,8 @@ TEST_F(CurlTest, StalledTransferTimesOut) {
   options.low_speed_time_s = 1;
   auto client = make_curl_client(options);
   auto start = std::chrono::steady_clock::now();
-  auto r = client->download(server_->url("/stall/pkg-1.0.tar.gz"), dir_->path() / "stalled", 0, UINT64_MAX);
+  auto r = client->download(server_->url("/stall/pkg-1.0.tar.gz"), dir_->path() / "stalled", 0,
+                            UINT64_MAX);
   EXPECT_EQ(r.transport, Transport::TimedOut) << r.error;
   EXPECT_TRUE(r.retryable());
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
@@ -231,7 +233,8 @@ TEST_F(CurlTest, EndlessBodyStopsAtTheLimitAndLeavesNothing) {
   d.set_max_bytes(1 << 20);
   auto got = d.fetch(server_->url("/endless/pkg-1.0.tar.gz"), "pkg-1.0.tar.gz", sha_);
   ASSERT_FALSE(got.has_value());
-  EXPECT_NE(got.error().message.find("larger than the download limit of 1048576 bytes"), std::string::npos)
+  EXPECT_NE(got.error().message.find("larger than the download limit of 1048576 bytes"),
+            std::string::npos)
       << got.error().message;
   EXPECT_LE(d.network_bytes(), 1u << 20);
   EXPECT_EQ(server_->requests().size(), 1u);  // not retried
@@ -243,7 +246,8 @@ TEST_F(CurlTest, StatedSizeBoundsTheDownload) {
   MAKE_DOWNLOADER(d, false);
   auto got = d.fetch(server_->url("/pkg-1.0.tar.gz"), "pkg-1.0.tar.gz", sha_, 5000);
   ASSERT_FALSE(got.has_value());
-  EXPECT_NE(got.error().message.find("larger than its stated size of 5000 bytes"), std::string::npos)
+  EXPECT_NE(got.error().message.find("larger than its stated size of 5000 bytes"),
+            std::string::npos)
       << got.error().message;
   EXPECT_EQ(d.network_bytes(), 0u);  // refused on its Content-Length, before a byte was written
   EXPECT_TRUE(downloads().empty());

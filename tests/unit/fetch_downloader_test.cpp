@@ -243,7 +243,8 @@ TEST_F(DownloaderTest, ImportsLocalFilesVerified) {
   ASSERT_FALSE(bad);
   // A local file's own hash is never shown (a manifest could name any file kiln can read).
   EXPECT_EQ(bad.error().message, "sha256 mismatch for " + src.string() +
-                                     ": its content does not match the pinned " + sha256_hex("something else"));
+                                     ": its content does not match the pinned " +
+                                     sha256_hex("something else"));
   EXPECT_EQ(bad.error().message.find(sha_), std::string::npos);
   EXPECT_EQ(bad.error().detail.find(sha_), std::string::npos);
   EXPECT_FALSE(d.find_cached(sha256_hex("something else")).has_value());

@@ -54,8 +54,8 @@ TEST_F(LocalTest, ArchiveIsVerifiedIntoTheCache) {
   s.sha256 = sha256_hex("pinned bytes");
   auto bad = make_source(s, ctx)->fetch({});
   ASSERT_FALSE(bad);
-  EXPECT_EQ(bad.error().message,
-            "sha256 mismatch for " + s.path.string() + ": its content does not match the pinned " + s.sha256);
+  EXPECT_EQ(bad.error().message, "sha256 mismatch for " + s.path.string() +
+                                     ": its content does not match the pinned " + s.sha256);
   EXPECT_EQ(bad.error().message.find(sha256_hex("archive bytes")), std::string::npos);
   EXPECT_EQ(tree_listing(cache_ / "downloads").size(), 3u);  // only the good one
   EXPECT_TRUE(http_.requests.empty());

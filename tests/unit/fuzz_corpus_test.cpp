@@ -14,12 +14,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path corpus_root() { return fs::path(KILN_SOURCE_DIR) / "tests" / "fuzz" / "corpus"; }
+fs::path corpus_root() {
+  return fs::path(KILN_SOURCE_DIR) / "tests" / "fuzz" / "corpus";
+}
 
 TEST(FuzzCorpus, EveryTargetHasACorpusAndEveryCorpusATarget) {
   std::set<std::string> targets, corpora;
   for (const auto& [name, fn] : kiln::fuzz::registry()) targets.insert(name);
-  for (const auto& d : fs::directory_iterator(corpus_root())) corpora.insert(d.path().filename().string());
+  for (const auto& d : fs::directory_iterator(corpus_root()))
+    corpora.insert(d.path().filename().string());
   EXPECT_EQ(targets, corpora);
   EXPECT_GE(targets.size(), 10u);
 }

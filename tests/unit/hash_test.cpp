@@ -20,7 +20,8 @@ TEST(Hash, Base64UrlsafeNoPadding) {
   EXPECT_EQ(b("\xfb\xff"), "-_8");
   // RECORD form of sha256("") as pip writes it.
   auto d = Sha256().update("").digest();
-  EXPECT_EQ(base64_urlsafe_nopad(d.data(), d.size()), "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU");
+  EXPECT_EQ(base64_urlsafe_nopad(d.data(), d.size()),
+            "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU");
 }
 
 TEST(Hash, IsSha256Hex) {

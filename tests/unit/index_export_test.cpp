@@ -47,10 +47,11 @@ TEST(IndexExport, WritesTheServedPagesMetadataAndWheels) {
   EXPECT_EQ(read_file(out / "default/simple/index.json").value(), t.page.json);
   fs::path pdir = out / "default/simple/demo";
   EXPECT_EQ(names(pdir), (std::vector<std::string>{"demo-1.0+cu130-py3-none-any.whl",
-                                                    "demo-1.0+cu130-py3-none-any.whl.metadata", "index.html",
-                                                    "index.json"}));
+                                                   "demo-1.0+cu130-py3-none-any.whl.metadata",
+                                                   "index.html", "index.json"}));
   EXPECT_EQ(read_file(pdir / "index.json").value(), t.projects.at("demo").page.json);
-  EXPECT_EQ(inode(pdir / "demo-1.0+cu130-py3-none-any.whl"), inode(e1 / "demo-1.0+cu130-py3-none-any.whl"));
+  EXPECT_EQ(inode(pdir / "demo-1.0+cu130-py3-none-any.whl"),
+            inode(e1 / "demo-1.0+cu130-py3-none-any.whl"));
   std::string md = read_file(pdir / "demo-1.0+cu130-py3-none-any.whl.metadata").value();
   EXPECT_EQ(sha256_hex(md), t.projects.at("demo").files[0].metadata_sha256);
   // Each target has its own build.
@@ -102,7 +103,8 @@ TEST(IndexExport, ReplacesAnEarlierExportAndNothingElse) {
   fs::create_directories(dir.path() / "empty");
   EXPECT_TRUE(export_index(*live.current(), dir.path() / "empty"));
   EXPECT_TRUE(fs::exists(dir.path() / "empty" / "index.html"));
-  EXPECT_EQ(names(dir.path()), (std::vector<std::string>{"cache", "empty", "file", "out", "precious"}));
+  EXPECT_EQ(names(dir.path()),
+            (std::vector<std::string>{"cache", "empty", "file", "out", "precious"}));
 }
 
 }  // namespace kiln::index

@@ -12,10 +12,13 @@ namespace kiln::index {
 
 namespace {
 
-constexpr const char* kCausal = "causal_conv1d-1.7.0+cu130torch2.11-cp311-cp311-manylinux_2_34_x86_64.whl";
-constexpr const char* kCausalEscaped = "causal_conv1d-1.7.0%2Bcu130torch2.11-cp311-cp311-manylinux_2_34_x86_64.whl";
+constexpr const char* kCausal =
+    "causal_conv1d-1.7.0+cu130torch2.11-cp311-cp311-manylinux_2_34_x86_64.whl";
+constexpr const char* kCausalEscaped =
+    "causal_conv1d-1.7.0%2Bcu130torch2.11-cp311-cp311-manylinux_2_34_x86_64.whl";
 constexpr const char* kPip =
-    "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html; q=0.1, text/html; q=0.01";
+    "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html; q=0.1, text/html; "
+    "q=0.01";
 
 const IndexModel& model() {
   static const IndexModel m = [] {
@@ -47,7 +50,9 @@ Response get(std::string path, std::vector<std::pair<std::string, std::string>> 
   return handle(r, model(), options);
 }
 
-std::string project_url(const std::string& target = "default") { return cat("/", target, "/simple/causal-conv1d/"); }
+std::string project_url(const std::string& target = "default") {
+  return cat("/", target, "/simple/causal-conv1d/");
+}
 
 }  // namespace
 
@@ -65,19 +70,25 @@ TEST(IndexNegotiate, HonoursQValuesSpecificityAndPreferences) {
   EXPECT_EQ(fmt("application/vnd.pypi.simple.v1+html"), "application/vnd.pypi.simple.v1+html");
   EXPECT_EQ(fmt("application/vnd.pypi.simple.latest+json"), "application/vnd.pypi.simple.v1+json");
   EXPECT_EQ(fmt("application/vnd.pypi.simple.latest+html"), "application/vnd.pypi.simple.v1+html");
-  EXPECT_EQ(fmt("application/vnd.pypi.simple.v1+json;q=0.5, text/html;q=0.9"), "text/html; charset=utf-8");
-  EXPECT_EQ(fmt("text/html;q=0.5, application/vnd.pypi.simple.v1+json;q=0.5"), "application/vnd.pypi.simple.v1+json");
-  EXPECT_EQ(fmt("text/*;q=0.5, application/vnd.pypi.simple.v1+json;q=0.4"), "text/html; charset=utf-8");
+  EXPECT_EQ(fmt("application/vnd.pypi.simple.v1+json;q=0.5, text/html;q=0.9"),
+            "text/html; charset=utf-8");
+  EXPECT_EQ(fmt("text/html;q=0.5, application/vnd.pypi.simple.v1+json;q=0.5"),
+            "application/vnd.pypi.simple.v1+json");
+  EXPECT_EQ(fmt("text/*;q=0.5, application/vnd.pypi.simple.v1+json;q=0.4"),
+            "text/html; charset=utf-8");
   // The most specific range decides: */* allows everything except what is refused by name.
-  EXPECT_EQ(fmt("*/*, application/vnd.pypi.simple.v1+json;q=0, text/html;q=0"), "application/vnd.pypi.simple.v1+html");
-  EXPECT_EQ(fmt("application/vnd.pypi.simple.v1+json;q=0.001"), "application/vnd.pypi.simple.v1+json");
+  EXPECT_EQ(fmt("*/*, application/vnd.pypi.simple.v1+json;q=0, text/html;q=0"),
+            "application/vnd.pypi.simple.v1+html");
+  EXPECT_EQ(fmt("application/vnd.pypi.simple.v1+json;q=0.001"),
+            "application/vnd.pypi.simple.v1+json");
   // Nothing acceptable.
   EXPECT_EQ(fmt("application/json"), "406");
   EXPECT_EQ(fmt("text/html;q=0"), "406");
   EXPECT_EQ(fmt("application/vnd.pypi.simple.v2+json"), "406");
   EXPECT_EQ(fmt("image/*"), "406");
   // Malformed ranges and q-values are ignored (RFC 9110): only the valid ones count.
-  EXPECT_EQ(fmt("text/html;q=1.5, application/vnd.pypi.simple.v1+json;q=0.2"), "application/vnd.pypi.simple.v1+json");
+  EXPECT_EQ(fmt("text/html;q=1.5, application/vnd.pypi.simple.v1+json;q=0.2"),
+            "application/vnd.pypi.simple.v1+json");
   EXPECT_EQ(fmt("text/html;q=abc"), "406");
   EXPECT_EQ(fmt("garbage, text/html"), "text/html; charset=utf-8");
   EXPECT_EQ(fmt(";;;,,,/,*/html"), "406");
@@ -98,7 +109,8 @@ TEST(IndexHandler, ServesPagesInTheNegotiatedFormat) {
   EXPECT_NE(json.header("ETag"), html.header("ETag"));
 
   // Two Accept headers count as one list.
-  Response two = get(project_url(), {{"Accept", "application/json"}, {"accept", "application/vnd.pypi.simple.v1+json"}});
+  Response two = get(project_url(), {{"Accept", "application/json"},
+                                     {"accept", "application/vnd.pypi.simple.v1+json"}});
   EXPECT_EQ(two.header("Content-Type"), "application/vnd.pypi.simple.v1+json");
 
   Response refused = get(project_url(), {{"Accept", "application/json"}});
@@ -112,10 +124,15 @@ TEST(IndexHandler, ServesPagesInTheNegotiatedFormat) {
   EXPECT_NE(root.body.find("<a href=\"default-sm90-sm120-ptx120/simple/\">"), std::string::npos);
 
   // Conditional: the ETag of the variant served; weak form accepted.
-  EXPECT_EQ(get(project_url(), {{"Accept", kPip}, {"If-None-Match", json.header("ETag")}}).status, 304);
-  EXPECT_EQ(get(project_url(), {{"Accept", kPip}, {"If-None-Match", "W/" + json.header("ETag")}}).status, 304);
-  EXPECT_EQ(get(project_url(), {{"Accept", kPip}, {"If-None-Match", html.header("ETag")}}).status, 200);
-  Response not_modified = get(project_url(), {{"Accept", kPip}, {"If-None-Match", "\"x\", " + json.header("ETag")}});
+  EXPECT_EQ(get(project_url(), {{"Accept", kPip}, {"If-None-Match", json.header("ETag")}}).status,
+            304);
+  EXPECT_EQ(
+      get(project_url(), {{"Accept", kPip}, {"If-None-Match", "W/" + json.header("ETag")}}).status,
+      304);
+  EXPECT_EQ(get(project_url(), {{"Accept", kPip}, {"If-None-Match", html.header("ETag")}}).status,
+            200);
+  Response not_modified =
+      get(project_url(), {{"Accept", kPip}, {"If-None-Match", "\"x\", " + json.header("ETag")}});
   EXPECT_EQ(not_modified.status, 304);
   EXPECT_TRUE(not_modified.body.empty());
 }
@@ -131,9 +148,12 @@ TEST(IndexHandler, RedirectsToNormalisedNamesAndTrailingSlashes) {
   EXPECT_EQ(location("/default/"), "/default/simple/");
   EXPECT_EQ(location("/default/simple/causal-conv1d"), "/default/simple/causal-conv1d/");
   EXPECT_EQ(location("/default/simple/Causal_Conv1D/"), "/default/simple/causal-conv1d/");
-  EXPECT_EQ(location("/default/simple/causal.conv1d"), "/default/simple/causal-conv1d/");  // one hop
-  EXPECT_EQ(location("/default/simple/Causal__Conv1d/x.whl"), "/default/simple/causal-conv1d/x.whl");
-  EXPECT_EQ(location(cat("/default/simple/CAUSAL-conv1d/", kCausal)), cat("/default/simple/causal-conv1d/", kCausalEscaped));
+  EXPECT_EQ(location("/default/simple/causal.conv1d"),
+            "/default/simple/causal-conv1d/");  // one hop
+  EXPECT_EQ(location("/default/simple/Causal__Conv1d/x.whl"),
+            "/default/simple/causal-conv1d/x.whl");
+  EXPECT_EQ(location(cat("/default/simple/CAUSAL-conv1d/", kCausal)),
+            cat("/default/simple/causal-conv1d/", kCausalEscaped));
   // Unknown names are not redirected.
   EXPECT_EQ(get("/default/simple/Unknown_Project/").status, 404);
   EXPECT_EQ(get("/default/simple/unknown").status, 404);
@@ -144,8 +164,10 @@ TEST(IndexHandler, RedirectsToNormalisedNamesAndTrailingSlashes) {
 }
 
 TEST(IndexHandler, ServesWheelsUnderBothSpellingsOfPlus) {
-  for (const std::string& name : {std::string(kCausal), std::string(kCausalEscaped),
-                                 std::string("causal_conv1d-1.7.0%2bcu130torch2.11-cp311-cp311-manylinux_2_34_x86_64.whl")}) {
+  for (const std::string& name :
+       {std::string(kCausal), std::string(kCausalEscaped),
+        std::string(
+            "causal_conv1d-1.7.0%2bcu130torch2.11-cp311-cp311-manylinux_2_34_x86_64.whl")}) {
     Response r = get(project_url() + name);
     ASSERT_EQ(r.status, 200) << name;
     ASSERT_TRUE(r.file);
@@ -209,7 +231,9 @@ TEST(IndexHandler, RangeHeadAndConditionalRequestsOnWheels) {
   EXPECT_FALSE(beyond.file);
   // Several ranges, a malformed range and a stale If-Range all get the whole file.
   for (auto headers : std::vector<std::vector<std::pair<std::string, std::string>>>{
-           {{"Range", "bytes=0-1,5-6"}}, {{"Range", "bytes=5-1"}}, {{"Range", "lines=1-2"}},
+           {{"Range", "bytes=0-1,5-6"}},
+           {{"Range", "bytes=5-1"}},
+           {{"Range", "lines=1-2"}},
            {{"Range", "bytes=0-1"}, {"If-Range", "\"stale\""}}}) {
     Response full = get(url, headers);
     EXPECT_EQ(full.status, 200);
@@ -232,7 +256,8 @@ TEST(IndexRange, ParsesSingleByteRanges) {
   EXPECT_EQ(r.last, 9u);
   EXPECT_EQ(parse_range("bytes=-0", 10, r), RangeResult::Unsatisfiable);
   EXPECT_EQ(parse_range("bytes=0-", 0, r), RangeResult::Unsatisfiable);
-  EXPECT_EQ(parse_range("bytes=99999999999999999999-", 10, r), RangeResult::Full);  // overflow: ignored
+  EXPECT_EQ(parse_range("bytes=99999999999999999999-", 10, r),
+            RangeResult::Full);  // overflow: ignored
   EXPECT_EQ(parse_range("bytes=a-b", 10, r), RangeResult::Full);
   EXPECT_EQ(parse_range("bytes=-", 10, r), RangeResult::Full);
   EXPECT_EQ(parse_range("bytes=+1-2", 10, r), RangeResult::Full);
@@ -247,8 +272,9 @@ TEST(IndexPath, SplitsAndRefusesHostileSegments) {
   EXPECT_TRUE(slash);
   EXPECT_EQ(split_path("/a/b+c", slash).value(), (std::vector<std::string>{"a", "b+c"}));
   EXPECT_FALSE(slash);
-  for (const char* bad : {"", "a/b", "//a", "/a//b", "/..", "/a/../b", "/%2e%2e/x", "/%2E%2E", "/.", "/%2e",
-                          "/a%2fb", "/a%5cb", "/a\\b", "/a%00b", "/%", "/%4", "/%zz", "/a%0a", "/a\x01"}) {
+  for (const char* bad :
+       {"", "a/b", "//a", "/a//b", "/..", "/a/../b", "/%2e%2e/x", "/%2E%2E", "/.", "/%2e", "/a%2fb",
+        "/a%5cb", "/a\\b", "/a%00b", "/%", "/%4", "/%zz", "/a%0a", "/a\x01"}) {
     EXPECT_FALSE(split_path(bad, slash)) << bad;
   }
 }
@@ -316,7 +342,8 @@ TEST(IndexHandler, TokenGuardsEveryPath) {
     const char* tbl = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     std::size_t i = 0;
     for (; i + 2 < user_pass.size(); i += 3) {
-      unsigned v = (unsigned char)user_pass[i] << 16 | (unsigned char)user_pass[i + 1] << 8 | (unsigned char)user_pass[i + 2];
+      unsigned v = (unsigned char)user_pass[i] << 16 | (unsigned char)user_pass[i + 1] << 8 |
+                   (unsigned char)user_pass[i + 2];
       b64 += {tbl[v >> 18], tbl[(v >> 12) & 63], tbl[(v >> 6) & 63], tbl[v & 63]};
     }
     if (user_pass.size() - i == 1) {
@@ -332,13 +359,22 @@ TEST(IndexHandler, TokenGuardsEveryPath) {
   EXPECT_EQ(none.status, 401);
   EXPECT_EQ(none.header("WWW-Authenticate"), "Basic realm=\"kiln\"");
   EXPECT_EQ(get("/no/such/path", {}, "GET", opts).status, 401);  // no existence oracle
-  EXPECT_EQ(get("/default/simple/", {{"Authorization", "Bearer s3cret-token"}}, "GET", opts).status, 200);
-  EXPECT_EQ(get("/default/simple/", {{"authorization", "bearer  s3cret-token "}}, "GET", opts).status, 200);
-  EXPECT_EQ(get("/default/simple/", {{"Authorization", "Bearer s3cret-tokeN"}}, "GET", opts).status, 401);
+  EXPECT_EQ(get("/default/simple/", {{"Authorization", "Bearer s3cret-token"}}, "GET", opts).status,
+            200);
+  EXPECT_EQ(
+      get("/default/simple/", {{"authorization", "bearer  s3cret-token "}}, "GET", opts).status,
+      200);
+  EXPECT_EQ(get("/default/simple/", {{"Authorization", "Bearer s3cret-tokeN"}}, "GET", opts).status,
+            401);
   EXPECT_EQ(get("/default/simple/", {{"Authorization", "Bearer s3cret"}}, "GET", opts).status, 401);
-  EXPECT_EQ(get("/default/simple/", {{"Authorization", basic("kiln:s3cret-token")}}, "GET", opts).status, 200);
-  EXPECT_EQ(get("/default/simple/", {{"Authorization", basic("s3cret-token:")}}, "GET", opts).status, 200);
-  EXPECT_EQ(get("/default/simple/", {{"Authorization", basic("kiln:wrong")}}, "GET", opts).status, 401);
+  EXPECT_EQ(
+      get("/default/simple/", {{"Authorization", basic("kiln:s3cret-token")}}, "GET", opts).status,
+      200);
+  EXPECT_EQ(
+      get("/default/simple/", {{"Authorization", basic("s3cret-token:")}}, "GET", opts).status,
+      200);
+  EXPECT_EQ(get("/default/simple/", {{"Authorization", basic("kiln:wrong")}}, "GET", opts).status,
+            401);
   EXPECT_EQ(get("/default/simple/", {{"Authorization", "Basic !!!"}}, "GET", opts).status, 401);
   EXPECT_EQ(get("/default/simple/", {{"Authorization", "s3cret-token"}}, "GET", opts).status, 401);
 }

@@ -2,8 +2,8 @@
 // real wheels, and the cache scan (incomplete, hostile and symlinked entries; rescans).
 #include "index/model.h"
 
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <fstream>
@@ -41,7 +41,9 @@ void set_old_mtime(const fs::path& dir) {
 }  // namespace
 
 TEST(IndexWheelName, ParsesTheFiveAndSixPartForms) {
-  auto w = parse_wheel_filename("causal_conv1d-1.7.0+cu130torch2.11-cp311-cp311-manylinux_2_34_x86_64.whl").value();
+  auto w = parse_wheel_filename(
+               "causal_conv1d-1.7.0+cu130torch2.11-cp311-cp311-manylinux_2_34_x86_64.whl")
+               .value();
   EXPECT_EQ(w.distribution, "causal_conv1d");
   EXPECT_EQ(w.project, "causal-conv1d");
   EXPECT_EQ(w.version, "1.7.0+cu130torch2.11");
@@ -51,9 +53,10 @@ TEST(IndexWheelName, ParsesTheFiveAndSixPartForms) {
   EXPECT_EQ(b.project, "foo-bar");
   EXPECT_EQ(b.build, "1local");
   EXPECT_EQ(b.tags, "py3-none-any");
-  for (const char* bad : {"x-1.0-py3-none-any.zip", "x-1.0-py3-none.whl", "../x-1.0-py3-none-any.whl",
-                          "x-1.0-py3-none-any/..whl", "x-1.0-a-b-c-d-e.whl", "x-1.0-x1-py3-none-any.whl",
-                          "-1.0-py3-none-any.whl", "x-1 0-py3-none-any.whl", ".whl"}) {
+  for (const char* bad :
+       {"x-1.0-py3-none-any.zip", "x-1.0-py3-none.whl", "../x-1.0-py3-none-any.whl",
+        "x-1.0-py3-none-any/..whl", "x-1.0-a-b-c-d-e.whl", "x-1.0-x1-py3-none-any.whl",
+        "-1.0-py3-none-any.whl", "x-1 0-py3-none-any.whl", ".whl"}) {
     auto r = parse_wheel_filename(bad);
     EXPECT_FALSE(r) << bad;
     if (!r) {
@@ -65,10 +68,10 @@ TEST(IndexWheelName, ParsesTheFiveAndSixPartForms) {
 TEST(IndexModel, OneWheelPerProjectVersionAndTagsNewestWins) {
   std::vector<WheelEntry> entries = {
       entry("t1", "k1", "fla_core-0.6.0-py3-none-any.whl", 100),
-      entry("t1", "k2", "fla_core-0.6.0-py3-none-any.whl", 200),  // newer: wins
-      entry("t1", "k0", "Fla.Core-0.6.0-py3-none-any.whl", 150),  // same project, older
+      entry("t1", "k2", "fla_core-0.6.0-py3-none-any.whl", 200),             // newer: wins
+      entry("t1", "k0", "Fla.Core-0.6.0-py3-none-any.whl", 150),             // same project, older
       entry("t1", "k3", "fla_core-0.6.0-cp311-cp311-linux_x86_64.whl", 50),  // other tags: kept
-      entry("t2", "k4", "fla_core-0.6.0-py3-none-any.whl", 10),   // other target: kept
+      entry("t2", "k4", "fla_core-0.6.0-py3-none-any.whl", 10),              // other target: kept
       entry("t1", "kb", "demo-1.0-py3-none-any.whl", 300),
       entry("t1", "ka", "demo-1.0-py3-none-any.whl", 300),  // tie: the greater key (kb) wins
       entry("bad/target", "k5", "demo-1.0-py3-none-any.whl", 1),
@@ -93,19 +96,23 @@ TEST(IndexModel, OneWheelPerProjectVersionAndTagsNewestWins) {
 TEST(IndexModel, PagesCarryHashesMetadataAndPep700Fields) {
   std::string md = metadata_text("causal-conv1d", "1.10.0+cu130torch2.11", ">=3.9,<4");
   std::vector<WheelEntry> entries = {
-      entry("default", "k1", "causal_conv1d-1.10.0+cu130torch2.11-cp311-cp311-manylinux_2_34_x86_64.whl",
-            1796014860, md),
+      entry("default", "k1",
+            "causal_conv1d-1.10.0+cu130torch2.11-cp311-cp311-manylinux_2_34_x86_64.whl", 1796014860,
+            md),
       entry("default", "k2", "causal_conv1d-1.9.0-cp311-cp311-manylinux_2_34_x86_64.whl", 1, ""),
   };
   IndexModel m = build_model(entries);
   const Project& p = m.target("default")->projects.at("causal-conv1d");
-  EXPECT_EQ(p.versions, (std::vector<std::string>{"1.9.0", "1.10.0+cu130torch2.11"}));  // PEP 440 order
+  EXPECT_EQ(p.versions,
+            (std::vector<std::string>{"1.9.0", "1.10.0+cu130torch2.11"}));  // PEP 440 order
   auto json = nlohmann::json::parse(p.page.json);
   EXPECT_EQ(json["meta"]["api-version"], "1.1");
   EXPECT_EQ(json["name"], "causal-conv1d");
   const auto& f = json["files"][0];
-  EXPECT_EQ(f["filename"], "causal_conv1d-1.10.0+cu130torch2.11-cp311-cp311-manylinux_2_34_x86_64.whl");
-  EXPECT_EQ(f["url"], "causal_conv1d-1.10.0%2Bcu130torch2.11-cp311-cp311-manylinux_2_34_x86_64.whl");
+  EXPECT_EQ(f["filename"],
+            "causal_conv1d-1.10.0+cu130torch2.11-cp311-cp311-manylinux_2_34_x86_64.whl");
+  EXPECT_EQ(f["url"],
+            "causal_conv1d-1.10.0%2Bcu130torch2.11-cp311-cp311-manylinux_2_34_x86_64.whl");
   EXPECT_EQ(f["hashes"]["sha256"], sha256_hex("k1"));
   EXPECT_EQ(f["core-metadata"]["sha256"], sha256_hex(md));
   EXPECT_EQ(f["dist-info-metadata"]["sha256"], sha256_hex(md));
@@ -113,15 +120,19 @@ TEST(IndexModel, PagesCarryHashesMetadataAndPep700Fields) {
   EXPECT_EQ(f["size"], 100);
   EXPECT_EQ(f["upload-time"], "2026-11-30T05:01:00Z");
   const std::string& html = p.page.html;
-  EXPECT_NE(html.find(cat("href=\"causal_conv1d-1.10.0%2Bcu130torch2.11-cp311-cp311-manylinux_2_34_x86_64.whl#sha256=",
+  EXPECT_NE(html.find(cat("href=\"causal_conv1d-1.10.0%2Bcu130torch2.11-cp311-cp311-manylinux_2_34_"
+                          "x86_64.whl#sha256=",
                           sha256_hex("k1"), "\"")),
             std::string::npos);
   EXPECT_NE(html.find("data-requires-python=\"&gt;=3.9,&lt;4\""), std::string::npos);
-  EXPECT_NE(html.find(cat("data-core-metadata=\"sha256=", sha256_hex(md), "\"")), std::string::npos);
-  EXPECT_NE(html.find(cat("data-dist-info-metadata=\"sha256=", sha256_hex(md), "\"")), std::string::npos);
+  EXPECT_NE(html.find(cat("data-core-metadata=\"sha256=", sha256_hex(md), "\"")),
+            std::string::npos);
+  EXPECT_NE(html.find(cat("data-dist-info-metadata=\"sha256=", sha256_hex(md), "\"")),
+            std::string::npos);
   auto list = nlohmann::json::parse(m.target("default")->page.json);
   EXPECT_EQ(list["projects"], nlohmann::json::parse(R"([{"name":"causal-conv1d"}])"));
-  EXPECT_NE(m.target("default")->page.html.find("<a href=\"causal-conv1d/\">causal-conv1d</a>"), std::string::npos);
+  EXPECT_NE(m.target("default")->page.html.find("<a href=\"causal-conv1d/\">causal-conv1d</a>"),
+            std::string::npos);
   EXPECT_NE(p.page.html_etag, p.page.json_etag);
 }
 
@@ -154,8 +165,10 @@ TEST(IndexScan, ServesOnlyCompleteEntriesInsideTheCache) {
   auto dir = TempDir::create(fs::temp_directory_path(), "kiln-index-").value();
   fs::path cache = dir.path() / "cache";
   add_entry(cache, "good", "default", "demo-1.0-py3-none-any.whl", 10);
-  // Incomplete: no entry.json (a crashed writer would never leave this, but a reader must not care).
-  write_wheel(cache / "wheels" / "incomplete", "demo-2.0-py3-none-any.whl", metadata_text("demo", "2.0"));
+  // Incomplete: no entry.json (a crashed writer would never leave this, but a reader must not
+  // care).
+  write_wheel(cache / "wheels" / "incomplete", "demo-2.0-py3-none-any.whl",
+              metadata_text("demo", "2.0"));
   // entry.json pointing outside the entry.
   fs::path evil = add_entry(cache, "evil", "default", "evil-1.0-py3-none-any.whl", 10);
   std::ofstream(dir.path() / "secret-1.0-py3-none-any.whl") << "secret";
@@ -164,7 +177,8 @@ TEST(IndexScan, ServesOnlyCompleteEntriesInsideTheCache) {
   std::ofstream(evil / "entry.json") << info.dump();
   // The wheel is a symlink to a wheel elsewhere.
   fs::path linked = add_entry(cache, "linked", "default", "linked-1.0-py3-none-any.whl", 10);
-  fs::path outside = write_wheel(dir.path() / "outside", "linked-1.0-py3-none-any.whl", metadata_text("linked", "1.0"));
+  fs::path outside = write_wheel(dir.path() / "outside", "linked-1.0-py3-none-any.whl",
+                                 metadata_text("linked", "1.0"));
   fs::remove(linked / "linked-1.0-py3-none-any.whl");
   fs::create_symlink(outside, linked / "linked-1.0-py3-none-any.whl");
   // The entry directory is a symlink.
@@ -181,10 +195,15 @@ TEST(IndexScan, ServesOnlyCompleteEntriesInsideTheCache) {
   EXPECT_EQ(scan.entries[0].metadata, metadata_text("demo", "1.0"));
   std::string all = join(scan.skipped, "\n");
   EXPECT_EQ(scan.skipped.size(), 4u) << all;
-  EXPECT_NE(all.find("cache entry evil: entry.json names no plain .whl file"), std::string::npos) << all;
-  EXPECT_NE(all.find("cache entry linked: linked-1.0-py3-none-any.whl is missing or not a regular file"), std::string::npos) << all;
+  EXPECT_NE(all.find("cache entry evil: entry.json names no plain .whl file"), std::string::npos)
+      << all;
+  EXPECT_NE(
+      all.find("cache entry linked: linked-1.0-py3-none-any.whl is missing or not a regular file"),
+      std::string::npos)
+      << all;
   EXPECT_NE(all.find("cache entry symlinked: not a directory"), std::string::npos) << all;
-  EXPECT_NE(all.find("cache entry resized: resized-1.0-py3-none-any.whl: size"), std::string::npos) << all;
+  EXPECT_NE(all.find("cache entry resized: resized-1.0-py3-none-any.whl: size"), std::string::npos)
+      << all;
   EXPECT_EQ(all.find("incomplete"), std::string::npos);
   EXPECT_EQ(cache_md.size(), 1u);  // METADATA kept by the wheel's sha256
 

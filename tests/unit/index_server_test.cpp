@@ -99,7 +99,8 @@ std::string get_line(const std::string& path, const std::string& extra = "") {
 class ServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::make_unique<TempDir>(TempDir::create(fs::temp_directory_path(), "kiln-serve-").value());
+    dir_ = std::make_unique<TempDir>(
+        TempDir::create(fs::temp_directory_path(), "kiln-serve-").value());
     cache_ = dir_->path() / "cache";
     entry_ = testutil::add_entry(cache_, "k1", "default", kWheel, 10, std::string(100000, 'p'));
     // A secret beside the cache that no request may reach.
@@ -130,7 +131,9 @@ TEST_F(ServerTest, ServesPagesAndWheelsOverKeepAlive) {
   int fd = connect_to(port());
   ASSERT_GE(fd, 0);
   std::string wheel = read_file(entry_ / kWheel).value();
-  send_all(fd, "GET /default/simple/demo/ HTTP/1.1\r\nHost: x\r\nAccept: application/vnd.pypi.simple.v1+json\r\n\r\n");
+  send_all(fd,
+           "GET /default/simple/demo/ HTTP/1.1\r\nHost: x\r\nAccept: "
+           "application/vnd.pypi.simple.v1+json\r\n\r\n");
   HttpReply page = read_reply(fd);
   EXPECT_EQ(page.status, 200);
   EXPECT_EQ(page.header("Content-Type"), "application/vnd.pypi.simple.v1+json");
@@ -145,7 +148,9 @@ TEST_F(ServerTest, ServesPagesAndWheelsOverKeepAlive) {
   HttpReply tail = read_reply(fd);
   EXPECT_EQ(tail.status, 206);
   EXPECT_EQ(tail.body, wheel.substr(wheel.size() - 22));  // the zip's end record
-  send_all(fd, cat("GET /default/simple/demo/demo-1.0+cu130-py3-none-any.whl HTTP/1.1\r\nHost: x\r\n\r\n"));
+  send_all(
+      fd,
+      cat("GET /default/simple/demo/demo-1.0+cu130-py3-none-any.whl HTTP/1.1\r\nHost: x\r\n\r\n"));
   HttpReply whole = read_reply(fd);
   EXPECT_EQ(whole.status, 200);
   EXPECT_EQ(whole.header("ETag"), cat('"', sha256_hex(wheel), '"'));
@@ -155,10 +160,15 @@ TEST_F(ServerTest, ServesPagesAndWheelsOverKeepAlive) {
 
 TEST_F(ServerTest, RawTraversalAndMalformedRequestsAreRefused) {
   start();
-  const char* paths[] = {"/../secret.txt", "/../../secret.txt", "/%2e%2e/%2e%2e/secret.txt",
+  const char* paths[] = {"/../secret.txt",
+                         "/../../secret.txt",
+                         "/%2e%2e/%2e%2e/secret.txt",
                          "/default/simple/demo/%2e%2e%2f%2e%2e%2f%2e%2e%2fsecret.txt",
-                         "/default/simple/demo/..%2F..%2Fk1%2Fentry.json", "/default/simple/demo/entry.json",
-                         "//secret.txt", "/default/simple/demo/..\\..\\secret.txt", "/default/simple/demo/%00",
+                         "/default/simple/demo/..%2F..%2Fk1%2Fentry.json",
+                         "/default/simple/demo/entry.json",
+                         "//secret.txt",
+                         "/default/simple/demo/..\\..\\secret.txt",
+                         "/default/simple/demo/%00",
                          "/default/simple/demo/%zz"};
   for (const char* path : paths) {
     HttpReply r = request(port(), get_line(path));
@@ -166,16 +176,20 @@ TEST_F(ServerTest, RawTraversalAndMalformedRequestsAreRefused) {
     EXPECT_EQ(r.body.find("secret"), std::string::npos);
   }
   // Absolute-form and asterisk-form targets, a bad method and no version at all.
-  for (const char* raw : {"GET http://127.0.0.1/../secret.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-                          "GET * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-                          "POST /default/simple/ HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello",
-                          "GARBAGE\r\n\r\n"}) {
+  for (const char* raw :
+       {"GET http://127.0.0.1/../secret.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        "GET * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        "POST /default/simple/ HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nConnection: "
+        "close\r\n\r\nhello",
+        "GARBAGE\r\n\r\n"}) {
     HttpReply r = request(port(), raw);
-    EXPECT_TRUE(r.status == 400 || r.status == 404 || r.status == 405 || r.status == 0) << raw << " -> " << r.head;
+    EXPECT_TRUE(r.status == 400 || r.status == 404 || r.status == 405 || r.status == 0)
+        << raw << " -> " << r.head;
     EXPECT_EQ(r.body.find("secret"), std::string::npos);
   }
   // Oversized headers are refused, and the server still answers afterwards.
-  HttpReply big = request(port(), get_line("/", cat("X-Big: ", std::string(64 * 1024, 'a'), "\r\n")));
+  HttpReply big =
+      request(port(), get_line("/", cat("X-Big: ", std::string(64 * 1024, 'a'), "\r\n")));
   EXPECT_EQ(big.status, 431) << big.head.substr(0, 200);
   HttpReply long_path = request(port(), get_line("/" + std::string(64 * 1024, 'a')));
   EXPECT_EQ(long_path.status, 414) << long_path.head.substr(0, 200);
@@ -261,9 +275,13 @@ TEST_F(ServerTest, NewClientsGetRoomAtTheConnectionLimit) {
 
 TEST_F(ServerTest, AmbiguousRequestsAreRefused) {
   start();
-  EXPECT_EQ(request(port(), "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 5\r\n\r\nhello").status, 400);
+  EXPECT_EQ(
+      request(port(),
+              "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 5\r\n\r\nhello")
+          .status,
+      400);
   EXPECT_EQ(request(port(), "GET / HTTP/1.1\r\nConnection: close\r\n\r\n").status, 400);  // no Host
-  EXPECT_EQ(request(port(), "GET / HTTP/1.0\r\n\r\n").status, 200);                         // 1.0 needs none
+  EXPECT_EQ(request(port(), "GET / HTTP/1.0\r\n\r\n").status, 200);  // 1.0 needs none
 }
 
 // A wheel whose bytes changed in place (same size) is never served under its sha256.
@@ -291,7 +309,8 @@ TEST_F(ServerTest, NewBuildsAppearAndRemovedOnesGoWithoutARestart) {
   EXPECT_NE(r.body.find("other-2.0-py3-none-any.whl"), std::string::npos);
   // A wheel deleted behind the index's back (not through a rename) is a 404, never a torn body.
   fs::remove(cache_ / "wheels" / "k2" / "other-2.0-py3-none-any.whl");
-  EXPECT_EQ(request(port(), get_line("/default/simple/other/other-2.0-py3-none-any.whl")).status, 404);
+  EXPECT_EQ(request(port(), get_line("/default/simple/other/other-2.0-py3-none-any.whl")).status,
+            404);
 }
 
 TEST_F(ServerTest, TokenIsRequiredWhenSet) {
@@ -300,7 +319,8 @@ TEST_F(ServerTest, TokenIsRequiredWhenSet) {
   start(opts);
   EXPECT_EQ(request(port(), get_line("/")).status, 401);
   EXPECT_EQ(request(port(), get_line("/", "Authorization: Bearer tok\r\n")).status, 200);
-  EXPECT_EQ(request(port(), get_line("/", "Authorization: Basic a2lsbjp0b2s=\r\n")).status, 200);  // kiln:tok
+  EXPECT_EQ(request(port(), get_line("/", "Authorization: Basic a2lsbjp0b2s=\r\n")).status,
+            200);  // kiln:tok
 }
 
 TEST(Server, RefusesAPortInUse) {
@@ -312,7 +332,8 @@ TEST(Server, RefusesAPortInUse) {
   opts.port = first->port();
   auto second = Server::start(opts, idx);
   ASSERT_FALSE(second);
-  EXPECT_NE(second.error().message.find(cat("cannot listen on 127.0.0.1:", first->port())), std::string::npos);
+  EXPECT_NE(second.error().message.find(cat("cannot listen on 127.0.0.1:", first->port())),
+            std::string::npos);
   opts.host = "no-such-host.invalid";
   opts.port = 0;
   EXPECT_FALSE(Server::start(opts, idx));

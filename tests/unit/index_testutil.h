@@ -1,4 +1,5 @@
-// Test helpers for index/: real wheels (zip files with a METADATA) committed into a real cache layout.
+// Test helpers for index/: real wheels (zip files with a METADATA) committed into a real cache
+// layout.
 #pragma once
 
 #include <fstream>
@@ -22,8 +23,9 @@ inline std::string metadata_text(const std::string& name, const std::string& ver
 }
 
 // A wheel file named `filename` in `dir` whose dist-info holds `metadata`.
-inline std::filesystem::path write_wheel(const std::filesystem::path& dir, const std::string& filename,
-                                         const std::string& metadata, const std::string& payload = "x = 1\n") {
+inline std::filesystem::path write_wheel(const std::filesystem::path& dir,
+                                         const std::string& filename, const std::string& metadata,
+                                         const std::string& payload = "x = 1\n") {
   WheelName w = parse_wheel_filename(filename).value();
   std::filesystem::create_directories(dir);
   std::filesystem::path path = dir / filename;
@@ -31,7 +33,9 @@ inline std::filesystem::path write_wheel(const std::filesystem::path& dir, const
   std::string info = cat(w.distribution, "-", w.version, ".dist-info/");
   zip.add(cat(w.distribution, "/__init__.py"), payload).value();
   zip.add(info + "METADATA", metadata).value();
-  zip.add(info + "WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n").value();
+  zip.add(info + "WHEEL",
+          "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+      .value();
   zip.add(info + "RECORD", "").value();
   zip.finish().value();
   return path;
@@ -40,10 +44,12 @@ inline std::filesystem::path write_wheel(const std::filesystem::path& dir, const
 // A committed cache entry <cache>/wheels/<key>/{wheel, entry.json}; returns the entry directory.
 inline std::filesystem::path add_entry(const std::filesystem::path& cache, const std::string& key,
                                        const std::string& target, const std::string& filename,
-                                       std::int64_t committed_at, const std::string& payload = "x = 1\n") {
+                                       std::int64_t committed_at,
+                                       const std::string& payload = "x = 1\n") {
   WheelName w = parse_wheel_filename(filename).value();
   std::filesystem::path staging = cache / "tmp" / key;
-  std::filesystem::path wheel = write_wheel(staging, filename, metadata_text(w.distribution, w.version), payload);
+  std::filesystem::path wheel =
+      write_wheel(staging, filename, metadata_text(w.distribution, w.version), payload);
   nlohmann::json info = {{"key", key},
                          {"package", w.project},
                          {"version", w.version},

@@ -27,7 +27,10 @@ TEST(Jobs, RunsInDependencyOrderInParallel) {
                            sh("link", "echo link >> order", dir.path())};
   jobs[2].deps = {0, 1};
   int hooks = 0;
-  jobs[2].on_success = [&]() -> Expected<void> { ++hooks; return {}; };
+  jobs[2].on_success = [&]() -> Expected<void> {
+    ++hooks;
+    return {};
+  };
   auto stats = run_jobs(jobs, {2, 64}).value();
   EXPECT_EQ(stats.run, 3u);
   EXPECT_EQ(hooks, 1);
@@ -60,7 +63,8 @@ TEST(Jobs, SlotsBoundParallelism) {
 TEST(Jobs, StepsRunInOrderInOneSlotAndShareTheLog) {
   auto dir = TempDir::create(fs::temp_directory_path(), "kiln-jobs-").value();
   Job j = sh("multi", "echo one; test -f input && echo two-sees-input", dir.path());
-  j.then = {{"sh", "-c", "echo three; echo three >> order"}, {"sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"}};
+  j.then = {{"sh", "-c", "echo three; echo three >> order"},
+            {"sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"}};
   j.before = [&]() -> Expected<void> { return write_file_atomic(dir.path() / "input", "x"); };
   auto stats = run_jobs({j}, {1, 64}).value();
   EXPECT_EQ(stats.run, 1u);

@@ -43,7 +43,8 @@ nvcc-flags = ["-O3"]
 class ManifestTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::make_unique<TempDir>(TempDir::create(fs::temp_directory_path(), "kiln-manifest-").value());
+    dir_ = std::make_unique<TempDir>(
+        TempDir::create(fs::temp_directory_path(), "kiln-manifest-").value());
     fs::create_directories(root() / "manifests" / "demo");
     fs::create_directories(root() / "patches" / "demo" / "1.0.0");
     std::ofstream(root() / "patches" / "demo" / "1.0.0" / "0001-fix.patch") << "--- a/x\n+++ b/x\n";
@@ -113,7 +114,8 @@ TEST_P(BadManifest, GivesPreciseMessage) {
   EXPECT_EQ(m.error().kind, ErrorKind::BadInput);
   std::string message = m.error().message;
   std::string patches = (root() / "patches").string();
-  if (auto at = message.find(patches); at != std::string::npos) message.replace(at, patches.size(), "<patches>");
+  if (auto at = message.find(patches); at != std::string::npos)
+    message.replace(at, patches.size(), "<patches>");
   EXPECT_EQ(message, c.message) << c.what;
   // Every located error shows the offending line and a caret.
   if (std::string(c.message).find(".toml:") != std::string::npos) {
@@ -125,67 +127,109 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, BadManifest,
     ::testing::Values(
         BadCase{"toml syntax", "name = \"demo\"", "name = \"demo",
-                "manifests/demo/1.0.0.toml:2:13: TOML syntax error: Error while parsing string: unescaped control characters other than TAB (U+0009) are explicitly prohibited"},
+                "manifests/demo/1.0.0.toml:2:13: TOML syntax error: Error while parsing string: "
+                "unescaped control characters other than TAB (U+0009) are explicitly prohibited"},
         BadCase{"duplicate key", "license = \"MIT\"", "license = \"MIT\"\nlicense = \"BSD\"",
-                "manifests/demo/1.0.0.toml:6:11: TOML syntax error: Error while parsing key-value pair: cannot redefine existing string 'license'"},
+                "manifests/demo/1.0.0.toml:6:11: TOML syntax error: Error while parsing key-value "
+                "pair: cannot redefine existing string 'license'"},
         BadCase{"unknown key with hint", "sha256 =", "sha265 =",
-                "manifests/demo/1.0.0.toml:11:1: unknown key 'source.sha265' (did you mean 'source.sha256'?)"},
+                "manifests/demo/1.0.0.toml:11:1: unknown key 'source.sha265' (did you mean "
+                "'source.sha256'?)"},
         BadCase{"unknown table with hint", "[build]", "[biuld]",
                 "manifests/demo/1.0.0.toml:16:2: unknown key 'biuld' (did you mean 'build'?)"},
         BadCase{"wrong type", "version = \"1.0.0\"", "version = 1.0",
                 "manifests/demo/1.0.0.toml:3:11: 'package.version' must be a string, not a float"},
-        BadCase{"missing required key", "summary = \"A demo extension\"\n", "",
-                "manifests/demo/1.0.0.toml:1:1: missing required key 'package.summary' in [package]"},
-        BadCase{"missing table", "[source]\npypi = \"demo\"\nsha256 = \"e4a697ec2db3906f012e675125569f8b510b4559bc53e3095143d91369e1221b\"\n", "",
-                "manifests/demo/1.0.0.toml:1:1: missing required key 'source' in the file"},
+        BadCase{
+            "missing required key", "summary = \"A demo extension\"\n", "",
+            "manifests/demo/1.0.0.toml:1:1: missing required key 'package.summary' in [package]"},
+        BadCase{"missing table",
+                "[source]\npypi = \"demo\"\nsha256 = "
+                "\"e4a697ec2db3906f012e675125569f8b510b4559bc53e3095143d91369e1221b\"\n",
+                "", "manifests/demo/1.0.0.toml:1:1: missing required key 'source' in the file"},
         BadCase{"short sha256", "5125569f8b510b4559bc53e3095143d91369e1221b\"", "5125569f8b\"",
-                "manifests/demo/1.0.0.toml:11:10: bad sha256 'e4a697ec2db3906f012e675125569f8b': expected 64 lowercase hexadecimal digits"},
+                "manifests/demo/1.0.0.toml:11:10: bad sha256 'e4a697ec2db3906f012e675125569f8b': "
+                "expected 64 lowercase hexadecimal digits"},
         BadCase{"uppercase sha256", "sha256 = \"e4a697ec", "sha256 = \"E4A697EC",
-                "manifests/demo/1.0.0.toml:11:10: bad sha256 'E4A697EC2db3906f012e675125569f8b510b4559bc53e3095143d91369e1221b': expected 64 lowercase hexadecimal digits"},
+                "manifests/demo/1.0.0.toml:11:10: bad sha256 "
+                "'E4A697EC2db3906f012e675125569f8b510b4559bc53e3095143d91369e1221b': expected 64 "
+                "lowercase hexadecimal digits"},
         BadCase{"bad version", "version = \"1.0.0\"", "version = \"1.x\"",
-                "manifests/demo/1.0.0.toml:3:11: bad version '1.x': expected a PEP 440 version such as 1.6.1"},
+                "manifests/demo/1.0.0.toml:3:11: bad version '1.x': expected a PEP 440 version "
+                "such as 1.6.1"},
         BadCase{"bad name", "name = \"demo\"", "name = \"demo pkg\"",
-                "manifests/demo/1.0.0.toml:2:8: bad package name 'demo pkg': expected letters, digits, '-', '_' or '.'"},
-        BadCase{"missing patch file", "\"0001-fix.patch\"]", "\"0001-fix.patch\", \"0002-gone.patch\"]",
-                "manifests/demo/1.0.0.toml:14:29: patch file '0002-gone.patch' does not exist (looked in <patches>/demo/1.0.0)"},
-        BadCase{"patch listed twice", "\"0001-fix.patch\"]", "\"0001-fix.patch\", \"0001-fix.patch\"]",
+                "manifests/demo/1.0.0.toml:2:8: bad package name 'demo pkg': expected letters, "
+                "digits, '-', '_' or '.'"},
+        BadCase{"missing patch file", "\"0001-fix.patch\"]",
+                "\"0001-fix.patch\", \"0002-gone.patch\"]",
+                "manifests/demo/1.0.0.toml:14:29: patch file '0002-gone.patch' does not exist "
+                "(looked in <patches>/demo/1.0.0)"},
+        BadCase{"patch listed twice", "\"0001-fix.patch\"]",
+                "\"0001-fix.patch\", \"0001-fix.patch\"]",
                 "manifests/demo/1.0.0.toml:14:29: patch '0001-fix.patch' is listed twice"},
-        BadCase{"unknown backend", "backend = \"native\"", "backend = \"natve\"",
-                "manifests/demo/1.0.0.toml:17:11: unknown backend 'natve' (did you mean 'native'?)"},
-        BadCase{"native without extension", "[[build.extension]]\nname = \"demo_cuda\"\nsources = [\"csrc/demo.cpp\", \"csrc/demo.cu\"]\nnvcc-flags = [\"-O3\"]\n", "",
-                "manifests/demo/1.0.0.toml:17:11: the native backend needs at least one [[build.extension]]"},
-        BadCase{"two source kinds", "pypi = \"demo\"", "pypi = \"demo\"\nurl = \"https://example.org/demo.tar.gz\"",
-                "manifests/demo/1.0.0.toml:9:1: [source] needs exactly one of 'pypi', 'url', 'git' or 'path'"},
-        BadCase{"bad git commit", "pypi = \"demo\"\nsha256 = \"e4a697ec2db3906f012e675125569f8b510b4559bc53e3095143d91369e1221b\"",
+        BadCase{
+            "unknown backend", "backend = \"native\"", "backend = \"natve\"",
+            "manifests/demo/1.0.0.toml:17:11: unknown backend 'natve' (did you mean 'native'?)"},
+        BadCase{"native without extension",
+                "[[build.extension]]\nname = \"demo_cuda\"\nsources = [\"csrc/demo.cpp\", "
+                "\"csrc/demo.cu\"]\nnvcc-flags = [\"-O3\"]\n",
+                "",
+                "manifests/demo/1.0.0.toml:17:11: the native backend needs at least one "
+                "[[build.extension]]"},
+        BadCase{"two source kinds", "pypi = \"demo\"",
+                "pypi = \"demo\"\nurl = \"https://example.org/demo.tar.gz\"",
+                "manifests/demo/1.0.0.toml:9:1: [source] needs exactly one of 'pypi', 'url', 'git' "
+                "or 'path'"},
+        BadCase{"bad git commit",
+                "pypi = \"demo\"\nsha256 = "
+                "\"e4a697ec2db3906f012e675125569f8b510b4559bc53e3095143d91369e1221b\"",
                 "git = \"https://example.org/demo.git\"\ncommit = \"abc123\"",
-                "manifests/demo/1.0.0.toml:11:10: bad commit 'abc123': expected 40 lowercase hexadecimal digits"},
+                "manifests/demo/1.0.0.toml:11:10: bad commit 'abc123': expected 40 lowercase "
+                "hexadecimal digits"},
         BadCase{"not a source file", "\"csrc/demo.cu\"]", "\"csrc/demo.c\"]",
-                "manifests/demo/1.0.0.toml:22:29: 'csrc/demo.c' is not a C++ or CUDA source (.cpp, .cc, .cxx, .cu)"},
+                "manifests/demo/1.0.0.toml:22:29: 'csrc/demo.c' is not a C++ or CUDA source (.cpp, "
+                ".cc, .cxx, .cu)"},
         BadCase{"path escapes the tree", "\"csrc/demo.cpp\"", "\"../etc/demo.cpp\"",
-                "manifests/demo/1.0.0.toml:22:12: '../etc/demo.cpp' must be a relative path inside the source tree"},
-        BadCase{"arch flag in manifest", "nvcc-flags = [\"-O3\"]", "nvcc-flags = [\"-O3\", \"-gencode=arch=compute_90,code=sm_90\"]",
-                "manifests/demo/1.0.0.toml:23:22: '-gencode=arch=compute_90,code=sm_90' selects architectures: archs come from the target, not the manifest"},
+                "manifests/demo/1.0.0.toml:22:12: '../etc/demo.cpp' must be a relative path inside "
+                "the source tree"},
+        BadCase{"arch flag in manifest", "nvcc-flags = [\"-O3\"]",
+                "nvcc-flags = [\"-O3\", \"-gencode=arch=compute_90,code=sm_90\"]",
+                "manifests/demo/1.0.0.toml:23:22: '-gencode=arch=compute_90,code=sm_90' selects "
+                "architectures: archs come from the target, not the manifest"},
         BadCase{"bad requirement", "\"einops\", \"torch\"", "\"einops\", \"torch >= banana\"",
-                "manifests/demo/1.0.0.toml:7:27: bad requirement 'torch >= banana': expected PEP 508, e.g. 'einops>=0.6'"},
-        BadCase{"bad requires-python", "\">=3.9\"", "\"3.9+\"",
-                "manifests/demo/1.0.0.toml:6:19: bad version specifier '3.9+': expected e.g. '>=3.9'"},
-        BadCase{"wrong array type", "dependencies = [\"einops\", \"torch\"]", "dependencies = \"einops\"",
-                "manifests/demo/1.0.0.toml:7:16: 'package.dependencies' must be an array of strings, not a string"},
-        BadCase{"wrong element type", "dependencies = [\"einops\", \"torch\"]", "dependencies = [\"einops\", 3]",
-                "manifests/demo/1.0.0.toml:7:27: 'package.dependencies' must hold only strings, not an integer"},
-        BadCase{"duplicate extension", "nvcc-flags = [\"-O3\"]\n", "nvcc-flags = [\"-O3\"]\n\n[[build.extension]]\nname = \"demo_cuda\"\nsources = [\"csrc/other.cu\"]\n",
+                "manifests/demo/1.0.0.toml:7:27: bad requirement 'torch >= banana': expected PEP "
+                "508, e.g. 'einops>=0.6'"},
+        BadCase{
+            "bad requires-python", "\">=3.9\"", "\"3.9+\"",
+            "manifests/demo/1.0.0.toml:6:19: bad version specifier '3.9+': expected e.g. '>=3.9'"},
+        BadCase{"wrong array type", "dependencies = [\"einops\", \"torch\"]",
+                "dependencies = \"einops\"",
+                "manifests/demo/1.0.0.toml:7:16: 'package.dependencies' must be an array of "
+                "strings, not a string"},
+        BadCase{"wrong element type", "dependencies = [\"einops\", \"torch\"]",
+                "dependencies = [\"einops\", 3]",
+                "manifests/demo/1.0.0.toml:7:27: 'package.dependencies' must hold only strings, "
+                "not an integer"},
+        BadCase{"duplicate extension", "nvcc-flags = [\"-O3\"]\n",
+                "nvcc-flags = [\"-O3\"]\n\n[[build.extension]]\nname = \"demo_cuda\"\nsources = "
+                "[\"csrc/other.cu\"]\n",
                 "manifests/demo/1.0.0.toml:26:8: extension 'demo_cuda' is declared twice"},
         BadCase{"name does not match directory", "name = \"demo\"", "name = \"other\"",
-                "manifests/demo/1.0.0.toml:2:8: package 'other' is declared in directory 'demo': the directory must be the package name"},
+                "manifests/demo/1.0.0.toml:2:8: package 'other' is declared in directory 'demo': "
+                "the directory must be the package name"},
         BadCase{"version does not match file", "version = \"1.0.0\"", "version = \"1.0.1\"",
-                "manifests/demo/1.0.0.toml:3:11: version '1.0.1' is declared in '1.0.0.toml': the file must be named 1.0.1.toml"},
+                "manifests/demo/1.0.0.toml:3:11: version '1.0.1' is declared in '1.0.0.toml': the "
+                "file must be named 1.0.1.toml"},
         BadCase{"bad url scheme", "pypi = \"demo\"", "url = \"ftp://example.org/demo.tar.gz\"",
-                "manifests/demo/1.0.0.toml:10:7: bad url 'ftp://example.org/demo.tar.gz': expected http://, https:// or file://"},
-        BadCase{"key of another source kind", "pypi = \"demo\"", "url = \"https://example.org/d.tar.gz\"\nfile = \"d.tar.gz\"",
-                "manifests/demo/1.0.0.toml:11:8: 'source.file' does not apply to this kind of source"}));
+                "manifests/demo/1.0.0.toml:10:7: bad url 'ftp://example.org/demo.tar.gz': expected "
+                "http://, https:// or file://"},
+        BadCase{"key of another source kind", "pypi = \"demo\"",
+                "url = \"https://example.org/d.tar.gz\"\nfile = \"d.tar.gz\"",
+                "manifests/demo/1.0.0.toml:11:8: 'source.file' does not apply to this kind of "
+                "source"}));
 
-const char* kShard = "nvcc-flags = [\"-O3\"]\n\n[[build.extension.shard]]\nsource = \"csrc/demo.cu\"\nunits = 4\n"
-                     "index-define = \"DEMO_SHARD\"\ncount-define = \"DEMO_SHARDS\"\n";
+const char* kShard =
+    "nvcc-flags = [\"-O3\"]\n\n[[build.extension.shard]]\nsource = \"csrc/demo.cu\"\nunits = 4\n"
+    "index-define = \"DEMO_SHARD\"\ncount-define = \"DEMO_SHARDS\"\n";
 
 TEST_F(ManifestTest, ShardableSourcesParseAndEnterTheCanonicalForm) {
   Manifest m = parse(edit("nvcc-flags = [\"-O3\"]\n", kShard)).value();
@@ -207,15 +251,26 @@ TEST_F(ManifestTest, BadShardsGivePreciseMessages) {
     shard.replace(shard.find(from), from.size(), to);
     return error_of(edit("nvcc-flags = [\"-O3\"]\n", shard));
   };
-  EXPECT_EQ(with("csrc/demo.cu", "csrc/other.cu"),
-            "manifests/demo/1.0.0.toml:26:10: 'csrc/other.cu' is not one of the extension's sources");
-  EXPECT_EQ(with("units = 4", "units = 0"), "manifests/demo/1.0.0.toml:27:9: bad unit count 0: expected 1 to 1024");
-  EXPECT_EQ(with("units = 4", "units = \"4\""), "manifests/demo/1.0.0.toml:27:9: 'build.extension.shard.units' must be an integer, not a string");
-  EXPECT_EQ(with("units = 4\n", ""), "manifests/demo/1.0.0.toml:25:1: missing required key 'build.extension.shard.units' in [build.extension.shard]");
-  EXPECT_EQ(with("\"DEMO_SHARD\"", "\"DEMO-SHARD\""), "manifests/demo/1.0.0.toml:28:16: bad macro name 'DEMO-SHARD'");
-  EXPECT_EQ(with("\"DEMO_SHARDS\"", "\"DEMO_SHARD\""), "manifests/demo/1.0.0.toml:29:16: the index and count macros must differ");
-  EXPECT_EQ(with("units = 4", "units = 4\nunit = 3"), "manifests/demo/1.0.0.toml:28:1: unknown key 'build.extension.shard.unit' (did you mean 'build.extension.shard.units'?)");
-  std::string twice = std::string(kShard) + "\n[[build.extension.shard]]\nsource = \"csrc/demo.cu\"\nunits = 2\n"
+  EXPECT_EQ(
+      with("csrc/demo.cu", "csrc/other.cu"),
+      "manifests/demo/1.0.0.toml:26:10: 'csrc/other.cu' is not one of the extension's sources");
+  EXPECT_EQ(with("units = 4", "units = 0"),
+            "manifests/demo/1.0.0.toml:27:9: bad unit count 0: expected 1 to 1024");
+  EXPECT_EQ(with("units = 4", "units = \"4\""),
+            "manifests/demo/1.0.0.toml:27:9: 'build.extension.shard.units' must be an integer, not "
+            "a string");
+  EXPECT_EQ(with("units = 4\n", ""),
+            "manifests/demo/1.0.0.toml:25:1: missing required key 'build.extension.shard.units' in "
+            "[build.extension.shard]");
+  EXPECT_EQ(with("\"DEMO_SHARD\"", "\"DEMO-SHARD\""),
+            "manifests/demo/1.0.0.toml:28:16: bad macro name 'DEMO-SHARD'");
+  EXPECT_EQ(with("\"DEMO_SHARDS\"", "\"DEMO_SHARD\""),
+            "manifests/demo/1.0.0.toml:29:16: the index and count macros must differ");
+  EXPECT_EQ(with("units = 4", "units = 4\nunit = 3"),
+            "manifests/demo/1.0.0.toml:28:1: unknown key 'build.extension.shard.unit' (did you "
+            "mean 'build.extension.shard.units'?)");
+  std::string twice = std::string(kShard) +
+                      "\n[[build.extension.shard]]\nsource = \"csrc/demo.cu\"\nunits = 2\n"
                       "index-define = \"A\"\ncount-define = \"B\"\n";
   EXPECT_EQ(error_of(edit("nvcc-flags = [\"-O3\"]\n", twice)),
             "manifests/demo/1.0.0.toml:32:10: 'csrc/demo.cu' is declared shardable twice");
@@ -225,7 +280,8 @@ TEST_F(ManifestTest, MissingPatchMessageNamesTheDirectory) {
   // The message above abbreviates the temp dir as <patches>; check the real one here.
   auto m = parse(edit("\"0001-fix.patch\"]", "\"0001-fix.patch\", \"0002-gone.patch\"]"));
   ASSERT_FALSE(m);
-  EXPECT_NE(m.error().message.find((root() / "patches" / "demo" / "1.0.0").string()), std::string::npos);
+  EXPECT_NE(m.error().message.find((root() / "patches" / "demo" / "1.0.0").string()),
+            std::string::npos);
 }
 
 TEST_F(ManifestTest, CaretPointsAtTheColumn) {
@@ -237,7 +293,8 @@ TEST_F(ManifestTest, CaretPointsAtTheColumn) {
 // A located error on a very long line shows the part around the column, not the whole line, and
 // no control characters.
 TEST_F(ManifestTest, CaretContextIsCutToASaneWidth) {
-  auto m = parse(edit("backend = \"native\"", cat("backend = \"native\" # ", std::string(1 << 20, 'x'), "\x1b[31m oops")));
+  auto m = parse(edit("backend = \"native\"",
+                      cat("backend = \"native\" # ", std::string(1 << 20, 'x'), "\x1b[31m oops")));
   ASSERT_FALSE(m);
   EXPECT_LT(m.error().detail.size(), 400u) << m.error().detail.substr(0, 400);
   EXPECT_LT(m.error().message.size(), 600u);
@@ -310,10 +367,12 @@ TEST(ManifestNames, IdentifierAgreesWithTheRegularExpressionItReplaced) {
 // (tests/fuzz/corpus/manifest/crash-toml-unreachable): now a plain syntax error, and valid TOML
 // with such a code point after a line-ending backslash parses.
 TEST(TomlReader, NonAsciiWhereWhitespaceMayBeIsDefined) {
-  auto m = parse_manifest("z \xEF\xBA\xBF-c", "/x/manifests/demo/1.0.toml", "manifests/demo/1.0.toml", "/x/patches");
+  auto m = parse_manifest("z \xEF\xBA\xBF-c", "/x/manifests/demo/1.0.toml",
+                          "manifests/demo/1.0.toml", "/x/patches");
   ASSERT_FALSE(m);
   EXPECT_EQ(m.error().kind, ErrorKind::BadInput);
-  EXPECT_NE(m.error().message.find("manifests/demo/1.0.toml:1:3: TOML syntax error"), std::string::npos)
+  EXPECT_NE(m.error().message.find("manifests/demo/1.0.toml:1:3: TOML syntax error"),
+            std::string::npos)
       << m.error().message;
   toml::table t = parse_toml(SourceText{"t.toml", "s = \"\"\"\\\n\xC2\xA7 and \xC2\xA1\"\"\"\n"});
   EXPECT_EQ(t["s"].value_or(std::string()), "\xC2\xA7 and \xC2\xA1");

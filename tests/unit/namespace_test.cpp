@@ -57,8 +57,8 @@ TEST(Namespace, PrivateTmpShowsTheSourceAndTheRealEntriesAndWritesNothingOutside
   ASSERT_EQ(rc, 0) << "a check in the child failed (line % 200 + 1)";
   EXPECT_TRUE(fs::exists(source.path() / "made-here"));
   EXPECT_TRUE(fs::exists(real.path() / "written-inside"));
-  EXPECT_FALSE(fs::exists(stray));                           // nothing new in the real /tmp
-  EXPECT_FALSE(fs::exists(fs::path("/tmp") / name));         // not even the mount point
+  EXPECT_FALSE(fs::exists(stray));                    // nothing new in the real /tmp
+  EXPECT_FALSE(fs::exists(fs::path("/tmp") / name));  // not even the mount point
 }
 
 TEST(Namespace, RefusesWithThreadsOrABadName) {

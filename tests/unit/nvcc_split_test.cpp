@@ -30,9 +30,12 @@ class RealNvcc : public ::testing::Test {
   void SetUp() override {
     nvcc_ = find_nvcc();
     if (nvcc_.empty()) GTEST_SKIP() << "no nvcc";
-    dir_ = std::make_unique<TempDir>(TempDir::create(fs::temp_directory_path(), "kiln-nvcc-").value());
-    write_file_atomic(dir_->path() / "k.cu", "namespace { __global__ void k(int* p) { *p = 1; } }\n"
-                                             "void launch(int* p) { k<<<1, 1>>>(p); }\n").value();
+    dir_ =
+        std::make_unique<TempDir>(TempDir::create(fs::temp_directory_path(), "kiln-nvcc-").value());
+    write_file_atomic(dir_->path() / "k.cu",
+                      "namespace { __global__ void k(int* p) { *p = 1; } }\n"
+                      "void launch(int* p) { k<<<1, 1>>>(p); }\n")
+        .value();
     auto list = run_capture({nvcc_.string(), "--list-gpu-arch"});
     ASSERT_TRUE(list);
     arch_list_ = arch_list_value(*list);
@@ -50,8 +53,10 @@ class RealNvcc : public ::testing::Test {
   DevicePart device(const std::string& name, const std::vector<std::string>& gencodes) {
     fs::path keep = dir_->path() / name;
     fs::create_directories(keep);
-    std::vector<std::string> args = {"--fatbin", (dir_->path() / "k.cu").string(), "-o", (keep / "k.fatbin").string(),
-                                     "--keep", "--keep-dir", keep.string()};
+    std::vector<std::string> args = {"--fatbin",   (dir_->path() / "k.cu").string(),
+                                     "-o",         (keep / "k.fatbin").string(),
+                                     "--keep",     "--keep-dir",
+                                     keep.string()};
     args.insert(args.end(), gencodes.begin(), gencodes.end());
     return device_part(dry_run(args), arch_list_).value();
   }
@@ -64,10 +69,14 @@ class RealNvcc : public ::testing::Test {
 
 TEST(NvccDryRun, SplitsWordsLikeAShellAndExpandsNvccsVariables) {
   Env vars = {{"CICC_PATH", "/cuda/nvvm/bin"}};
-  auto words = shell_words(R"("/usr/bin"/g++ -I"/a b" -D "V=\"0.1 a\"" "$CICC_PATH/cicc" --cmdline="-v  -x " ${CICC_PATH} 'q r')",
-                           vars).value();
-  EXPECT_EQ(words, (std::vector<std::string>{"/usr/bin/g++", "-I/a b", "-D", "V=\"0.1 a\"", "/cuda/nvvm/bin/cicc",
-                                             "--cmdline=-v  -x ", "/cuda/nvvm/bin", "q r"}));
+  auto words =
+      shell_words(
+          R"("/usr/bin"/g++ -I"/a b" -D "V=\"0.1 a\"" "$CICC_PATH/cicc" --cmdline="-v  -x " ${CICC_PATH} 'q r')",
+          vars)
+          .value();
+  EXPECT_EQ(words, (std::vector<std::string>{"/usr/bin/g++", "-I/a b", "-D", "V=\"0.1 a\"",
+                                             "/cuda/nvvm/bin/cicc", "--cmdline=-v  -x ",
+                                             "/cuda/nvvm/bin", "q r"}));
   // What only a shell could make sense of is refused (kiln then lets nvcc run the file).
   EXPECT_FALSE(shell_words("g++ -D \"D=$HOME\"", vars));
   EXPECT_FALSE(shell_words("g++ a\\ b", vars));
@@ -77,24 +86,30 @@ TEST(NvccDryRun, SplitsWordsLikeAShellAndExpandsNvccsVariables) {
 }
 
 TEST(NvccDryRun, ParsesEnvironmentLinesAndFindsPrograms) {
-  auto run = parse_dryrun("#$ _SPACE_= \n#$ PATH=/nonexistent:/bin:/usr/bin\n#$ CICC_PATH=/cuda/nvvm/bin\n"
-                          "#$ \"$CICC_PATH/cicc\" -arch compute_90 \"x.ii\" -o \"x.ptx\"\n#$ sh -c true\nnot a command\n")
+  auto run = parse_dryrun(
+                 "#$ _SPACE_= \n#$ PATH=/nonexistent:/bin:/usr/bin\n#$ CICC_PATH=/cuda/nvvm/bin\n"
+                 "#$ \"$CICC_PATH/cicc\" -arch compute_90 \"x.ii\" -o \"x.ptx\"\n#$ sh -c "
+                 "true\nnot a command\n")
                  .value();
   ASSERT_EQ(run.env.size(), 3u);
-  EXPECT_EQ(run.env[1], (std::pair<std::string, std::string>{"PATH", "/nonexistent:/bin:/usr/bin"}));
+  EXPECT_EQ(run.env[1],
+            (std::pair<std::string, std::string>{"PATH", "/nonexistent:/bin:/usr/bin"}));
   ASSERT_EQ(run.commands.size(), 2u);
   EXPECT_EQ(run.commands[0][0], "/cuda/nvvm/bin/cicc");
-  EXPECT_TRUE(run.commands[1][0] == "/bin/sh" || run.commands[1][0] == "/usr/bin/sh") << run.commands[1][0];
+  EXPECT_TRUE(run.commands[1][0] == "/bin/sh" || run.commands[1][0] == "/usr/bin/sh")
+      << run.commands[1][0];
   EXPECT_FALSE(parse_dryrun("#$ PATH=/nonexistent\n#$ ptxas -arch=sm_90 x.ptx\n"));
   EXPECT_FALSE(parse_dryrun("nvcc fatal : Unknown option\n"));
 }
 
 TEST(NvccDryRun, ArchListHoldsEveryArchOnce) {
-  EXPECT_EQ(arch_list_value("compute_75\ncompute_90\ncompute_90a\ncompute_100f\ncompute_120\ncompute_100\n"),
+  EXPECT_EQ(arch_list_value(
+                "compute_75\ncompute_90\ncompute_90a\ncompute_100f\ncompute_120\ncompute_100\n"),
             "750,900,1000,1200");
   EXPECT_EQ(arch_list_value("nvcc fatal : Unknown option '--list-gpu-arch'\n"), "");
-  std::vector<std::string> argv = {"g++", "-D__CUDA_ARCH__=900", "-D__CUDA_ARCH_LIST__=900,1200", "-E", "-D",
-                                   "__CUDA_ARCH_LIST__=900"};
+  std::vector<std::string> argv = {
+      "g++", "-D__CUDA_ARCH__=900",   "-D__CUDA_ARCH_LIST__=900,1200", "-E",
+      "-D",  "__CUDA_ARCH_LIST__=900"};
   EXPECT_TRUE(set_arch_list(argv, "750,900"));
   EXPECT_EQ(argv[2], "-D__CUDA_ARCH_LIST__=750,900");
   EXPECT_EQ(argv[5], "__CUDA_ARCH_LIST__=750,900");
@@ -126,13 +141,15 @@ TEST_F(RealNvcc, DevicePartOfOneArchIsPreprocessCiccPtxas) {
 
 TEST_F(RealNvcc, HostPartEmbedsTheDevicePartsImages) {
   DevicePart d90 = device("sm_90", {"-gencode=arch=compute_90,code=sm_90"});
-  DevicePart d120 = device("sm_120-ptx", {"-gencode=arch=compute_120,code=sm_120", "-gencode=arch=compute_120,code=compute_120"});
+  DevicePart d120 = device("sm_120-ptx", {"-gencode=arch=compute_120,code=sm_120",
+                                          "-gencode=arch=compute_120,code=compute_120"});
   EXPECT_EQ(d120.images.size(), 2u);
   fs::path keep = dir_->path() / "host";
   fs::create_directories(keep);
-  DryRun all = dry_run({"-c", (dir_->path() / "k.cu").string(), "-o", (dir_->path() / "k.o").string(),
-                        "-gencode=arch=compute_90,code=sm_90", "-gencode=arch=compute_120,code=sm_120",
-                        "-gencode=arch=compute_120,code=compute_120", "--keep", "--keep-dir", keep.string()});
+  DryRun all = dry_run(
+      {"-c", (dir_->path() / "k.cu").string(), "-o", (dir_->path() / "k.o").string(),
+       "-gencode=arch=compute_90,code=sm_90", "-gencode=arch=compute_120,code=sm_120",
+       "-gencode=arch=compute_120,code=compute_120", "--keep", "--keep-dir", keep.string()});
   std::vector<Image> images = d90.images;
   images.insert(images.end(), d120.images.begin(), d120.images.end());
   HostPart h = host_part(all, arch_list_, images, {"--compress-mode=size"}).value();
@@ -144,7 +161,8 @@ TEST_F(RealNvcc, HostPartEmbedsTheDevicePartsImages) {
   EXPECT_TRUE(contains(h.steps[0], "-D__CUDA_ARCH_LIST__=" + arch_list_));
   EXPECT_FALSE(contains(h.steps[1], "--gen_module_id_file"));  // it reads the device parts' id
   for (const auto& im : images)
-    EXPECT_TRUE(contains(h.fatbinary, "--image3=kind=" + im.kind + ",sm=" + im.sm + ",file=" + im.file.string()));
+    EXPECT_TRUE(contains(
+        h.fatbinary, "--image3=kind=" + im.kind + ",sm=" + im.sm + ",file=" + im.file.string()));
   EXPECT_EQ(h.fatbinary.back(), "--compress-mode=size");
   // The fat binary is a file of its own; the host compile includes kiln's reference instead.
   EXPECT_TRUE(contains(h.fatbinary, "--create=" + h.fatbin.string()));
@@ -158,14 +176,17 @@ TEST_F(RealNvcc, HostPartEmbedsTheDevicePartsImages) {
   missing.push_back(d120.images.front());
   auto r = host_part(all, arch_list_, missing, {});
   ASSERT_FALSE(r);
-  EXPECT_NE(r.error().message.find("no device part made the"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("no device part made the"), std::string::npos)
+      << r.error().message;
   std::vector<Image> extra = images;
   extra.push_back(Image{"elf", "100", "/x.cubin"});
   EXPECT_FALSE(host_part(all, arch_list_, extra, {}));
 }
 
 namespace {
-std::string read(const fs::path& p) { return read_file(p).value(); }
+std::string read(const fs::path& p) {
+  return read_file(p).value();
+}
 void run_steps(const std::vector<std::vector<std::string>>& steps, const fs::path& cwd,
                const std::vector<std::string>& prefix = {}) {
   for (const auto& argv : steps) {
@@ -193,11 +214,12 @@ TEST_F(RealNvcc, FrontEndAtO0WritesTheOptimizingPassesStub) {
   DevicePart d = device("sm_90", {"-gencode=arch=compute_90,code=sm_90"});
   fs::path keep = dir_->path() / "front";
   fs::create_directories(keep);
-  DevicePart f = front_end_part(dry_run({"-Xcicc", "-O0", "--fatbin", (dir_->path() / "k.cu").string(), "-o",
-                                         (keep / "k.fatbin").string(), "-gencode=arch=compute_90,code=sm_90",
-                                         "--keep", "--keep-dir", keep.string()}),
-                                arch_list_)
-                     .value();
+  DevicePart f =
+      front_end_part(dry_run({"-Xcicc", "-O0", "--fatbin", (dir_->path() / "k.cu").string(), "-o",
+                              (keep / "k.fatbin").string(), "-gencode=arch=compute_90,code=sm_90",
+                              "--keep", "--keep-dir", keep.string()}),
+                     arch_list_)
+          .value();
   ASSERT_EQ(f.steps.size(), 2u);
   EXPECT_EQ(classify(f.steps[1]), Step::Cicc);
   EXPECT_TRUE(f.images.empty());
@@ -210,9 +232,10 @@ TEST_F(RealNvcc, FrontEndAtO0WritesTheOptimizingPassesStub) {
   EXPECT_TRUE(same_stub(read(f.stub), read(d.stub)));
   EXPECT_NE(read(f.stub).find("__cudaRegisterEntry"), std::string::npos);
   // Without -O0 it is not a front end.
-  EXPECT_FALSE(front_end_part(dry_run({"--fatbin", (dir_->path() / "k.cu").string(), "-o", (keep / "k.fatbin").string(),
-                                       "-gencode=arch=compute_90,code=sm_90", "--keep", "--keep-dir", keep.string()}),
-                              arch_list_));
+  EXPECT_FALSE(front_end_part(
+      dry_run({"--fatbin", (dir_->path() / "k.cu").string(), "-o", (keep / "k.fatbin").string(),
+               "-gencode=arch=compute_90,code=sm_90", "--keep", "--keep-dir", keep.string()}),
+      arch_list_));
 }
 
 TEST_F(RealNvcc, HostAndFatBinaryObjectsLinkIntoOneModule) {
@@ -220,20 +243,23 @@ TEST_F(RealNvcc, HostAndFatBinaryObjectsLinkIntoOneModule) {
   run_steps(d.steps, dir_->path());
   fs::path keep = dir_->path() / "host";
   fs::create_directories(keep);
-  DryRun all = dry_run({"-Xcompiler", "-fPIC", "-c", (dir_->path() / "k.cu").string(), "-o", (dir_->path() / "k.o").string(),
-                        "-gencode=arch=compute_90,code=sm_90", "--keep", "--keep-dir", keep.string()});
+  DryRun all = dry_run({"-Xcompiler", "-fPIC", "-c", (dir_->path() / "k.cu").string(), "-o",
+                        (dir_->path() / "k.o").string(), "-gencode=arch=compute_90,code=sm_90",
+                        "--keep", "--keep-dir", keep.string()});
   HostPart h = host_part(all, arch_list_, d.images, {}).value();
   write_file_atomic(h.module_id, read(d.module_id)).value();
   write_file_atomic(h.stub, read(d.stub)).value();
   write_file_atomic(h.fatbin_source, fatbin_reference("__kiln_fatbin_k")).value();
   run_steps(h.steps, dir_->path());
   run_steps({h.fatbinary}, dir_->path());
-  write_file_atomic(dir_->path() / "fatbin.s", fatbin_assembly("__kiln_fatbin_k", h.fatbin)).value();
+  write_file_atomic(dir_->path() / "fatbin.s", fatbin_assembly("__kiln_fatbin_k", h.fatbin))
+      .value();
   fs::path cxx = find_program("g++");
   if (cxx.empty()) GTEST_SKIP() << "no g++";
-  run_steps({{cxx.string(), "-c", (dir_->path() / "fatbin.s").string(), "-o", (dir_->path() / "fatbin.o").string()},
-             {cxx.string(), "-shared", (dir_->path() / "k.o").string(), (dir_->path() / "fatbin.o").string(), "-o",
-              (dir_->path() / "k.so").string()}},
+  run_steps({{cxx.string(), "-c", (dir_->path() / "fatbin.s").string(), "-o",
+              (dir_->path() / "fatbin.o").string()},
+             {cxx.string(), "-shared", (dir_->path() / "k.o").string(),
+              (dir_->path() / "fatbin.o").string(), "-o", (dir_->path() / "k.so").string()}},
             dir_->path());
   // The module's .nv_fatbin holds the fat binary byte for byte; the symbol stays inside it.
   std::string so = read(dir_->path() / "k.so");
@@ -264,7 +290,8 @@ TEST_F(RealNvcc, HostAndFatBinaryObjectsLinkIntoOneModule) {
   ASSERT_NE(segment, 0u);
   ASSERT_NE(data, 0u);
   EXPECT_EQ(so.find(fatbin), data_offset);  // the fat binary is the section's first byte
-  EXPECT_EQ(so.substr(segment_offset, 4), std::string("\xb1\x43\x62\x46", 4));  // the wrapper's magic
+  EXPECT_EQ(so.substr(segment_offset, 4),
+            std::string("\xb1\x43\x62\x46", 4));  // the wrapper's magic
   std::uint64_t pointer = 0;
   std::istringstream rela(*relocations);
   for (std::string line; std::getline(rela, line);) {
@@ -279,8 +306,9 @@ TEST_F(RealNvcc, HostAndFatBinaryObjectsLinkIntoOneModule) {
 TEST_F(RealNvcc, RelocatableDeviceCodeIsNotSplit) {
   fs::path keep = dir_->path() / "rdc";
   fs::create_directories(keep);
-  DryRun d = dry_run({"-rdc=true", "--fatbin", (dir_->path() / "k.cu").string(), "-o", (keep / "k.fatbin").string(),
-                      "-gencode=arch=compute_90,code=sm_90", "--keep", "--keep-dir", keep.string()});
+  DryRun d = dry_run({"-rdc=true", "--fatbin", (dir_->path() / "k.cu").string(), "-o",
+                      (keep / "k.fatbin").string(), "-gencode=arch=compute_90,code=sm_90", "--keep",
+                      "--keep-dir", keep.string()});
   auto r = device_part(d, arch_list_);
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("-rdc"), std::string::npos);
@@ -288,8 +316,9 @@ TEST_F(RealNvcc, RelocatableDeviceCodeIsNotSplit) {
 
 TEST(SameStub, OnlyTheNumberingOfTemporariesMayDiffer) {
   // sm_75's pass of causal-conv1d's backward file numbers the callback's parameter one higher.
-  std::string sm90 = "static void __nv_cudaEntityRegisterCallback(void **__T681){__nv_dummy_param_ref(__T681);"
-                     "__cudaRegisterEntry(__T681, k, _Z1kv, 128);}";
+  std::string sm90 =
+      "static void __nv_cudaEntityRegisterCallback(void **__T681){__nv_dummy_param_ref(__T681);"
+      "__cudaRegisterEntry(__T681, k, _Z1kv, 128);}";
   std::string sm75 = sm90;
   for (std::size_t p; (p = sm75.find("__T681")) != std::string::npos;) sm75.replace(p, 6, "__T682");
   EXPECT_TRUE(same_stub(sm90, sm75));

@@ -630,7 +630,8 @@ TEST_F(PatchTest, RealCausalConv1dSeriesMatchesGnuPatch) {
     fs::path pristine = dir_->path() / cat("pristine-", version);
     fs::create_directories(pristine);
     run_capture({"tar", "-xzf", sdist.string(), "-C", pristine.string(), "--strip-components=1",
-                 cat("causal_conv1d-", version, "/setup.py"), cat("causal_conv1d-", version, "/csrc/causal_conv1d_bwd.cu")})
+                 cat("causal_conv1d-", version, "/setup.py"),
+                 cat("causal_conv1d-", version, "/csrc/causal_conv1d_bwd.cu")})
         .value();
     std::string setup_py = read_file(pristine / "setup.py").value();
     std::string bwd_cu = read_file(pristine / "csrc/causal_conv1d_bwd.cu").value();

@@ -13,21 +13,25 @@ namespace {
 std::string manifest_text(const std::string& name, const std::string& version) {
   return "[package]\nname = \"" + name + "\"\nversion = \"" + version +
          "\"\nsummary = \"s\"\nlicense = \"MIT\"\nrequires-python = \">=3.9\"\n\n"
-         "[source]\npypi = \"" + name + "\"\nsha256 = \"" + std::string(64, 'a') +
+         "[source]\npypi = \"" +
+         name + "\"\nsha256 = \"" + std::string(64, 'a') +
          "\"\n\n[build]\nbackend = \"pure\"\npackages = [\"pkg\"]\n";
 }
 
 class RepositoryTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::make_unique<TempDir>(TempDir::create(fs::temp_directory_path(), "kiln-repo-").value());
+    dir_ =
+        std::make_unique<TempDir>(TempDir::create(fs::temp_directory_path(), "kiln-repo-").value());
   }
   void add(const std::string& dir, const std::string& name, const std::string& version) {
     fs::create_directories(manifests() / dir);
     std::ofstream(manifests() / dir / (version + ".toml")) << manifest_text(name, version);
   }
   fs::path manifests() const { return dir_->path() / "manifests"; }
-  Expected<Repository> load() { return Repository::load(manifests(), dir_->path() / "patches", "manifests"); }
+  Expected<Repository> load() {
+    return Repository::load(manifests(), dir_->path() / "patches", "manifests");
+  }
   std::unique_ptr<TempDir> dir_;
 };
 
@@ -51,9 +55,11 @@ TEST_F(RepositoryTest, SelectsNewestOrExact) {
 TEST_F(RepositoryTest, SelectionErrors) {
   add("pkg-a", "pkg-a", "1.6.1");
   Repository repo = load().value();
-  EXPECT_EQ(repo.select("pkg-x").error().message, "no manifest for package 'pkg-x' in manifests (did you mean 'pkg-a'?)");
+  EXPECT_EQ(repo.select("pkg-x").error().message,
+            "no manifest for package 'pkg-x' in manifests (did you mean 'pkg-a'?)");
   EXPECT_EQ(repo.select("pkg-a==9.9").error().message, "no manifest for pkg-a==9.9 (have: 1.6.1)");
-  EXPECT_EQ(repo.select("pkg-a==x").error().message, "bad package spec 'pkg-a==x': 'x' is not a PEP 440 version");
+  EXPECT_EQ(repo.select("pkg-a==x").error().message,
+            "bad package spec 'pkg-a==x': 'x' is not a PEP 440 version");
 }
 
 TEST_F(RepositoryTest, DuplicatePackageNames) {
@@ -63,7 +69,8 @@ TEST_F(RepositoryTest, DuplicatePackageNames) {
   Repository repo = load().value();
   ASSERT_EQ(repo.broken().size(), 1u);
   const std::string why =
-      "manifests/pkg_a/1.0.0.toml:2:8: duplicate package 'pkg_a' 1.0.0: already declared in manifests/pkg-a/1.0.0.toml";
+      "manifests/pkg_a/1.0.0.toml:2:8: duplicate package 'pkg_a' 1.0.0: already declared in "
+      "manifests/pkg-a/1.0.0.toml";
   EXPECT_EQ(repo.broken()[0].error.message, why);
   EXPECT_EQ(repo.select("pkg-a").error().message, why);
   EXPECT_EQ(repo.newest_of_each().error().message, why);
@@ -75,7 +82,8 @@ TEST_F(RepositoryTest, ABrokenManifestFailsOnlyWhatNeedsIt) {
   add("pkg-a", "pkg-a", "1.0.0");
   add("pkg-b", "pkg-b", "1.0.0");
   fs::create_directories(manifests() / "pkg-b");
-  std::ofstream(manifests() / "pkg-b" / "2.0.0.toml") << "[package]\nname = \"pkg-b\"\nversion = 2\n";
+  std::ofstream(manifests() / "pkg-b" / "2.0.0.toml")
+      << "[package]\nname = \"pkg-b\"\nversion = 2\n";
   Repository repo = load().value();
   ASSERT_EQ(repo.broken().size(), 1u);
   EXPECT_EQ(repo.broken()[0].package, "pkg-b");
@@ -93,7 +101,8 @@ TEST_F(RepositoryTest, Targets) {
   add("pkg-a", "pkg-a", "1.0.0");
   Repository repo = load().value();
   EXPECT_EQ(repo.target("default").value().name, "default");  // built in when no file
-  EXPECT_EQ(repo.target("defualt").error().message, "no target 'defualt' in manifests/targets (did you mean 'default'?)");
+  EXPECT_EQ(repo.target("defualt").error().message,
+            "no target 'defualt' in manifests/targets (did you mean 'default'?)");
   EXPECT_EQ(repo.target("Bad Name").error().message, "bad target name 'Bad Name'");
 }
 

@@ -6,7 +6,8 @@ namespace kiln::build {
 
 TEST(Setuptools, TorchCudaArchList) {
   using manifest::ArchList;
-  EXPECT_EQ(torch_cuda_arch_list(ArchList::parse("sm_90 12.0+PTX").value()).value(), "9.0;12.0+PTX");
+  EXPECT_EQ(torch_cuda_arch_list(ArchList::parse("sm_90 12.0+PTX").value()).value(),
+            "9.0;12.0+PTX");
   EXPECT_EQ(torch_cuda_arch_list(ArchList::parse("90a-real").value()).value(), "9.0a");
   // What TORCH_CUDA_ARCH_LIST cannot say is refused, not widened.
   auto ptx = torch_cuda_arch_list(ArchList::parse("compute_90").value());

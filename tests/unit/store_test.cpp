@@ -68,7 +68,10 @@ TEST(Store, LookupVerifiedRemovesDamagedAndIncompleteEntries) {
   std::string removed;
   EXPECT_FALSE(store.lookup_verified(kKey, removed));
   EXPECT_EQ(removed, "");
-  Entry e = store.commit(kKey, make_wheel(dir.path() / "out", "x-1.0-py3-none-any.whl", "wheel bytes"), {}).value();
+  Entry e =
+      store
+          .commit(kKey, make_wheel(dir.path() / "out", "x-1.0-py3-none-any.whl", "wheel bytes"), {})
+          .value();
   EXPECT_EQ(store.lookup_verified(kKey, removed)->sha256, e.sha256);
   EXPECT_EQ(removed, "");
   std::ofstream(e.wheel, std::ios::binary | std::ios::in) << "W";  // same size, other bytes
@@ -81,17 +84,22 @@ TEST(Store, LookupVerifiedRemovesDamagedAndIncompleteEntries) {
   EXPECT_FALSE(store.lookup_verified(kKey, removed));
   EXPECT_EQ(removed, "the entry is incomplete");
   EXPECT_FALSE(fs::exists(e.dir));
-  EXPECT_TRUE(store.commit(kKey, make_wheel(dir.path() / "out", "x-1.0-py3-none-any.whl", "wheel bytes"), {}));
+  EXPECT_TRUE(store.commit(
+      kKey, make_wheel(dir.path() / "out", "x-1.0-py3-none-any.whl", "wheel bytes"), {}));
 }
 
 TEST(Store, DamagedEntryJsonReadsAsIncompleteAndNamesNothingElsewhere) {
   auto dir = TempDir::create(fs::temp_directory_path(), "kiln-store-").value();
   Store store(dir.path() / "cache");
-  Entry e = store.commit(kKey, make_wheel(dir.path() / "out", "x-1.0-py3-none-any.whl", "wheel bytes"), {}).value();
+  Entry e =
+      store
+          .commit(kKey, make_wheel(dir.path() / "out", "x-1.0-py3-none-any.whl", "wheel bytes"), {})
+          .value();
   std::ofstream(dir.path() / "cache" / "secret.whl") << "outside the entry";
-  for (const char* text : {"not json", "[]", R"({"wheel": 7, "sha256": "x"})", R"({"wheel": "x.whl"})",
-                           R"({"wheel": "../../secret.whl", "sha256": "x"})", R"({"wheel": "..", "sha256": "x"})",
-                           R"({"wheel": "x-1.0-py3-none-any.whl", "sha256": "x", "size": "big"})"}) {
+  for (const char* text :
+       {"not json", "[]", R"({"wheel": 7, "sha256": "x"})", R"({"wheel": "x.whl"})",
+        R"({"wheel": "../../secret.whl", "sha256": "x"})", R"({"wheel": "..", "sha256": "x"})",
+        R"({"wheel": "x-1.0-py3-none-any.whl", "sha256": "x", "size": "big"})"}) {
     std::ofstream(e.dir / "entry.json", std::ios::trunc) << text;
     SCOPED_TRACE(text);
     auto found = store.lookup(kKey);

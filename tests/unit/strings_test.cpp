@@ -50,12 +50,24 @@ TEST(Strings, ControlCharacterFindsEveryLineBreakOfSplitlines) {
   EXPECT_EQ(control_character("caf\xc3\xa9 \xe2\x82\xac"), "");  // other non-ASCII is fine
   for (const char* s : {"\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\t", "\x7f", "\x01"})
     EXPECT_EQ(control_character(cat("a", s, "b")).substr(0, 2), "\\x") << static_cast<int>(s[0]);
-  EXPECT_EQ(control_character("a\xc2\x85" "b"), "U+0085");
-  EXPECT_EQ(control_character("a\xc2\x9f" "b"), "U+009F");
-  EXPECT_EQ(control_character("a\xc2\xa0" "b"), "");  // NO-BREAK SPACE is not a control
-  EXPECT_EQ(control_character("a\xe2\x80\xa8" "b"), "U+2028");
-  EXPECT_EQ(control_character("a\xe2\x80\xa9" "b"), "U+2029");
-  EXPECT_EQ(control_character("a\xe2\x80\xaa" "b"), "");
+  EXPECT_EQ(control_character("a\xc2\x85"
+                              "b"),
+            "U+0085");
+  EXPECT_EQ(control_character("a\xc2\x9f"
+                              "b"),
+            "U+009F");
+  EXPECT_EQ(control_character("a\xc2\xa0"
+                              "b"),
+            "");  // NO-BREAK SPACE is not a control
+  EXPECT_EQ(control_character("a\xe2\x80\xa8"
+                              "b"),
+            "U+2028");
+  EXPECT_EQ(control_character("a\xe2\x80\xa9"
+                              "b"),
+            "U+2029");
+  EXPECT_EQ(control_character("a\xe2\x80\xaa"
+                              "b"),
+            "");
   EXPECT_EQ(control_character("\r"), "\\x0d");
 }
 
@@ -65,7 +77,8 @@ TEST(Strings, ParseByteSize) {
   EXPECT_EQ(parse_byte_size("64m"), 64u << 20);
   EXPECT_EQ(parse_byte_size("4G"), std::uint64_t(4) << 30);
   EXPECT_EQ(parse_byte_size("1T"), std::uint64_t(1) << 40);
-  for (const char* bad : {"", "G", "-1", "1.5G", "4 G", "4GB", "99999999999999999999", "17179869184G"})
+  for (const char* bad :
+       {"", "G", "-1", "1.5G", "4 G", "4GB", "99999999999999999999", "17179869184G"})
     EXPECT_FALSE(parse_byte_size(bad)) << bad;
 }
 

@@ -57,30 +57,38 @@ TEST(Target, ParsesAndDerives) {
   EXPECT_EQ(d.name, "t-sm90-sm120-ptx120");
   EXPECT_NE(d.canonical().dump(), t.canonical().dump());
   // The description does not change the bytes kiln builds.
-  EXPECT_EQ(parse_target(edit("\"test\"", "\"other words\""), "t", "x").value().canonical(), t.canonical());
+  EXPECT_EQ(parse_target(edit("\"test\"", "\"other words\""), "t", "x").value().canonical(),
+            t.canonical());
 }
 
 TEST(Target, BadInput) {
   EXPECT_EQ(error_of(edit("archs = \"9.0\"", "archs = \"9.0;sm_9\"")),
-            "targets/t.toml:3:14: bad architecture 'sm_9': expected a two- or three-digit architecture number such as 90 or 120");
+            "targets/t.toml:3:14: bad architecture 'sm_9': expected a two- or three-digit "
+            "architecture number such as 90 or 120");
   EXPECT_EQ(error_of(edit("archs = \"9.0\"", "archs = \"12.0+PTX+PTX\"")),
-            "targets/t.toml:3:10: bad architecture '12.0+PTX+PTX': only one '+PTX' may follow an architecture");
+            "targets/t.toml:3:10: bad architecture '12.0+PTX+PTX': only one '+PTX' may follow an "
+            "architecture");
   EXPECT_EQ(error_of(edit("archs = \"9.0\"", "archs = \"sm_999\"")),
             "targets/t.toml:3:10: bad architecture 'sm_999': unknown CUDA architecture 999");
   EXPECT_EQ(error_of(edit("version = \"13.0\"", "version = \"13\"")),
             "targets/t.toml:18:11: bad CUDA version '13': expected MAJOR.MINOR such as 13.0");
   EXPECT_EQ(error_of(edit("sha256 = \"7aa2", "sha256 = \"zaa2")),
-            "targets/t.toml:14:10: bad sha256 'zaa2f9bbc6d4595ba72138026b2074be1233186150e9292865e04b7a63b8c67a': expected 64 lowercase hexadecimal digits");
+            "targets/t.toml:14:10: bad sha256 "
+            "'zaa2f9bbc6d4595ba72138026b2074be1233186150e9292865e04b7a63b8c67a': expected 64 "
+            "lowercase hexadecimal digits");
   EXPECT_EQ(error_of(edit("[cuda]", "[cuda]\nhoem = \"/usr/local/cuda\"")),
             "targets/t.toml:17:1: unknown key 'cuda.hoem' (did you mean 'cuda.home'?)");
   EXPECT_EQ(error_of(edit("file = \"torch-2.11.0-cp311", "file = \"torch-2.10.0-cp311")),
-            "targets/t.toml:13:8: 'torch-2.10.0-cp311-cp311-manylinux_2_28_x86_64.whl' is not a torch 2.11.0 wheel for cp311");
+            "targets/t.toml:13:8: 'torch-2.10.0-cp311-cp311-manylinux_2_28_x86_64.whl' is not a "
+            "torch 2.11.0 wheel for cp311");
   EXPECT_EQ(error_of(edit("toolkit = \"system\"", "toolkit = \"conda\"")),
             "targets/t.toml:17:11: bad CUDA toolkit 'conda': expected 'system' or 'wheels'");
-  EXPECT_EQ(error_of(edit("interpreter = \"python3\"", "interpreter = \"python3\"\nversion = \"3.11\"")),
-            "targets/t.toml:5:1: [python] needs exactly one of 'interpreter' or 'version'");
-  EXPECT_EQ(error_of(edit("[torch]\nversion = \"2.11.0\"", "[torch]\nversion = \"2.11.0\"\n[torch.x]")),
-            "targets/t.toml:10:8: unknown key 'torch.x' (expected one of: source, version, wheel)");
+  EXPECT_EQ(
+      error_of(edit("interpreter = \"python3\"", "interpreter = \"python3\"\nversion = \"3.11\"")),
+      "targets/t.toml:5:1: [python] needs exactly one of 'interpreter' or 'version'");
+  EXPECT_EQ(
+      error_of(edit("[torch]\nversion = \"2.11.0\"", "[torch]\nversion = \"2.11.0\"\n[torch.x]")),
+      "targets/t.toml:10:8: unknown key 'torch.x' (expected one of: source, version, wheel)");
 }
 
 TEST(Target, CudaWheels) {
@@ -108,7 +116,8 @@ sha256 = "e0da7ad981f3a8aff08241b5bfc1af868742a63e2762f53a5171c492ef242649"
   ASSERT_EQ(t.cuda_wheels.size(), 2u);
   EXPECT_EQ(t.cuda_wheels[0].project(), "nvidia-cuda-nvcc");
   EXPECT_EQ(t.cuda_wheels[1].project(), "nvidia-cuda-cccl");
-  EXPECT_EQ(t.canonical()["cuda"]["wheels"][1]["sha256"], "e0da7ad981f3a8aff08241b5bfc1af868742a63e2762f53a5171c492ef242649");
+  EXPECT_EQ(t.canonical()["cuda"]["wheels"][1]["sha256"],
+            "e0da7ad981f3a8aff08241b5bfc1af868742a63e2762f53a5171c492ef242649");
   // Another pin is another target as far as the bytes go.
   Target other = parse_target(with("e0da7", "f0da7"), "t", "x").value();
   EXPECT_NE(other.canonical(), t.canonical());
@@ -122,14 +131,21 @@ sha256 = "e0da7ad981f3a8aff08241b5bfc1af868742a63e2762f53a5171c492ef242649"
   EXPECT_EQ(error_of(none), "targets/t.toml:16:1: missing required key 'cuda.wheel' in [cuda]");
   EXPECT_EQ(error_of(with("toolkit = \"wheels\"", "toolkit = \"system\"")),
             "targets/t.toml:20:1: 'cuda.wheel' applies only to toolkit = \"wheels\"");
-  EXPECT_EQ(error_of(with("nvidia_cuda_nvcc-13.0.88-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl", "nvcc.tar.gz")),
-            "targets/t.toml:21:8: 'nvcc.tar.gz' is not a wheel file name (NAME-VERSION-PY-ABI-PLATFORM.whl)");
+  EXPECT_EQ(error_of(with(
+                "nvidia_cuda_nvcc-13.0.88-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
+                "nvcc.tar.gz")),
+            "targets/t.toml:21:8: 'nvcc.tar.gz' is not a wheel file name "
+            "(NAME-VERSION-PY-ABI-PLATFORM.whl)");
   EXPECT_EQ(error_of(with("sha256 = \"56fe", "sha256 = \"56FE")),
-            "targets/t.toml:22:10: bad sha256 '56FE502eb77625a12f25172caa3cdddb4e4c8ba2c8c17dba44b164761b380f03': expected 64 lowercase hexadecimal digits");
+            "targets/t.toml:22:10: bad sha256 "
+            "'56FE502eb77625a12f25172caa3cdddb4e4c8ba2c8c17dba44b164761b380f03': expected 64 "
+            "lowercase hexadecimal digits");
   EXPECT_EQ(error_of(with("nvidia_cuda_cccl-13.0.85", "nvidia_cuda_nvcc-13.0.48")),
-            "targets/t.toml:25:8: a second wheel of nvidia-cuda-nvcc (nvidia_cuda_nvcc-13.0.88-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl)");
-  EXPECT_EQ(error_of(with("version = \"13.0\"\n\n", "version = \"13.0\"\nhome = \"/opt/cuda\"\n\n")),
-            "targets/t.toml:19:8: 'cuda.home' applies only to the system toolkit");
+            "targets/t.toml:25:8: a second wheel of nvidia-cuda-nvcc "
+            "(nvidia_cuda_nvcc-13.0.88-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl)");
+  EXPECT_EQ(
+      error_of(with("version = \"13.0\"\n\n", "version = \"13.0\"\nhome = \"/opt/cuda\"\n\n")),
+      "targets/t.toml:19:8: 'cuda.home' applies only to the system toolkit");
 }
 
 // Strings of 60 KB and 1 MB where a regular expression once checked a target (std::regex
@@ -218,11 +234,14 @@ TEST(Target, MatchersAgreeWithTheRegularExpressionsTheyReplaced) {
 
 TEST(Target, ShippedTargetsParse) {
   for (const char* name : {"default", "default-wheels-cu130", "torch2.10-cu128"}) {
-    fs::path file = fs::path(KILN_SOURCE_DIR) / "manifests" / "targets" / (std::string(name) + ".toml");
+    fs::path file =
+        fs::path(KILN_SOURCE_DIR) / "manifests" / "targets" / (std::string(name) + ".toml");
     Target t = load_target(file, file.string()).value();
     EXPECT_EQ(t.name, name);
   }
-  Target w = load_target(fs::path(KILN_SOURCE_DIR) / "manifests/targets/default-wheels-cu130.toml", "w").value();
+  Target w =
+      load_target(fs::path(KILN_SOURCE_DIR) / "manifests/targets/default-wheels-cu130.toml", "w")
+          .value();
   EXPECT_EQ(w.cuda_toolkit, "wheels");
   EXPECT_EQ(w.cuda_wheels.size(), 5u);
 }

@@ -537,17 +537,20 @@ z.close()
 // Names that break a RECORD row for installers (pip splits RECORD with str.splitlines()).
 TEST_F(Unpack, RejectsControlCharactersInNames) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"pkg/x\r/evil.py", "\\x0d"}, {"pkg/a\nb", "\\x0a"},           {"pkg/a\x0b", "\\x0b"},
-      {"pkg/a\x1c", "\\x1c"},       {"pkg/a\xc2\x85", "U+0085"},      {"pkg/a\xe2\x80\xa8", "U+2028"},
+      {"pkg/x\r/evil.py", "\\x0d"},    {"pkg/a\nb", "\\x0a"},       {"pkg/a\x0b", "\\x0b"},
+      {"pkg/a\x1c", "\\x1c"},          {"pkg/a\xc2\x85", "U+0085"}, {"pkg/a\xe2\x80\xa8", "U+2028"},
       {"pkg/a\xe2\x80\xa9", "U+2029"}, {"pkg/a\x7f", "\\x7f"}};
   for (const auto& [name, shown] : cases) {
     SCOPED_TRACE(name);
     write_archive(file("names.tar"), {{"pkg/ok.py", 'f', "x"}, {name, 'f', "x"}});
     expect_rejected(file("names.tar"), cat("has a control character (", shown, ") in its name"));
-    python(cat("z = zipfile.ZipFile(out, 'w')\nz.writestr('pkg/ok.py', b'x')\nz.writestr(", "bytes.fromhex('",
+    python(cat(
+               "z = zipfile.ZipFile(out, 'w')\nz.writestr('pkg/ok.py', b'x')\nz.writestr(",
+               "bytes.fromhex('",
                [&] {
                  std::string hex;
-                 for (unsigned char c : name) hex += cat("0123456789abcdef"[c >> 4], "0123456789abcdef"[c & 15]);
+                 for (unsigned char c : name)
+                   hex += cat("0123456789abcdef"[c >> 4], "0123456789abcdef"[c & 15]);
                  return hex;
                }(),
                "').decode(), b'x')\nz.close()\n"),
@@ -611,9 +614,12 @@ b = io.BytesIO()
 with tarfile.open(fileobj=b, mode='w') as t:
     i = tarfile.TarInfo('pkg/a.txt'); i.size = 5; t.addfile(i, io.BytesIO(b'hello'))
 raw = b.getvalue() + bytes(512 * 1024)
-data = bytearray(lzma.compress(raw) if ')", kind, R"(' == 'xz' else bz2.compress(raw))
-if )", corrupt ? "True" : "False", R"(:
-    data[-10 if ')", kind, R"(' == 'xz' else -2] ^= 1
+data = bytearray(lzma.compress(raw) if ')",
+                 kind, R"(' == 'xz' else bz2.compress(raw))
+if )",
+                 corrupt ? "True" : "False", R"(:
+    data[-10 if ')",
+                 kind, R"(' == 'xz' else -2] ^= 1
 open(out, 'wb').write(data)
 )"),
              file("padded.tar." + kind));
@@ -639,7 +645,8 @@ b = open(out, 'rb').read().replace(b'pkg/__init__.py', b'pkg/__evil__.py', 1)
 open(out, 'wb').write(b)
 )",
          file("renamed.zip"));
-  expect_rejected(file("renamed.zip"), "local header names it 'pkg/__evil__.py'; the central directory disagrees");
+  expect_rejected(file("renamed.zip"),
+                  "local header names it 'pkg/__evil__.py'; the central directory disagrees");
   python(R"(
 z = zipfile.ZipFile(out, 'w')
 z.writestr('pkg/a.py', b'one')

@@ -33,9 +33,12 @@ std::string said(const Report& r, const std::string& id) {
   return cat(verdict_name(c.verdict), ": ", c.message);
 }
 
-std::string details(const Report& r, const std::string& id) { return join(check(r, id).details, "\n"); }
+std::string details(const Report& r, const std::string& id) {
+  return join(check(r, id).details, "\n");
+}
 
-#define EXPECT_CONTAINS(haystack, needle) EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
 class Validate : public ::testing::Test {
  protected:
@@ -54,38 +57,50 @@ class Validate : public ::testing::Test {
     const fs::path d = dir_->path();
     fs::create_directories(d / "torch" / "lib");
     std::ofstream(d / "c10.cpp") << "namespace c10 { void present(int) {} }\n";
-    run_capture({"g++", "-shared", "-fPIC", "-o", (d / "torch/lib/libc10.so").string(), (d / "c10.cpp").string()}).value();
+    run_capture({"g++", "-shared", "-fPIC", "-o", (d / "torch/lib/libc10.so").string(),
+                 (d / "c10.cpp").string()})
+        .value();
     // getrandom needs GLIBC_2.25, so the module needs manylinux_2_26 or newer.
-    std::ofstream(d / "ext.cpp") << "#include <sys/random.h>\n"
-                                    "namespace c10 { void present(int); void removed(const char*); }\n"
-                                    "extern \"C\" int Py_IsInitialized();\n"
-                                    "extern \"C\" void* PyInit_ext() { char b[4]; getrandom(b, 4, 0);\n"
-                                    "  c10::present(Py_IsInitialized()); c10::removed(\"x\"); return 0; }\n";
+    std::ofstream(d / "ext.cpp")
+        << "#include <sys/random.h>\n"
+           "namespace c10 { void present(int); void removed(const char*); }\n"
+           "extern \"C\" int Py_IsInitialized();\n"
+           "extern \"C\" void* PyInit_ext() { char b[4]; getrandom(b, 4, 0);\n"
+           "  c10::present(Py_IsInitialized()); c10::removed(\"x\"); return 0; }\n";
     run_capture({"g++", "-shared", "-fPIC", "-o", (d / "ext.so").string(), (d / "ext.cpp").string(),
                  "-L" + (d / "torch/lib").string(), "-lc10"})
         .value();
     std::ofstream(d / "foo.c") << "int foo(void) { return 1; }\n";
-    run_capture({"gcc", "-shared", "-fPIC", "-Wl,-soname,libfoo.so.1", "-o", (d / "libfoo.so").string(), (d / "foo.c").string()}).value();
-    std::ofstream(d / "dirty.c") << "int foo(void);\nconst char* where = \"/root/build/src/dirty.c\";\n"
-                                    "void* PyInit_dirty(void) { return (void*)(long)foo(); }\n";
-    run_capture({"gcc", "-shared", "-fPIC", "-o", (d / "dirty.so").string(), (d / "dirty.c").string(),
-                 "-L" + d.string(), "-lfoo", "-Wl,-rpath,/opt/build/lib", "-Wl,--enable-new-dtags"})
+    run_capture({"gcc", "-shared", "-fPIC", "-Wl,-soname,libfoo.so.1", "-o",
+                 (d / "libfoo.so").string(), (d / "foo.c").string()})
+        .value();
+    std::ofstream(d / "dirty.c")
+        << "int foo(void);\nconst char* where = \"/root/build/src/dirty.c\";\n"
+           "void* PyInit_dirty(void) { return (void*)(long)foo(); }\n";
+    run_capture({"gcc", "-shared", "-fPIC", "-o", (d / "dirty.so").string(),
+                 (d / "dirty.c").string(), "-L" + d.string(), "-lfoo", "-Wl,-rpath,/opt/build/lib",
+                 "-Wl,--enable-new-dtags"})
         .value();
     // Device code: the fatbin fixtures put into real shared objects, as nvcc's host code would.
     std::ofstream(d / "dev.c") << "void* PyInit_dev(void) { return 0; }\n";
-    run_capture({"gcc", "-shared", "-fPIC", "-o", (d / "dev.so").string(), (d / "dev.c").string()}).value();
+    run_capture({"gcc", "-shared", "-fPIC", "-o", (d / "dev.so").string(), (d / "dev.c").string()})
+        .value();
     fs::path data = fs::path(KILN_SOURCE_DIR) / "tests/data/fatbin";
     for (const char* f : {"multi", "variants"})
-      run_capture({"objcopy", "--add-section", cat(".nv_fatbin=", (data / (std::string(f) + ".fatbin")).string()),
+      run_capture({"objcopy", "--add-section",
+                   cat(".nv_fatbin=", (data / (std::string(f) + ".fatbin")).string()),
                    (d / "dev.so").string(), (d / (std::string(f) + ".so")).string()})
           .value();
   }
 
-  static std::string bytes(const std::string& name) { return read_file(dir_->path() / name).value(); }
+  static std::string bytes(const std::string& name) {
+    return read_file(dir_->path() / name).value();
+  }
 
   // A wheel written by kiln's own writer. Compiled files get a manylinux tag computed from them.
-  fs::path write(const std::string& name, const std::vector<wheel::WheelEntry>& files, const std::string& tag = "",
-                 const std::string& provenance = "", const std::string& version = "1.0",
+  fs::path write(const std::string& name, const std::vector<wheel::WheelEntry>& files,
+                 const std::string& tag = "", const std::string& provenance = "",
+                 const std::string& version = "1.0",
                  const std::vector<std::string>& requires_dist = {}) {
     wheel::WheelSpec spec;
     spec.distribution = "demo_pkg";
@@ -107,13 +122,17 @@ class Validate : public ::testing::Test {
     return wheel::write_wheel(spec, out).value();
   }
 
-  fs::path pure() { return write(cat("pure", counter_++), {{"demo_pkg/__init__.py", "x = 1\n", false}, {"demo_pkg/util.py", "y = 2\n", false}}); }
+  fs::path pure() {
+    return write(cat("pure", counter_++), {{"demo_pkg/__init__.py", "x = 1\n", false},
+                                           {"demo_pkg/util.py", "y = 2\n", false}});
+  }
 
-  // Rewrites a wheel's entries through `change` (name -> bytes, in order) into `filename`; RECORD is
-  // recomputed when `fix_record`, so exactly one thing is wrong.
-  fs::path rewrite(const fs::path& wheel, const std::string& filename,
-                   const std::function<void(std::vector<std::pair<std::string, std::string>>&)>& change,
-                   bool fix_record = false) {
+  // Rewrites a wheel's entries through `change` (name -> bytes, in order) into `filename`; RECORD
+  // is recomputed when `fix_record`, so exactly one thing is wrong.
+  fs::path rewrite(
+      const fs::path& wheel, const std::string& filename,
+      const std::function<void(std::vector<std::pair<std::string, std::string>>&)>& change,
+      bool fix_record = false) {
     auto zip = archive::ZipReader::open(wheel).value();
     std::vector<std::pair<std::string, std::string>> entries;
     for (const auto& e : zip.entries()) entries.emplace_back(e.name, zip.read(e).value());
@@ -122,8 +141,10 @@ class Validate : public ::testing::Test {
       std::vector<wheel::RecordRow> rows;
       std::string record_name;
       for (const auto& [n, data] : entries) {
-        if (n.ends_with(".dist-info/RECORD")) record_name = n;
-        else rows.push_back({n, wheel::record_hash(data), std::to_string(data.size())});
+        if (n.ends_with(".dist-info/RECORD"))
+          record_name = n;
+        else
+          rows.push_back({n, wheel::record_hash(data), std::to_string(data.size())});
       }
       rows.push_back({record_name, "", ""});
       for (auto& [n, data] : entries)
@@ -137,13 +158,16 @@ class Validate : public ::testing::Test {
     return out / filename;
   }
 
-  static std::string& entry(std::vector<std::pair<std::string, std::string>>& entries, const std::string& suffix) {
+  static std::string& entry(std::vector<std::pair<std::string, std::string>>& entries,
+                            const std::string& suffix) {
     for (auto& [n, data] : entries)
       if (n.ends_with(suffix)) return data;
     throw std::runtime_error("no entry " + suffix);
   }
 
-  static Report run(const fs::path& wheel, const Options& options = {}) { return validate_wheel(wheel, options).value(); }
+  static Report run(const fs::path& wheel, const Options& options = {}) {
+    return validate_wheel(wheel, options).value();
+  }
 
   toolchain::TorchSysroot fake_torch() {
     toolchain::TorchSysroot t;
@@ -171,7 +195,8 @@ TEST_F(Validate, PureWheelFromOurWriterPasses) {
   EXPECT_EQ(check(r, "archive").verdict, Verdict::Pass) << said(r, "archive");
   EXPECT_EQ(check(r, "metadata").verdict, Verdict::Pass) << said(r, "metadata");
   EXPECT_EQ(check(r, "tags").verdict, Verdict::Pass) << said(r, "tags");
-  for (const char* id : {"elf", "torch-abi", "gpu-code"}) EXPECT_EQ(check(r, id).verdict, Verdict::Skip) << id;
+  for (const char* id : {"elf", "torch-abi", "gpu-code"})
+    EXPECT_EQ(check(r, id).verdict, Verdict::Skip) << id;
   EXPECT_EQ(check(r, "archive").data["hashes_checked"], 4);  // two files, METADATA, WHEEL
   nlohmann::json j = render_json({r});
   EXPECT_EQ(j["ok"], true);
@@ -229,8 +254,10 @@ TEST_F(Validate, ImportsWithAPython) {
   if (o.import_with.empty()) GTEST_SKIP() << "python3 is not installed";
   Report r = run(pure(), o);
   EXPECT_EQ(said(r, "import"), cat("pass: imported demo_pkg with ", o.import_with));
-  fs::path broken = write("broken", {{"demo_pkg/__init__.py", "raise RuntimeError('needs a GPU driver')\n", false}});
-  EXPECT_EQ(said(run(broken, o), "import"), "fail: import demo_pkg: RuntimeError: needs a GPU driver");
+  fs::path broken = write(
+      "broken", {{"demo_pkg/__init__.py", "raise RuntimeError('needs a GPU driver')\n", false}});
+  EXPECT_EQ(said(run(broken, o), "import"),
+            "fail: import demo_pkg: RuntimeError: needs a GPU driver");
   // A module the environment already has is not the wheel's.
   fs::path shadow = write("shadow", {{"json/__init__.py", "", false}});
   EXPECT_CONTAINS(said(run(shadow, o), "import"), "fail: import json: imported from ");
@@ -238,23 +265,30 @@ TEST_F(Validate, ImportsWithAPython) {
 }
 
 TEST_F(Validate, ByteFlippedFileFailsRecord) {
-  fs::path bad = rewrite(pure(), "demo_pkg-1.0-py3-none-any.whl", [](auto& e) { entry(e, "/util.py")[0] = 'z'; });
+  fs::path bad = rewrite(pure(), "demo_pkg-1.0-py3-none-any.whl",
+                         [](auto& e) { entry(e, "/util.py")[0] = 'z'; });
   Report r = run(bad);
   EXPECT_FALSE(r.ok());
-  EXPECT_CONTAINS(said(r, "archive"), "fail: sha256 of demo_pkg/util.py does not match RECORD (RECORD: ");
+  EXPECT_CONTAINS(said(r, "archive"),
+                  "fail: sha256 of demo_pkg/util.py does not match RECORD (RECORD: ");
 }
 
 TEST_F(Validate, FileMissingFromRecordAndExtraFile) {
-  fs::path extra = rewrite(pure(), "demo_pkg-1.0-py3-none-any.whl",
-                           [](auto& e) { e.insert(e.begin() + 1, {"demo_pkg/sneaky.py", "import os\n"}); });
-  EXPECT_CONTAINS(said(run(extra), "archive"), "fail: demo_pkg/sneaky.py is in the wheel but not in RECORD");
-  fs::path missing = rewrite(pure(), "demo_pkg-1.0-py3-none-any.whl", [](auto& e) { e.erase(e.begin()); });
-  EXPECT_CONTAINS(said(run(missing), "archive"), "fail: RECORD lists demo_pkg/__init__.py, which is not in the wheel");
+  fs::path extra = rewrite(pure(), "demo_pkg-1.0-py3-none-any.whl", [](auto& e) {
+    e.insert(e.begin() + 1, {"demo_pkg/sneaky.py", "import os\n"});
+  });
+  EXPECT_CONTAINS(said(run(extra), "archive"),
+                  "fail: demo_pkg/sneaky.py is in the wheel but not in RECORD");
+  fs::path missing =
+      rewrite(pure(), "demo_pkg-1.0-py3-none-any.whl", [](auto& e) { e.erase(e.begin()); });
+  EXPECT_CONTAINS(said(run(missing), "archive"),
+                  "fail: RECORD lists demo_pkg/__init__.py, which is not in the wheel");
   fs::path own_row = rewrite(pure(), "demo_pkg-1.0-py3-none-any.whl", [](auto& e) {
     auto& rec = entry(e, "/RECORD");
     rec.replace(rec.find("RECORD,,"), 8, "RECORD,sha256=abc,12");
   });
-  EXPECT_CONTAINS(said(run(own_row), "archive"), "RECORD's own row must have an empty hash and size");
+  EXPECT_CONTAINS(said(run(own_row), "archive"),
+                  "RECORD's own row must have an empty hash and size");
   fs::path twice = rewrite(pure(), "demo_pkg-1.0-py3-none-any.whl", [](auto& e) {
     auto& rec = entry(e, "/RECORD");
     rec = rec.substr(0, rec.find('\n') + 1) + rec;
@@ -277,13 +311,15 @@ TEST_F(Validate, RecordIsReadAsPipReadsIt) {
       auto& rec = entry(e, "/RECORD");
       rec.replace(rec.find("demo_pkg/util.py,"), 17, cat("\"demo_pkg/util.py", brk, "../x\","));
     });
-    EXPECT_CONTAINS(said(run(split_path), "archive"), "RECORD lists demo_pkg/util.py../x, which is not in the wheel");
+    EXPECT_CONTAINS(said(run(split_path), "archive"),
+                    "RECORD lists demo_pkg/util.py../x, which is not in the wheel");
   }
   fs::path empty_line = rewrite(pure(), "demo_pkg-1.0-py3-none-any.whl", [](auto& e) {
     auto& rec = entry(e, "/RECORD");
     rec.insert(rec.find('\n') + 1, "\n");
   });
-  EXPECT_CONTAINS(said(run(empty_line), "archive"), "RECORD line 2: an empty line (installers fail on it)");
+  EXPECT_CONTAINS(said(run(empty_line), "archive"),
+                  "RECORD line 2: an empty line (installers fail on it)");
   fs::path out = dir_->path() / "out" / "cr";
   fs::create_directories(out);
   fs::path wheel = out / "demo_pkg-1.0-py3-none-any.whl";
@@ -297,32 +333,43 @@ rec = ''.join('"%s",sha256=%s,%d\n' % (n, base64.urlsafe_b64encode(hashlib.sha25
 with zipfile.ZipFile(sys.argv[1], 'w') as z:
     for n, d in files.items(): z.writestr(n, d)
     z.writestr('demo_pkg-1.0.dist-info/RECORD', rec)
-)", wheel.string()}).value();
-  EXPECT_CONTAINS(said(run(wheel), "archive"), "entry 'demo_pkg/x?/victim' has a control character (\\x0d) in its name");
+)",
+               wheel.string()})
+      .value();
+  EXPECT_CONTAINS(said(run(wheel), "archive"),
+                  "entry 'demo_pkg/x?/victim' has a control character (\\x0d) in its name");
 }
 
 TEST_F(Validate, WrongTagFails) {
   fs::path bad = rewrite(pure(), "demo_pkg-1.0-py2-none-any.whl", [](auto&) {});
   Report r = run(bad);
-  EXPECT_EQ(said(r, "tags"), "fail: WHEEL's tags (py3-none-any) differ from the file name's (py2-none-any)");
+  EXPECT_EQ(said(r, "tags"),
+            "fail: WHEEL's tags (py3-none-any) differ from the file name's (py2-none-any)");
   EXPECT_EQ(check(r, "archive").verdict, Verdict::Pass);
 }
 
 TEST_F(Validate, MetadataProblems) {
-  auto meta = [&](const std::string& from, const std::string& to, const std::string& file = "demo_pkg-1.0-py3-none-any.whl") {
-    return run(rewrite(pure(), file, [&](auto& e) {
-      auto& m = entry(e, "/METADATA");
-      m.replace(m.find(from), from.size(), to);
-    }, /*fix_record=*/true));
+  auto meta = [&](const std::string& from, const std::string& to,
+                  const std::string& file = "demo_pkg-1.0-py3-none-any.whl") {
+    return run(rewrite(
+        pure(), file,
+        [&](auto& e) {
+          auto& m = entry(e, "/METADATA");
+          m.replace(m.find(from), from.size(), to);
+        },
+        /*fix_record=*/true));
   };
   Report name = meta("Name: demo-pkg", "Name: other-pkg");
   EXPECT_EQ(check(name, "archive").verdict, Verdict::Pass);
-  EXPECT_CONTAINS(said(name, "metadata"), "fail: METADATA Name 'other-pkg' does not match the file name's 'demo_pkg'");
+  EXPECT_CONTAINS(said(name, "metadata"),
+                  "fail: METADATA Name 'other-pkg' does not match the file name's 'demo_pkg'");
   EXPECT_CONTAINS(said(meta("Version: 1.0", "Version: 1.1"), "metadata"),
                   "fail: METADATA Version 1.1 does not match the file name's 1.0");
-  EXPECT_CONTAINS(said(meta("Requires-Python: >=3.9\n", ""), "metadata"), "fail: METADATA has no Requires-Python");
-  EXPECT_CONTAINS(said(meta("Requires-Python: >=3.9\n", "Requires-Python: >=3.9\nbroken line\n"), "metadata"),
-                  "is not a 'Name: value' header");
+  EXPECT_CONTAINS(said(meta("Requires-Python: >=3.9\n", ""), "metadata"),
+                  "fail: METADATA has no Requires-Python");
+  EXPECT_CONTAINS(
+      said(meta("Requires-Python: >=3.9\n", "Requires-Python: >=3.9\nbroken line\n"), "metadata"),
+      "is not a 'Name: value' header");
   // A non-normalised local label (the file name and directory carry it too).
   fs::path upper = write("upper", {{"demo_pkg/__init__.py", "", false}}, "", "", "1.0+CU130");
   EXPECT_CONTAINS(said(run(upper), "metadata"), "local version label 'CU130' is not normalised");
@@ -374,16 +421,18 @@ TEST_F(Validate, LongMetadataFieldsFailTheMetadataCheck) {
 TEST_F(Validate, ProvenanceTorchPinAndLabel) {
   nlohmann::json prov = {{"tools", {{"torch", {{"version", "2.11.0+cu130"}, {"cuda", "13.0"}}}}},
                          {"inputs", {{"target", {{"cuda", {{"version", "13.0"}}}}}}}};
-  fs::path good = write("pin-good", {{"demo_pkg/__init__.py", "", false}}, "", prov.dump(), "1.0+cu130torch2.11",
-                        {"torch==2.11.*"});
+  fs::path good = write("pin-good", {{"demo_pkg/__init__.py", "", false}}, "", prov.dump(),
+                        "1.0+cu130torch2.11", {"torch==2.11.*"});
   Report r = run(good);
   EXPECT_EQ(check(r, "metadata").verdict, Verdict::Pass) << said(r, "metadata");
-  fs::path wrong = write("pin-wrong", {{"demo_pkg/__init__.py", "", false}}, "", prov.dump(), "1.0+cu130torch2.11",
-                         {"torch>=2.0"});
-  EXPECT_CONTAINS(said(run(wrong), "metadata"), "Requires-Dist 'torch>=2.0' does not pin the torch it was built against");
-  fs::path label = write("pin-label", {{"demo_pkg/__init__.py", "", false}}, "", prov.dump(), "1.0+cu128torch2.11",
-                         {"torch==2.11.*"});
-  EXPECT_CONTAINS(said(run(label), "metadata"), "does not name the build's CUDA and torch (want 'cu130torch2.11')");
+  fs::path wrong = write("pin-wrong", {{"demo_pkg/__init__.py", "", false}}, "", prov.dump(),
+                         "1.0+cu130torch2.11", {"torch>=2.0"});
+  EXPECT_CONTAINS(said(run(wrong), "metadata"),
+                  "Requires-Dist 'torch>=2.0' does not pin the torch it was built against");
+  fs::path label = write("pin-label", {{"demo_pkg/__init__.py", "", false}}, "", prov.dump(),
+                         "1.0+cu128torch2.11", {"torch==2.11.*"});
+  EXPECT_CONTAINS(said(run(label), "metadata"),
+                  "does not name the build's CUDA and torch (want 'cu130torch2.11')");
 }
 
 TEST_F(Validate, CorruptZipsFailTheArchiveCheck) {
@@ -402,8 +451,9 @@ TEST_F(Validate, CorruptZipsFailTheArchiveCheck) {
   fs::path local = dir_->path() / "out" / "local" / good.filename();
   fs::create_directories(local.parent_path());
   write_file_atomic(local, b).value();
-  EXPECT_CONTAINS(said(run(local), "archive"),
-                  "fail: zip demo_pkg-1.0-py3-none-any.whl: entry 'demo_pkg/__init__.py': local header CRC");
+  EXPECT_CONTAINS(
+      said(run(local), "archive"),
+      "fail: zip demo_pkg-1.0-py3-none-any.whl: entry 'demo_pkg/__init__.py': local header CRC");
 }
 
 TEST_F(Validate, NotAWheelIsAnError) {
@@ -416,7 +466,8 @@ TEST_F(Validate, NotAWheelIsAnError) {
   fs::path q = dir_->path() / "out" / "a-b.whl";
   write_file_atomic(q, "hello").value();
   EXPECT_CONTAINS(validate_wheel(q, {}).error().message, "2 '-'-separated parts instead of 5 or 6");
-  EXPECT_CONTAINS(validate_wheel(dir_->path() / "none-1.0-py3-none-any.whl", {}).error().message, "no such file");
+  EXPECT_CONTAINS(validate_wheel(dir_->path() / "none-1.0-py3-none-any.whl", {}).error().message,
+                  "no such file");
 }
 
 TEST_F(Validate, ExtensionSymbolsAgainstTorch) {
@@ -429,8 +480,9 @@ TEST_F(Validate, ExtensionSymbolsAgainstTorch) {
   EXPECT_EQ(check(r, "elf").verdict, Verdict::Pass) << said(r, "elf");
   // c10::present resolves against the stand-in libc10.so, Py_IsInitialized is the C API, libstdc++
   // and glibc come from the system; c10::removed is defined nowhere.
-  EXPECT_EQ(said(r, "torch-abi"), "fail: ext.cpython-311-x86_64-linux-gnu.so: 1 undefined symbol(s) not defined by "
-                                  "torch 2.11.0+cu130, CUDA or the C/C++ runtime: c10::removed(char const*)");
+  EXPECT_EQ(said(r, "torch-abi"),
+            "fail: ext.cpython-311-x86_64-linux-gnu.so: 1 undefined symbol(s) not defined by "
+            "torch 2.11.0+cu130, CUDA or the C/C++ runtime: c10::removed(char const*)");
   EXPECT_EQ(check(r, "torch-abi").data["missing"]["ext.cpython-311-x86_64-linux-gnu.so"],
             nlohmann::json::array({"c10::removed(char const*)"}));
   EXPECT_GE(check(r, "torch-abi").data["python_api"].get<int>(), 1);
@@ -444,35 +496,47 @@ TEST_F(Validate, ExtensionSymbolsAgainstTorch) {
   EXPECT_CONTAINS(said(run(any), "tags"), "tagged for platform 'any' but holds compiled code");
   fs::path low = write("extlow", {{"ext.cpython-311-x86_64-linux-gnu.so", bytes("ext.so"), true}},
                        "cp311-cp311-manylinux_2_5_x86_64");
-  EXPECT_CONTAINS(said(run(low), "tags"), "platform tag manylinux_2_5_x86_64 promises glibc 2.5 but the ELF files need GLIBC_2.25");
+  EXPECT_CONTAINS(
+      said(run(low), "tags"),
+      "platform tag manylinux_2_5_x86_64 promises glibc 2.5 but the ELF files need GLIBC_2.25");
 }
 
 TEST_F(Validate, ElfNeededRunpathAndBuildPaths) {
   std::string tag = cat("cp311-cp311-", platform_of({"dirty.so"}));
-  fs::path w = write("dirty", {{"dirty.cpython-311-x86_64-linux-gnu.so", bytes("dirty.so"), true}}, tag);
+  fs::path w =
+      write("dirty", {{"dirty.cpython-311-x86_64-linux-gnu.so", bytes("dirty.so"), true}}, tag);
   Report r = run(w);
   std::string d = details(r, "elf");
   EXPECT_EQ(check(r, "elf").verdict, Verdict::Fail);
-  EXPECT_CONTAINS(d, "needs libfoo.so.1, which is neither torch's, CUDA's, the C/C++ runtime's nor in the wheel");
+  EXPECT_CONTAINS(
+      d,
+      "needs libfoo.so.1, which is neither torch's, CUDA's, the C/C++ runtime's nor in the wheel");
   EXPECT_CONTAINS(d, "has RUNPATH /opt/build/lib, which points outside the wheel");
-  EXPECT_CONTAINS(d, "warn: dirty.cpython-311-x86_64-linux-gnu.so holds 1 absolute build path(s), e.g. /root/build/src/dirty.c");
+  EXPECT_CONTAINS(d,
+                  "warn: dirty.cpython-311-x86_64-linux-gnu.so holds 1 absolute build path(s), "
+                  "e.g. /root/build/src/dirty.c");
   // Bundling the library in the wheel satisfies DT_NEEDED.
-  fs::path bundled = write("bundled", {{"dirty.cpython-311-x86_64-linux-gnu.so", bytes("dirty.so"), true},
-                                       {"demo_pkg.libs/libfoo.so.1", bytes("libfoo.so"), true}},
+  fs::path bundled = write("bundled",
+                           {{"dirty.cpython-311-x86_64-linux-gnu.so", bytes("dirty.so"), true},
+                            {"demo_pkg.libs/libfoo.so.1", bytes("libfoo.so"), true}},
                            tag);
   EXPECT_EQ(details(run(bundled), "elf").find("needs libfoo.so.1"), std::string::npos);
 }
 
 TEST_F(Validate, GpuCodeAgainstRequestedArchs) {
   std::string tag = cat("cp311-cp311-", platform_of({"multi.so"}));
-  fs::path w = write("multi", {{"dev.cpython-311-x86_64-linux-gnu.so", bytes("multi.so"), true}}, tag);
+  fs::path w =
+      write("multi", {{"dev.cpython-311-x86_64-linux-gnu.so", bytes("multi.so"), true}}, tag);
   Options o;
   o.archs = manifest::ArchList::parse("9.0;12.0+PTX").value();
   Report r = run(w, o);
-  EXPECT_EQ(said(r, "gpu-code"), "pass: SASS sm_90, sm_120; PTX compute_120: exactly the requested sm_90;sm_120+ptx (--archs)");
+  EXPECT_EQ(said(r, "gpu-code"),
+            "pass: SASS sm_90, sm_120; PTX compute_120: exactly the requested sm_90;sm_120+ptx "
+            "(--archs)");
   EXPECT_EQ(check(r, "gpu-code").data["sass"], nlohmann::json::array({"sm_90", "sm_120"}));
   EXPECT_EQ(check(r, "gpu-code").data["ptx"], nlohmann::json::array({"compute_120"}));
-  EXPECT_EQ(render_json({r})["wheels"][0]["archs"]["sass"], nlohmann::json::array({"sm_90", "sm_120"}));
+  EXPECT_EQ(render_json({r})["wheels"][0]["archs"]["sass"],
+            nlohmann::json::array({"sm_90", "sm_120"}));
 
   o.archs = manifest::ArchList::parse("9.0;10.0").value();
   std::string d = details(run(w, o), "gpu-code");
@@ -481,19 +545,27 @@ TEST_F(Validate, GpuCodeAgainstRequestedArchs) {
   EXPECT_CONTAINS(d, "has unexpected PTX compute_120");
 
   // Provenance archs are the default request.
-  fs::path p = write("multi-prov", {{"dev.cpython-311-x86_64-linux-gnu.so", bytes("multi.so"), true}}, tag,
-                     nlohmann::json{{"archs", "sm_90"}}.dump());
-  EXPECT_CONTAINS(said(run(p), "gpu-code"), "fail: dev.cpython-311-x86_64-linux-gnu.so has unexpected SASS for sm_120 (requested: sm_90)");
+  fs::path p =
+      write("multi-prov", {{"dev.cpython-311-x86_64-linux-gnu.so", bytes("multi.so"), true}}, tag,
+            nlohmann::json{{"archs", "sm_90"}}.dump());
+  EXPECT_CONTAINS(said(run(p), "gpu-code"),
+                  "fail: dev.cpython-311-x86_64-linux-gnu.so has unexpected SASS for sm_120 "
+                  "(requested: sm_90)");
   // The provenance spells archs canonically ("+ptx" on SASS tokens).
-  fs::path both = write("multi-prov2", {{"dev.cpython-311-x86_64-linux-gnu.so", bytes("multi.so"), true}}, tag,
-                        nlohmann::json{{"archs", "sm_90;sm_120+ptx"}}.dump());
-  EXPECT_EQ(said(run(both), "gpu-code"), "pass: SASS sm_90, sm_120; PTX compute_120: exactly the requested sm_90;sm_120+ptx (provenance)");
+  fs::path both =
+      write("multi-prov2", {{"dev.cpython-311-x86_64-linux-gnu.so", bytes("multi.so"), true}}, tag,
+            nlohmann::json{{"archs", "sm_90;sm_120+ptx"}}.dump());
+  EXPECT_EQ(said(run(both), "gpu-code"),
+            "pass: SASS sm_90, sm_120; PTX compute_120: exactly the requested sm_90;sm_120+ptx "
+            "(provenance)");
 }
 
 TEST_F(Validate, GpuTargetVerdicts) {
   std::string tag = cat("cp311-cp311-", platform_of({"multi.so"}));
-  fs::path multi = write("gm", {{"dev.cpython-311-x86_64-linux-gnu.so", bytes("multi.so"), true}}, tag);
-  fs::path variants = write("gv", {{"dev.cpython-311-x86_64-linux-gnu.so", bytes("variants.so"), true}}, tag);
+  fs::path multi =
+      write("gm", {{"dev.cpython-311-x86_64-linux-gnu.so", bytes("multi.so"), true}}, tag);
+  fs::path variants =
+      write("gv", {{"dev.cpython-311-x86_64-linux-gnu.so", bytes("variants.so"), true}}, tag);
   auto on = [&](const fs::path& w, const char* gpu) {
     Options o;
     o.gpu = manifest::ArchList::parse(gpu).value().archs().front();
@@ -503,14 +575,20 @@ TEST_F(Validate, GpuTargetVerdicts) {
   EXPECT_EQ(on(multi, "sm_90"), "pass: runs on sm_90 (SASS present)");
   EXPECT_EQ(on(multi, "sm_120"), "pass: runs on sm_120 (SASS present)");
   EXPECT_EQ(on(multi, "sm_121"), "pass: runs on sm_121 (SASS present)");  // same major, newer minor
-  EXPECT_CONTAINS(on(multi, "sm_100"), "fail: dev.cpython-311-x86_64-linux-gnu.so will not run on sm_100: it has SASS for sm_90, sm_120 and PTX compute_120");
+  EXPECT_CONTAINS(on(multi, "sm_100"),
+                  "fail: dev.cpython-311-x86_64-linux-gnu.so will not run on sm_100: it has SASS "
+                  "for sm_90, sm_120 and PTX compute_120");
   EXPECT_CONTAINS(on(multi, "sm_80"), "will not run on sm_80");
   // variants: SASS sm_90a, sm_100f; PTX compute_100a, compute_120f, compute_75.
   EXPECT_EQ(on(variants, "sm_90"), "pass: runs on sm_90 (SASS present)");  // sm_90a: exact match
   EXPECT_EQ(on(variants, "sm_100"), "pass: runs on sm_100 (SASS present)");
-  EXPECT_CONTAINS(on(variants, "sm_103"), "warn: dev.cpython-311-x86_64-linux-gnu.so runs on sm_103 only by JIT-compiling PTX compute_75");
-  EXPECT_CONTAINS(on(variants, "sm_86"), "JIT-compiling PTX compute_75 at load (costs start-up time");
-  EXPECT_CONTAINS(on(variants, "sm_70"), "fail: dev.cpython-311-x86_64-linux-gnu.so will not run on sm_70");
+  EXPECT_CONTAINS(on(variants, "sm_103"),
+                  "warn: dev.cpython-311-x86_64-linux-gnu.so runs on sm_103 only by JIT-compiling "
+                  "PTX compute_75");
+  EXPECT_CONTAINS(on(variants, "sm_86"),
+                  "JIT-compiling PTX compute_75 at load (costs start-up time");
+  EXPECT_CONTAINS(on(variants, "sm_70"),
+                  "fail: dev.cpython-311-x86_64-linux-gnu.so will not run on sm_70");
 }
 
 // The matchers that replaced the checks' regular expressions agree with them on short, tricky

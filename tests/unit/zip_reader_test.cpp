@@ -46,7 +46,8 @@ std::string deflate_raw(std::string_view data) {
 }
 
 std::uint32_t crc_of(std::string_view data) {
-  return static_cast<std::uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(data.size())));
+  return static_cast<std::uint32_t>(
+      crc32(0, reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(data.size())));
 }
 
 // A zip built byte by byte, so each test can make exactly one thing wrong.
@@ -63,7 +64,7 @@ struct Item {
   std::optional<std::uint16_t> local_flags, local_method;
   std::optional<std::uint32_t> descriptor_crc;
   std::optional<std::string> stored_override;  // replace the stored bytes (after computing CRC)
-  std::string trailing;                         // bytes after the entry that nothing accounts for
+  std::string trailing;                        // bytes after the entry that nothing accounts for
 };
 
 struct Built {
@@ -71,7 +72,8 @@ struct Built {
   std::vector<std::size_t> local_offsets;
 };
 
-Built build_zip(const std::vector<Item>& items, bool zip64_end = false, const std::string& comment = "") {
+Built build_zip(const std::vector<Item>& items, bool zip64_end = false,
+                const std::string& comment = "") {
   Built out;
   std::string cd;
   for (const auto& it : items) {
@@ -90,8 +92,10 @@ Built build_zip(const std::vector<Item>& items, bool zip64_end = false, const st
     put16(lh, 0);
     put16(lh, 0x21);
     put32(lh, it.local_crc.value_or(it.descriptor ? 0 : crc));
-    put32(lh, it.local_csize.value_or(it.descriptor ? 0 : static_cast<std::uint32_t>(stored.size())));
-    put32(lh, it.local_size.value_or(it.descriptor ? 0 : static_cast<std::uint32_t>(it.data.size())));
+    put32(lh,
+          it.local_csize.value_or(it.descriptor ? 0 : static_cast<std::uint32_t>(stored.size())));
+    put32(lh,
+          it.local_size.value_or(it.descriptor ? 0 : static_cast<std::uint32_t>(it.data.size())));
     std::string lname = it.local_name.value_or(it.name);
     put16(lh, static_cast<std::uint32_t>(lname.size()));
     put16(lh, 0);
@@ -173,7 +177,8 @@ TEST(ZipReader, ReadsWhatOurWriterWrites) {
   fs::path path = dir.path() / "x.whl";
   std::mt19937 rng(7);
   std::string big(3 * 1024 * 1024 + 17, '\0');
-  for (std::size_t i = 0; i < big.size(); ++i) big[i] = (i / 8192) % 2 ? static_cast<char>(rng()) : static_cast<char>('a' + i % 5);
+  for (std::size_t i = 0; i < big.size(); ++i)
+    big[i] = (i / 8192) % 2 ? static_cast<char>(rng()) : static_cast<char>('a' + i % 5);
   {
     auto zip = ZipWriter::create(path).value();
     zip.add("pkg/__init__.py", "x = 1\n").value();
@@ -253,19 +258,28 @@ TEST(ZipReader, LocalHeadersMustAgreeWithTheCentralDirectory) {
     change(items[0]);
     return open_error(build_zip(items).bytes);
   };
-  EXPECT_EQ(with([](Item& i) { i.local_crc = 0x12345678; }),
-            "zip t.whl: entry 'pkg/__init__.py': local header CRC 12345678 disagrees with the central directory's " +
-                [] {
-                  char buf[9];
-                  std::snprintf(buf, sizeof buf, "%08x", crc_of("print('hi')\n" + std::string(300, 'x')));
-                  return std::string(buf);
-                }());
-  EXPECT_NE(with([](Item& i) { i.local_size = 5; }).find("local header size 5 disagrees"), std::string::npos);
-  EXPECT_NE(with([](Item& i) { i.local_csize = 5; }).find("local header compressed size 5 disagrees"), std::string::npos);
-  EXPECT_NE(with([](Item& i) { i.local_name = "pkg/__init__.pz"; }).find("local header names it 'pkg/__init__.pz'"),
+  EXPECT_EQ(
+      with([](Item& i) { i.local_crc = 0x12345678; }),
+      "zip t.whl: entry 'pkg/__init__.py': local header CRC 12345678 disagrees with the central "
+      "directory's " +
+          [] {
+            char buf[9];
+            std::snprintf(buf, sizeof buf, "%08x", crc_of("print('hi')\n" + std::string(300, 'x')));
+            return std::string(buf);
+          }());
+  EXPECT_NE(with([](Item& i) { i.local_size = 5; }).find("local header size 5 disagrees"),
             std::string::npos);
-  EXPECT_NE(with([](Item& i) { i.local_flags = 0x800; }).find("local header flags 2048 disagree"), std::string::npos);
-  EXPECT_NE(with([](Item& i) { i.local_method = 0; }).find("local header method 0 disagrees"), std::string::npos);
+  EXPECT_NE(
+      with([](Item& i) { i.local_csize = 5; }).find("local header compressed size 5 disagrees"),
+      std::string::npos);
+  EXPECT_NE(with([](Item& i) {
+              i.local_name = "pkg/__init__.pz";
+            }).find("local header names it 'pkg/__init__.pz'"),
+            std::string::npos);
+  EXPECT_NE(with([](Item& i) { i.local_flags = 0x800; }).find("local header flags 2048 disagree"),
+            std::string::npos);
+  EXPECT_NE(with([](Item& i) { i.local_method = 0; }).find("local header method 0 disagrees"),
+            std::string::npos);
   EXPECT_NE(with([](Item& i) {
               i.descriptor = true;
               i.descriptor_crc = 1;
@@ -286,24 +300,30 @@ TEST(ZipReader, RejectsBadNamesAndDuplicates) {
   EXPECT_NE(named("pkg//x.py").find("empty path component"), std::string::npos);
   EXPECT_NE(named("pkg/./x.py").find("'.' component"), std::string::npos);
   EXPECT_NE(named(std::string("pkg/\xff.py")).find("not valid UTF-8"), std::string::npos);
-  EXPECT_NE(named("pkg/__init__.py").find("entry 'pkg/__init__.py' is a duplicate"), std::string::npos);
-  EXPECT_NE(named("pkg/__init__.py/x").find("lies inside 'pkg/__init__.py', which is a file"), std::string::npos);
+  EXPECT_NE(named("pkg/__init__.py").find("entry 'pkg/__init__.py' is a duplicate"),
+            std::string::npos);
+  EXPECT_NE(named("pkg/__init__.py/x").find("lies inside 'pkg/__init__.py', which is a file"),
+            std::string::npos);
   EXPECT_EQ(zip_name_problem("pkg/sub/"), "");
   EXPECT_EQ(zip_name_problem("a.dist-info/RECORD"), "");
 }
 
 TEST(ZipReader, RejectsTruncatedAppendedAndPrependedBytes) {
   std::string good = build_zip(sample()).bytes;
-  for (std::size_t cut : {good.size() - 1, good.size() - 22, good.size() / 2, std::size_t(10), std::size_t(0)}) {
+  for (std::size_t cut :
+       {good.size() - 1, good.size() - 22, good.size() / 2, std::size_t(10), std::size_t(0)}) {
     SCOPED_TRACE(cut);
     std::string e = open_error(good.substr(0, cut));
     EXPECT_TRUE(e.find("no end-of-central-directory record (truncated") != std::string::npos ||
-                e.find("too short to be a zip") != std::string::npos || e.find("does not reach the end") != std::string::npos)
+                e.find("too short to be a zip") != std::string::npos ||
+                e.find("does not reach the end") != std::string::npos)
         << e;
   }
-  EXPECT_NE(open_error(good + "junk").find("does not reach the end of the file"), std::string::npos);
+  EXPECT_NE(open_error(good + "junk").find("does not reach the end of the file"),
+            std::string::npos);
   EXPECT_NE(open_error("XXXX" + good).find("is not where the end record says"), std::string::npos);
-  EXPECT_NE(open_error("not a zip at all, just text").find("no end-of-central-directory record"), std::string::npos);
+  EXPECT_NE(open_error("not a zip at all, just text").find("no end-of-central-directory record"),
+            std::string::npos);
 }
 
 TEST(ZipReader, RejectsMisplacedEntriesAndGaps) {
@@ -313,7 +333,8 @@ TEST(ZipReader, RejectsMisplacedEntriesAndGaps) {
   // Point entry 2's central offset at entry 1's local header: names then disagree.
   std::string bytes = b.bytes;
   std::size_t eocd = bytes.size() - 22;
-  std::size_t cd = static_cast<unsigned char>(bytes[eocd + 16]) | static_cast<unsigned char>(bytes[eocd + 17]) << 8;
+  std::size_t cd = static_cast<unsigned char>(bytes[eocd + 16]) |
+                   static_cast<unsigned char>(bytes[eocd + 17]) << 8;
   std::size_t second = cd + 46 + items[0].name.size();
   set32(bytes, second + 42, static_cast<std::uint32_t>(b.local_offsets[0]));
   EXPECT_NE(open_error(bytes).find("local header names it 'pkg/__init__.py'"), std::string::npos);
@@ -335,7 +356,8 @@ TEST(ZipReader, RejectsMisplacedEntriesAndGaps) {
   Built outer = build_zip({{"a.bin", b_local, false}, {"b.txt", "inner", false}});
   std::string ov = outer.bytes;
   std::size_t oe = ov.size() - 22;
-  std::size_t ocd = static_cast<unsigned char>(ov[oe + 16]) | static_cast<unsigned char>(ov[oe + 17]) << 8;
+  std::size_t ocd =
+      static_cast<unsigned char>(ov[oe + 16]) | static_cast<unsigned char>(ov[oe + 17]) << 8;
   set32(ov, ocd + 46 + 5 + 42, 35);  // b's central offset: a's data starts at 30 + len("a.bin")
   e = open_error(ov);
   EXPECT_NE(e.find("entries overlap at offset 35"), std::string::npos) << e;
@@ -352,7 +374,8 @@ TEST(ZipReader, RejectsEncryptionOtherMethodsAndBadData) {
 
   // Headers agree but the data is damaged: opening succeeds, reading fails.
   items = sample();
-  items[1].stored_override = std::string("\x00\x01\x03stored", 9);  // one bit flipped, CRC of the original
+  items[1].stored_override =
+      std::string("\x00\x01\x03stored", 9);  // one bit flipped, CRC of the original
   auto z = ZipReader::from_bytes(build_zip(items).bytes, "t.whl").value();
   auto r = z.read(*z.find("pkg/data.bin"));
   ASSERT_FALSE(r);
@@ -381,7 +404,8 @@ TEST(ZipReader, SurvivesRandomDamage) {
     for (int k = 0; k < flips; ++k) b[rng() % b.size()] = static_cast<char>(rng());
     auto z = ZipReader::from_bytes(b, "fuzz.whl");
     if (!z) continue;
-    for (const auto& e : z->entries()) (void)z->read(e, 1 << 20);  // errors are fine; crashes are not
+    for (const auto& e : z->entries())
+      (void)z->read(e, 1 << 20);  // errors are fine; crashes are not
   }
   SUCCEED();
 }

@@ -263,7 +263,8 @@ TEST_F(Zip, RejectsBadNames) {
       {"a/b.py/c", "is inside 'a/b.py', an earlier file entry"},
       {std::string("bad\xff.txt"), "is not valid UTF-8"},
       {std::string("nul\0x", 5), "NUL byte"},
-      // Line breaks (for Python's splitlines) and other control characters: RECORD rows break there.
+      // Line breaks (for Python's splitlines) and other control characters: RECORD rows break
+      // there.
       {"a\rb.py", "has a control character (\\x0d) in its name"},
       {"a\x0b.py", "has a control character (\\x0b)"},
       {"a\x1e.py", "has a control character (\\x1e)"},
