@@ -4,10 +4,10 @@
 #include <chrono>
 #include <cstring>
 
-#include "build/native.h"
-#include "build/pure.h"
-#include "build/setuptools.h"
 #include "cache/store.h"
+#include "compile/native.h"
+#include "compile/pure.h"
+#include "compile/setuptools.h"
 #include "core/clock.h"
 #include "core/fs.h"
 #include "core/hash.h"
@@ -167,7 +167,7 @@ Expected<fs::path> setuptools_env(const manifest::BuildEnvPins& pins,
       {"torch", tc.torch.identity()},
       {"pins", pins.identity(pinned_torch ? rt.target.torch_version : "")}};
   if (!pinned_torch) identity["torch"]["site"] = tc.torch.root.parent_path().string();
-  build::BuildEnvSpec spec;
+  compile::BuildEnvSpec spec;
   spec.dir = store.envs() / cat("setuptools-", sha256_hex(identity.dump()).substr(0, 16));
   spec.identity = identity.dump(2) + "\n";
   std::error_code ec;
@@ -186,7 +186,7 @@ Expected<fs::path> setuptools_env(const manifest::BuildEnvPins& pins,
     spec.wheels.push_back(tc.torch_wheel);
   else
     spec.torch_site = tc.torch.root.parent_path();
-  KILN_CHECK(build::ensure_build_env(spec));
+  KILN_CHECK(compile::ensure_build_env(spec));
   return spec.dir;
 }
 
@@ -288,7 +288,7 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
         ir.why.push_back("the cache has no entry for this key (removed or never committed)");
     }
     if (m.backend == manifest::Backend::Setuptools)
-      KILN_CHECK(build::torch_cuda_arch_list(rt->target.archs));
+      KILN_CHECK(compile::torch_cuda_arch_list(rt->target.archs));
     log::info(cat("building ", m.name, " ", m.version, " for ", item.target_name, " (",
                   manifest::backend_name(m.backend), ")"));
 
@@ -312,7 +312,7 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
     add_description(m, src, spec.metadata);
     KILN_TRY(spec.license_files, license_entries(m, src));
     if (m.backend != manifest::Backend::Setuptools) {  // the setuptools build says what it ships
-      KILN_TRY(spec.files, build::collect_packages(src, m.packages));
+      KILN_TRY(spec.files, compile::collect_packages(src, m.packages));
     }
     json provenance = {{"kiln", KILN_VERSION},
                        {"recipe", resolve::kRecipeVersion},
@@ -337,7 +337,7 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
       spec.metadata.requires_dist = m.requires_dist;
     } else if (m.backend == manifest::Backend::Native) {
       const Toolchain& tc = *item_toolchain;
-      build::NativeContext ctx;
+      compile::NativeContext ctx;
       ctx.manifest = &m;
       ctx.root = root;
       ctx.torch = tc.torch;
@@ -355,7 +355,7 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
       if (item.inputs.contains("shards"))
         ctx.shards = item.inputs["shards"].get<std::map<std::string, int>>();
       ctx.root_lock_fd = build_root.lock_fd();
-      auto built = build::build_native(ctx);
+      auto built = compile::build_native(ctx);
       keep_logs(root, store.logs() / item.key);
       if (!built) return std::move(built).error();
       result.compile_jobs += built->stats.run;
@@ -371,7 +371,7 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
       KILN_CHECK(finish_compiled(m, *rt, tc, elves, spec, provenance));
     } else {  // setuptools
       const Toolchain& tc = *item_toolchain;
-      build::SetuptoolsContext ctx;
+      compile::SetuptoolsContext ctx;
       ctx.manifest = &m;
       ctx.root = root;
       ctx.python = tc.python;
@@ -380,7 +380,7 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
       ctx.archs = rt->target.archs;
       ctx.jobs = options.jobs;
       KILN_TRY(ctx.env, setuptools_env(plan.build_env, *rt, tc, *fetching, store));
-      auto built = build::build_setuptools(ctx);
+      auto built = compile::build_setuptools(ctx);
       keep_logs(root, store.logs() / item.key);
       if (!built) return std::move(built).error();
       result.compile_jobs += built->stats.run;

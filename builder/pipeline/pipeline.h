@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "build/jobs.h"
+#include "compile/jobs.h"
 #include "core/expected.h"
 #include "resolve/plan.h"
 
@@ -36,7 +36,7 @@ struct Result {
   std::size_t downloads = 0;     // network downloads made
   std::size_t compile_jobs = 0;  // compiler and linker processes run
   std::size_t objects_reused = 0;
-  std::vector<build::JobStats::Timing> timings;
+  std::vector<compile::JobStats::Timing> timings;
 };
 
 Expected<Result> run(const resolve::Plan& plan, const Options& options);

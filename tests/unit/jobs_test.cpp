@@ -1,4 +1,4 @@
-#include "build/jobs.h"
+#include "compile/jobs.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 
 #include "core/fs.h"
 
-namespace kiln::build {
+namespace kiln::compile {
 
 namespace {
 Job sh(const std::string& label, const std::string& script, const fs::path& dir) {
@@ -99,4 +99,4 @@ TEST(Jobs, AFailingBeforeHookStopsTheBuild) {
   EXPECT_FALSE(fs::exists(dir.path() / "ran"));
 }
 
-}  // namespace kiln::build
+}  // namespace kiln::compile

@@ -1,4 +1,4 @@
-#include "build/nvcc_split.h"
+#include "compile/nvcc_split.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include "core/fs.h"
 #include "core/process.h"
 
-namespace kiln::build::nvcc {
+namespace kiln::compile::nvcc {
 
 namespace {
 
@@ -338,4 +338,4 @@ TEST(SameStub, OnlyTheNumberingOfTemporariesMayDiffer) {
   EXPECT_FALSE(same_stub("__T1", "__T1x"));
 }
 
-}  // namespace kiln::build::nvcc
+}  // namespace kiln::compile::nvcc

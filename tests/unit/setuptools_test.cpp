@@ -1,8 +1,8 @@
-#include "build/setuptools.h"
+#include "compile/setuptools.h"
 
 #include <gtest/gtest.h>
 
-namespace kiln::build {
+namespace kiln::compile {
 
 TEST(Setuptools, TorchCudaArchList) {
   using manifest::ArchList;
@@ -35,4 +35,4 @@ TEST(Setuptools, NinjaLog) {
   EXPECT_TRUE(parse_ninja_log("").empty());
 }
 
-}  // namespace kiln::build
+}  // namespace kiln::compile

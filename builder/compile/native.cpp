@@ -1,4 +1,4 @@
-#include "build/native.h"
+#include "compile/native.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -8,14 +8,14 @@
 #include <cstring>
 #include <optional>
 
-#include "build/nvcc_split.h"
+#include "compile/nvcc_split.h"
 #include "core/fs.h"
 #include "core/hash.h"
 #include "core/log.h"
 #include "core/process.h"
 #include "core/strings.h"
 
-namespace kiln::build {
+namespace kiln::compile {
 
 namespace fs = std::filesystem;
 
@@ -797,4 +797,4 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
   return result;
 }
 
-}  // namespace kiln::build
+}  // namespace kiln::compile

@@ -1,4 +1,4 @@
-#include "build/setuptools.h"
+#include "compile/setuptools.h"
 
 #include <algorithm>
 #include <chrono>
@@ -12,7 +12,7 @@
 #include "core/process.h"
 #include "core/strings.h"
 
-namespace kiln::build {
+namespace kiln::compile {
 
 namespace fs = std::filesystem;
 
@@ -317,4 +317,4 @@ Expected<SetuptoolsResult> build_setuptools(const SetuptoolsContext& ctx) {
   return result;
 }
 
-}  // namespace kiln::build
+}  // namespace kiln::compile

@@ -1,4 +1,4 @@
-#include "build/nvcc_split.h"
+#include "compile/nvcc_split.h"
 
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 
 #include "core/strings.h"
 
-namespace kiln::build::nvcc {
+namespace kiln::compile::nvcc {
 
 namespace fs = std::filesystem;
 
@@ -410,4 +410,4 @@ std::string moved_stub(std::string_view stub, const fs::path& from, const fs::pa
   return join(lines, "\n");
 }
 
-}  // namespace kiln::build::nvcc
+}  // namespace kiln::compile::nvcc

@@ -1,4 +1,4 @@
-#include "build/jobs.h"
+#include "compile/jobs.h"
 
 #include <unistd.h>
 
@@ -16,7 +16,7 @@
 #include "core/process.h"
 #include "core/strings.h"
 
-namespace kiln::build {
+namespace kiln::compile {
 
 namespace {
 
@@ -212,4 +212,4 @@ Expected<JobStats> run_jobs(const std::vector<Job>& jobs, const RunnerOptions& o
   return stats;
 }
 
-}  // namespace kiln::build
+}  // namespace kiln::compile

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "build/jobs.h"
+#include "compile/jobs.h"
 #include "core/expected.h"
 #include "manifest/arch.h"
 #include "manifest/manifest.h"
@@ -25,7 +25,7 @@
 #include "toolchain/python.h"
 #include "toolchain/torch.h"
 
-namespace kiln::build {
+namespace kiln::compile {
 
 struct NativeContext {
   const manifest::Manifest* manifest = nullptr;
@@ -82,4 +82,4 @@ std::vector<std::string> link_argv(const NativeContext& ctx,
                                    const std::vector<std::string>& objects,
                                    const std::string& output);
 
-}  // namespace kiln::build
+}  // namespace kiln::compile

@@ -1,11 +1,11 @@
-#include "build/pure.h"
+#include "compile/pure.h"
 
 #include <algorithm>
 
 #include "core/fs.h"
 #include "core/strings.h"
 
-namespace kiln::build {
+namespace kiln::compile {
 
 namespace fs = std::filesystem;
 
@@ -50,4 +50,4 @@ Expected<std::vector<wheel::WheelEntry>> collect_packages(
   return out;
 }
 
-}  // namespace kiln::build
+}  // namespace kiln::compile

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "build/jobs.h"
+#include "compile/jobs.h"
 #include "core/expected.h"
 #include "manifest/arch.h"
 #include "manifest/manifest.h"
@@ -18,7 +18,7 @@
 #include "toolchain/python.h"
 #include "wheel/writer.h"
 
-namespace kiln::build {
+namespace kiln::compile {
 
 // A build environment, made once per identity and reused.
 struct BuildEnvSpec {
@@ -63,4 +63,4 @@ Expected<std::string> torch_cuda_arch_list(const manifest::ArchList& archs);
 // The (output, seconds) of each step in a .ninja_log, the last run of each output.
 std::vector<std::pair<std::string, double>> parse_ninja_log(const std::string& text);
 
-}  // namespace kiln::build
+}  // namespace kiln::compile

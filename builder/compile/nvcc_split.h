@@ -33,7 +33,7 @@
 
 #include "core/expected.h"
 
-namespace kiln::build::nvcc {
+namespace kiln::compile::nvcc {
 
 using Env = std::vector<std::pair<std::string, std::string>>;
 
@@ -127,4 +127,4 @@ std::string fatbin_reference(const std::string& symbol);
 // .nv_fatbin, where nvcc's own fatbin.c puts them.
 std::string fatbin_assembly(const std::string& symbol, const std::filesystem::path& fatbin);
 
-}  // namespace kiln::build::nvcc
+}  // namespace kiln::compile::nvcc

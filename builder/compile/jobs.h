@@ -10,7 +10,7 @@
 
 #include "core/expected.h"
 
-namespace kiln::build {
+namespace kiln::compile {
 
 struct Job {
   std::string label;  // "nvcc causal_conv1d_bwd.cu sm_90"
@@ -55,4 +55,4 @@ Expected<JobStats> run_jobs(const std::vector<Job>& jobs, const RunnerOptions& o
 int default_slots();
 double available_memory_gib();
 
-}  // namespace kiln::build
+}  // namespace kiln::compile
