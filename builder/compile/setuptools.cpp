@@ -5,12 +5,12 @@
 #include <cstdlib>
 #include <map>
 
-#include "archive/zip_reader.h"
 #include "core/fs.h"
 #include "core/lock.h"
 #include "core/log.h"
 #include "core/process.h"
 #include "core/strings.h"
+#include "wheel/reader.h"
 
 namespace kiln::compile {
 
@@ -293,22 +293,19 @@ Expected<SetuptoolsResult> build_setuptools(const SetuptoolsContext& ctx) {
                              " wheels into ", dist.string(),
                              ", expected one; log: ", job.log.string()));
   result.built_wheel = wheels[0].filename().string();
-  KILN_TRY(archive::ZipReader zip, archive::ZipReader::open(wheels[0]));
-  for (const auto& e : zip.entries()) {
-    if (e.is_directory()) continue;
-    std::string top = e.name.substr(0, e.name.find('/'));
-    if (top.size() < e.name.size() && top.ends_with(".dist-info")) continue;  // kiln writes its own
-    if (top.size() < e.name.size() && top.ends_with(".data"))
+  KILN_TRY(auto files, wheel::read_wheel_files(wheels[0]));
+  for (auto& e : files) {
+    std::string top = e.path.substr(0, e.path.find('/'));
+    if (top.size() < e.path.size() && top.ends_with(".dist-info")) continue;  // kiln writes its own
+    if (top.size() < e.path.size() && top.ends_with(".data"))
       return Error::failed(
-          cat(result.built_wheel, " installs files outside the package (", e.name,
+          cat(result.built_wheel, " installs files outside the package (", e.path,
               "): the setuptools backend ships packages and extension modules only"));
-    if (e.is_symlink())
-      return Error::failed(cat(result.built_wheel, ": ", e.name, " is a symlink"));
-    KILN_TRY(std::string data, zip.read(e));
-    bool elf = is_elf(data);
-    if (elf) result.modules.push_back(e.name);
-    if (e.name.ends_with(".pyc") || e.name.find("__pycache__/") != std::string::npos) continue;
-    result.files.push_back({e.name, std::move(data), elf || e.is_executable()});
+    if (e.symlink) return Error::failed(cat(result.built_wheel, ": ", e.path, " is a symlink"));
+    bool elf = is_elf(e.data);
+    if (elf) result.modules.push_back(e.path);
+    if (e.path.ends_with(".pyc") || e.path.find("__pycache__/") != std::string::npos) continue;
+    result.files.push_back({e.path, std::move(e.data), elf || e.executable});
   }
   if (result.modules.empty())
     return Error::failed(cat("the setuptools build of ", ctx.manifest->name,

@@ -1,0 +1,18 @@
+#include "wheel/reader.h"
+
+#include "archive/zip_reader.h"
+
+namespace kiln::wheel {
+
+Expected<std::vector<ReadEntry>> read_wheel_files(const std::filesystem::path& path) {
+  KILN_TRY(archive::ZipReader zip, archive::ZipReader::open(path));
+  std::vector<ReadEntry> files;
+  for (const auto& e : zip.entries()) {
+    if (e.is_directory()) continue;
+    KILN_TRY(std::string data, zip.read(e));
+    files.push_back({e.name, std::move(data), e.is_executable(), e.is_symlink()});
+  }
+  return files;
+}
+
+}  // namespace kiln::wheel

@@ -1,0 +1,23 @@
+// Reads a wheel back: the files another build tool's wheel holds, for kiln's writer to write
+// again (the setuptools backend). Through archive::ZipReader, with all of its checks.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/expected.h"
+
+namespace kiln::wheel {
+
+struct ReadEntry {
+  std::string path;  // inside the wheel, '/'-separated
+  std::string data;  // contents (a symlink's: its target)
+  bool executable = false;
+  bool symlink = false;
+};
+
+// Every file of the wheel at `path`, in the zip's order; directories are skipped.
+Expected<std::vector<ReadEntry>> read_wheel_files(const std::filesystem::path& path);
+
+}  // namespace kiln::wheel
