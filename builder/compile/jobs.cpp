@@ -89,6 +89,8 @@ int default_slots() {
   return n > 0 ? static_cast<int>(n) : 1;
 }
 
+namespace {
+
 double available_memory_gib() {
   std::ifstream in("/proc/meminfo");
   std::string key;
@@ -98,6 +100,8 @@ double available_memory_gib() {
     if (key == "MemAvailable:") return static_cast<double>(kib) / (1024.0 * 1024.0);
   return 8;
 }
+
+}  // namespace
 
 Expected<JobStats> run_jobs(const std::vector<Job>& jobs, const RunnerOptions& options) {
   const int slots = options.slots > 0 ? options.slots : default_slots();

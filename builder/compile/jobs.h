@@ -53,6 +53,5 @@ struct RunnerOptions {
 Expected<JobStats> run_jobs(const std::vector<Job>& jobs, const RunnerOptions& options);
 
 int default_slots();
-double available_memory_gib();
 
 }  // namespace kiln::compile

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "compile/nvcc_split.h"
+#include "core/clock.h"
 #include "core/fs.h"
 #include "core/hash.h"
 #include "core/log.h"
@@ -97,8 +98,7 @@ const std::vector<std::string>& pid_namespace_prefix() {
   return prefix;
 }
 
-}  // namespace
-
+// The compile and link argv kiln uses.
 std::vector<std::string> cxx_compile_argv(const NativeContext& ctx, const manifest::Extension& ext,
                                           const std::vector<std::string>& defines,
                                           const std::string& source, const std::string& object) {
@@ -117,16 +117,23 @@ std::vector<std::string> cxx_compile_argv(const NativeContext& ctx, const manife
   return argv;
 }
 
+}  // namespace
+
 // fatbinary compresses only large SASS images by default (a 9 MB cubin stays as it is, a 15 MB
 // one shrinks 5.6x), so the wheel's size would depend on how the code is split into translation
 // units; -compress-all compresses every image, with the default (balanced) mode: the "size" mode
 // saves another 30% at about 0.75 CPU-s per MB of SASS, more than a sharded compile saves.
 const std::vector<std::string> kFatbinaryFlags = {"-compress-all"};
 
+namespace {
+
+// A shard's defines: -D<index>=k -D<count>=n (none when n is 1).
 std::vector<std::string> shard_defines(const manifest::Shardable& shard, int index, int count) {
   if (count <= 1) return {};
   return {cat("-D", shard.index_define, "=", index), cat("-D", shard.count_define, "=", count)};
 }
+
+}  // namespace
 
 std::vector<std::string> nvcc_flags(const NativeContext& ctx, const manifest::Extension& ext,
                                     const std::vector<std::string>& defines) {
@@ -159,6 +166,9 @@ std::string nvcc_path(const NativeContext& ctx) {
   return (ctx.root / "cuda" / "bin" / "nvcc").string();
 }
 
+namespace {
+
+// One nvcc for all archs (where kiln does not split the file per arch).
 std::vector<std::string> nvcc_compile_argv(const NativeContext& ctx, const manifest::Extension& ext,
                                            const std::vector<std::string>& defines,
                                            const std::string& source, const std::string& object,
@@ -193,8 +203,6 @@ std::vector<std::string> link_argv(const NativeContext& ctx,
   argv.push_back(output);
   return argv;
 }
-
-namespace {
 
 // A device part in the object cache: the files it made, each as "<path>\n<size>\n<bytes>".
 std::string pack_files(const std::vector<std::pair<fs::path, std::string>>& files) {
@@ -231,7 +239,7 @@ Expected<std::vector<std::pair<fs::path, std::string>>> unpack_files(std::string
 // were written. Every file of the tree gets one fixed time (1980-01-01, as unpacked sdists).
 Expected<void> fix_mtimes(const fs::path& tree) {
   ::timespec times[2];
-  times[0].tv_sec = times[1].tv_sec = 315532800;
+  times[0].tv_sec = times[1].tv_sec = kZipEpoch;
   times[0].tv_nsec = times[1].tv_nsec = 0;
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(tree, ec);
@@ -434,8 +442,8 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
     double estimate;
   };
   std::vector<Planned> planned;
-  const std::vector<std::pair<std::string, std::string>> env = {{"SOURCE_DATE_EPOCH", "315532800"},
-                                                                {"LC_ALL", "C"}};
+  const std::vector<std::pair<std::string, std::string>> env = {
+      {"SOURCE_DATE_EPOCH", std::to_string(kZipEpoch)}, {"LC_ALL", "C"}};
   auto object_key = [&](std::string_view kind, const std::string& commands) {
     return sha256_hex(cat(ctx.object_salt, "\n", kind, "\n", commands));
   };

@@ -61,25 +61,11 @@ struct NativeResult {
 
 Expected<NativeResult> build_native(const NativeContext& ctx);
 
-// The compile and link argv kiln uses (exposed for tests and --explain).
-std::vector<std::string> cxx_compile_argv(const NativeContext& ctx, const manifest::Extension& ext,
-                                          const std::vector<std::string>& defines,
-                                          const std::string& source, const std::string& object);
 // The nvcc flags of an extension's CUDA sources, less the source, output, archs and keep
 // directory; `defines` are a shard's.
 std::vector<std::string> nvcc_flags(const NativeContext& ctx, const manifest::Extension& ext,
                                     const std::vector<std::string>& defines);
-// One nvcc for all archs (where kiln does not split the file per arch).
-std::vector<std::string> nvcc_compile_argv(const NativeContext& ctx, const manifest::Extension& ext,
-                                           const std::vector<std::string>& defines,
-                                           const std::string& source, const std::string& object,
-                                           int threads, const std::string& keep_dir);
-// A shard's defines: -D<index>=k -D<count>=n (none when n is 1).
-std::vector<std::string> shard_defines(const manifest::Shardable& shard, int index, int count);
 // What kiln adds to fatbinary's command (compression).
 extern const std::vector<std::string> kFatbinaryFlags;
-std::vector<std::string> link_argv(const NativeContext& ctx,
-                                   const std::vector<std::string>& objects,
-                                   const std::string& output);
 
 }  // namespace kiln::compile

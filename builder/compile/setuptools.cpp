@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "core/clock.h"
 #include "core/fs.h"
 #include "core/lock.h"
 #include "core/log.h"
@@ -257,7 +258,7 @@ Expected<SetuptoolsResult> build_setuptools(const SetuptoolsContext& ctx) {
            {"CFLAGS", "-fno-strict-overflow -Wsign-compare -DNDEBUG -O2 -Wall"},
            {"LDSHARED", cat(ctx.cxx.path, " -shared")},
            {"LDCXXSHARED", cat(ctx.cxx.path, " -shared")},
-           {"SOURCE_DATE_EPOCH", "315532800"},
+           {"SOURCE_DATE_EPOCH", std::to_string(kZipEpoch)},
            {"PYTHONHASHSEED", "0"}})
     job.env.push_back(kv);
   job.env_unset = unset_list(true);

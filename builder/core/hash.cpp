@@ -57,6 +57,8 @@ Expected<std::string> sha256_file(const std::filesystem::path& path) {
   return h.hex_digest();
 }
 
+namespace {
+
 std::string to_hex(const std::uint8_t* data, std::size_t size) {
   static const char* digits = "0123456789abcdef";
   std::string out;
@@ -67,6 +69,8 @@ std::string to_hex(const std::uint8_t* data, std::size_t size) {
   }
   return out;
 }
+
+}  // namespace
 
 std::string base64_urlsafe_nopad(const std::uint8_t* data, std::size_t size) {
   static const char* table = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";

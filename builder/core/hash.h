@@ -31,7 +31,6 @@ class Sha256 {
 
 std::string sha256_hex(std::string_view data);
 Expected<std::string> sha256_file(const std::filesystem::path& path);
-std::string to_hex(const std::uint8_t* data, std::size_t size);
 std::string base64_urlsafe_nopad(const std::uint8_t* data, std::size_t size);
 bool is_sha256_hex(std::string_view text);  // 64 lowercase hex digits
 

@@ -1,7 +1,5 @@
 #include "core/log.h"
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <mutex>
 #include <string>
@@ -28,9 +26,6 @@ void set_verbosity(int level) {
 }
 int verbosity() {
   return g_verbosity;
-}
-bool stderr_is_tty() {
-  return ::isatty(2) == 1;
 }
 
 void info(std::string_view line) {

@@ -7,7 +7,6 @@ namespace kiln::log {
 
 void set_verbosity(int level);  // 0: normal, 1: -v, 2: -vv
 int verbosity();
-bool stderr_is_tty();
 
 void info(std::string_view line);     // "kiln: <line>"
 void verbose(std::string_view line);  // only with -v

@@ -3,10 +3,16 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 #include "core/expected.h"
 
 namespace kiln {
+
+// The one path every build root is seen at: /tmp/kiln-build/<name> inside kiln's namespace
+// (pipeline/build_root.h). Fixed, since it ends up in the wheels' bytes (torch headers'
+// __FILE__ strings); validate's ELF check knows it as a build machine's path.
+inline constexpr std::string_view kBuildRootsPath = "/tmp/kiln-build";
 
 // Moves this process into a mount namespace of its own (when not root, inside a user namespace
 // that maps this user to root, as `unshare --user --map-root-user --mount` does), in which /tmp is

@@ -137,6 +137,8 @@ std::optional<std::uint64_t> parse_byte_size(std::string_view text) {
   return value << shift;
 }
 
+namespace {
+
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<std::size_t> row(b.size() + 1);
   for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
@@ -151,6 +153,8 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   }
   return row[b.size()];
 }
+
+}  // namespace
 
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates) {
   std::string best;

@@ -35,7 +35,6 @@ std::string control_character(std::string_view text);
 std::string printable_excerpt(std::string_view text, std::size_t max = 60);
 // "4096", "512K", "64M", "4G" (powers of 1024) as bytes; nullopt for anything else or overflow.
 std::optional<std::uint64_t> parse_byte_size(std::string_view text);
-std::size_t edit_distance(std::string_view a, std::string_view b);
 // The candidate closest to `word` when it is close enough to be a likely typo, else "".
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
 // Quote a string for a shell line shown to a person (or in a script kiln writes: POSIX quoting).

@@ -33,7 +33,6 @@ class Downloader {
   // `offline`: never touch the network; only cached files (and local files) can be had.
   Downloader(HttpClient& http, std::filesystem::path cache_dir, bool offline);
 
-  void set_retry_policy(RetryPolicy policy) { policy_ = std::move(policy); }
   // How waits between attempts happen (tests record them instead of sleeping).
   void set_sleep(std::function<void(std::chrono::milliseconds)> sleep) {
     sleep_ = std::move(sleep);

@@ -234,6 +234,9 @@ IndexModel build_model(std::vector<WheelEntry> entries) {
   return model;
 }
 
+namespace {
+
+// "2026-11-02T10:00:00Z" (PEP 700 upload-time).
 std::string iso8601_utc(std::int64_t unix_seconds) {
   std::time_t t = static_cast<std::time_t>(unix_seconds);
   std::tm tm{};
@@ -242,6 +245,8 @@ std::string iso8601_utc(std::int64_t unix_seconds) {
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
 }
+
+}  // namespace
 
 std::string percent_encode(std::string_view text) {
   static const char* hex = "0123456789ABCDEF";
@@ -259,6 +264,8 @@ std::string percent_encode(std::string_view text) {
   }
   return out;
 }
+
+namespace {
 
 std::string html_escape(std::string_view text) {
   std::string out;
@@ -286,5 +293,7 @@ std::string html_escape(std::string_view text) {
   }
   return out;
 }
+
+}  // namespace
 
 }  // namespace kiln::index

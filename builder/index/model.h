@@ -84,10 +84,7 @@ IndexModel build_model(std::vector<WheelEntry> entries);
 // Target names that can be one URL path segment and one directory name.
 bool is_valid_target_name(std::string_view name);
 
-// "2026-11-02T10:00:00Z" (PEP 700 upload-time).
-std::string iso8601_utc(std::int64_t unix_seconds);
 // Every byte outside RFC 3986's unreserved set as %XX: "a+b" -> "a%2Bb".
 std::string percent_encode(std::string_view text);
-std::string html_escape(std::string_view text);
 
 }  // namespace kiln::index

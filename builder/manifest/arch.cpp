@@ -135,11 +135,12 @@ bool parse_token(std::string_view token, std::vector<Arch>& out, std::string& er
   return true;
 }
 
-}  // namespace
-
+// Architectures kiln knows (any CUDA version); a spec naming another number is rejected.
 bool is_known_arch(int number) {
   return std::find(std::begin(kKnownArchs), std::end(kKnownArchs), number) != std::end(kKnownArchs);
 }
+
+}  // namespace
 
 std::string Arch::sm_name() const {
   return cat("sm_", number(), suffix ? std::string(1, suffix) : std::string());

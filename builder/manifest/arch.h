@@ -58,7 +58,4 @@ class ArchList {
   std::vector<Arch> archs_;  // sorted by (major, minor, suffix), unique
 };
 
-// Architectures kiln knows (any CUDA version); a spec naming another number is rejected.
-bool is_known_arch(int number);
-
 }  // namespace kiln::manifest

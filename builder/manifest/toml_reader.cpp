@@ -35,11 +35,11 @@ std::string_view type_name(const toml::node& node) {
   }
 }
 
-}  // namespace
-
 Position position_of(const toml::source_region& region) {
   return Position{static_cast<int>(region.begin.line), static_cast<int>(region.begin.column)};
 }
+
+}  // namespace
 
 toml::table parse_toml(const SourceText& source) {
   toml::parse_result result = toml::parse(source.text, source.path);

@@ -26,8 +26,6 @@
 
 namespace kiln::manifest {
 
-Position position_of(const toml::source_region& region);
-
 // Parses TOML text; a syntax error becomes a located error.
 toml::table parse_toml(const SourceText& source);
 

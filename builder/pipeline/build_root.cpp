@@ -39,16 +39,16 @@ Expected<fs::path> build_roots(const cache::Store& store) {
   const fs::path dir = absolute_path(store.build_roots());
   KILN_CHECK(ensure_directory(dir));  // before the namespace: a new cache under /tmp stays real
   if (entered_for.empty()) {
-    if (auto entered = enter_private_tmp(fs::path(kFixedBuildRoots).filename(), dir); entered) {
+    if (auto entered = enter_private_tmp(fs::path(kBuildRootsPath).filename(), dir); entered) {
       entered_for = dir;
     } else {
       entered_for = "-";
-      log::warn(cat("builds run at their cache's own path here, not at ", kFixedBuildRoots, " (",
+      log::warn(cat("builds run at their cache's own path here, not at ", kBuildRootsPath, " (",
                     entered.error().message, "): the wheels embed ", dir.string(),
                     " and differ from wheels built elsewhere"));
     }
   }
-  return entered_for == dir ? fs::path(kFixedBuildRoots) : dir;
+  return entered_for == dir ? fs::path(kBuildRootsPath) : dir;
 }
 
 }  // namespace

@@ -47,9 +47,6 @@ class BuildRoot {
   bool keep_;
 };
 
-// The fixed path of the build roots inside kiln's namespace.
-inline constexpr const char* kFixedBuildRoots = "/tmp/kiln-build";
-
 // Removes the build roots under <cache>/build that no build holds the lock of (what killed
 // builds left: a live build, and the compilers of a killed one, hold their root's lock). Never
 // follows a link. Returns how many were removed.

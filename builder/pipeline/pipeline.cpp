@@ -217,8 +217,7 @@ void keep_logs(const fs::path& root, const fs::path& dest) {
   fs::copy(root / "logs", dest, fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
 }
 
-}  // namespace
-
+// The differences between two key-input documents, as "path: old -> new" lines.
 std::vector<std::string> explain_changes(const json& before, const json& after) {
   std::map<std::string, std::string> a, b;
   flatten(before, "", a);
@@ -235,6 +234,8 @@ std::vector<std::string> explain_changes(const json& before, const json& after) 
     if (!b.count(k)) out.push_back(cat(k, ": ", v, " -> (gone)"));
   return out;
 }
+
+}  // namespace
 
 Expected<Result> run(const resolve::Plan& plan, const Options& options) {
   Result result;

@@ -41,7 +41,4 @@ struct Result {
 
 Expected<Result> run(const resolve::Plan& plan, const Options& options);
 
-// The differences between two key-input documents, as "path: old -> new" lines.
-std::vector<std::string> explain_changes(const nlohmann::json& before, const nlohmann::json& after);
-
 }  // namespace kiln::pipeline

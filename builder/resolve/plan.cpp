@@ -28,6 +28,9 @@ toolchain::CudaRequest cuda_request(const Target& target) {
   return r;
 }
 
+namespace {
+
+// Probes the target's Python, CUDA toolkit and host compiler; checks CUDA against the target.
 Expected<ResolvedTarget> resolve_target(const Target& target) {
   ResolvedTarget rt{target, json::object(), ""};
   auto python = toolchain::probe_python(target.interpreter());
@@ -75,6 +78,8 @@ Expected<ResolvedTarget> resolve_target(const Target& target) {
   return rt;
 }
 
+}  // namespace
+
 int shard_count(int units, int slots) {
   if (slots <= 0) {
     long n = ::sysconf(_SC_NPROCESSORS_ONLN);
@@ -90,6 +95,12 @@ int shard_count(int units, int slots) {
   return (units + per_shard - 1) / per_shard;
 }
 
+namespace {
+
+// The inputs a package's key covers, given its target (null toolchain for pure packages). The
+// shard counts of its shardable sources ("shards": {"<extension>/<source>": n}) are among them:
+// they depend on `slots` (0: one per core), and the objects, hence the wheel's bytes, on them.
+// For the setuptools backend, the pins of its build environment are too.
 Expected<json> key_inputs(const Manifest& manifest, const ResolvedTarget& target, int slots,
                           const manifest::BuildEnvPins* build_env) {
   json inputs = {{"recipe", kRecipeVersion}, {"package", manifest.canonical()}};
@@ -118,6 +129,8 @@ Expected<json> key_inputs(const Manifest& manifest, const ResolvedTarget& target
 std::string key_of(const json& inputs) {
   return sha256_hex(inputs.dump());
 }
+
+}  // namespace
 
 Expected<Plan> make_plan(const manifest::Repository& repo, const std::vector<std::string>& packages,
                          const std::vector<Target>& targets, int slots,

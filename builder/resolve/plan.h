@@ -43,22 +43,10 @@ struct Plan {
 // What the target asks of the CUDA toolkit, for toolchain::make_cuda_source.
 toolchain::CudaRequest cuda_request(const manifest::Target& target);
 
-// Probes the target's Python, CUDA toolkit and host compiler; checks CUDA against the target.
-Expected<ResolvedTarget> resolve_target(const manifest::Target& target);
-
 // How many translation units a shardable source with `units` units is compiled as, for `slots`
 // parallel jobs (0: one per core): the fewest shards that keep the largest shard as small as
 // min(units, slots) shards would (2 slots: 2; 16 slots and 18 units: 9 shards of 2; 18+: 18).
 int shard_count(int units, int slots);
-
-// The inputs a package's key covers, given its target (null toolchain for pure packages). The
-// shard counts of its shardable sources ("shards": {"<extension>/<source>": n}) are among them:
-// they depend on `slots` (0: one per core), and the objects, hence the wheel's bytes, on them.
-// For the setuptools backend, the pins of its build environment are too.
-Expected<nlohmann::json> key_inputs(const manifest::Manifest& manifest,
-                                    const ResolvedTarget& target, int slots = 0,
-                                    const manifest::BuildEnvPins* build_env = nullptr);
-std::string key_of(const nlohmann::json& inputs);
 
 // `packages` empty: the newest manifest of every package. `backend`: build them with this backend
 // instead of their manifests' (it is part of their keys).

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 
+#include "core/namespace.h"
 #include "core/strings.h"
 #include "validate/checks.h"
 
@@ -37,10 +38,10 @@ const std::set<std::string>& system_libraries() {
 
 // Strings in the image that look like absolute paths of a build machine.
 std::vector<std::string> build_paths(std::string_view image) {
-  static const char* const kMarkers[] = {"/tmp/kiln-build/", "/root/", "/home/", "/tmp/pip-",
-                                         "/tmp/tmp"};
+  static const std::string kMarkers[] = {std::string(kBuildRootsPath) + "/", "/root/", "/home/",
+                                         "/tmp/pip-", "/tmp/tmp"};
   std::set<std::string> found;
-  for (const char* marker : kMarkers) {
+  for (const std::string& marker : kMarkers) {
     std::string_view m(marker);
     for (std::size_t at = image.find(m); at != std::string_view::npos; at = image.find(m, at + 1)) {
       if (at > 0) {

@@ -14,6 +14,8 @@
 
 namespace kiln::wheel {
 
+namespace {
+
 std::string wheel_filename(const WheelSpec& spec) {
   std::string version = spec.version;
   std::replace(version.begin(), version.end(), '-', '_');
@@ -23,6 +25,8 @@ std::string wheel_filename(const WheelSpec& spec) {
 std::string dist_info_dir(const WheelSpec& spec) {
   return cat(spec.distribution, "-", spec.version, ".dist-info");
 }
+
+}  // namespace
 
 Expected<std::filesystem::path> write_wheel(const WheelSpec& spec,
                                             const std::filesystem::path& out_dir) {

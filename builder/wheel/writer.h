@@ -31,9 +31,6 @@ struct WheelSpec {
   std::string provenance_json;            // written as .dist-info/kiln.json
 };
 
-std::string wheel_filename(const WheelSpec& spec);
-std::string dist_info_dir(const WheelSpec& spec);
-
 // Writes <out_dir>/<wheel filename> atomically and returns its path.
 Expected<std::filesystem::path> write_wheel(const WheelSpec& spec,
                                             const std::filesystem::path& out_dir);
