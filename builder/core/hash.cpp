@@ -10,6 +10,21 @@
 
 namespace kiln {
 
+namespace {
+
+std::string to_hex(const std::uint8_t* data, std::size_t size) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  out.reserve(size * 2);
+  for (std::size_t i = 0; i < size; ++i) {
+    out += digits[data[i] >> 4];
+    out += digits[data[i] & 15];
+  }
+  return out;
+}
+
+}  // namespace
+
 struct Sha256::State {
   EVP_MD_CTX* ctx = nullptr;
 };
@@ -56,21 +71,6 @@ Expected<std::string> sha256_file(const std::filesystem::path& path) {
   if (in.bad()) return Error::failed(cat("error reading ", path.string()));
   return h.hex_digest();
 }
-
-namespace {
-
-std::string to_hex(const std::uint8_t* data, std::size_t size) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  out.reserve(size * 2);
-  for (std::size_t i = 0; i < size; ++i) {
-    out += digits[data[i] >> 4];
-    out += digits[data[i] & 15];
-  }
-  return out;
-}
-
-}  // namespace
 
 std::string base64_urlsafe_nopad(const std::uint8_t* data, std::size_t size) {
   static const char* table = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
