@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 
 #include "core/fault.h"
@@ -221,19 +222,46 @@ class CurlClient final : public HttpClient {
   HttpResponse perform(const std::string& url, const Headers& request_headers, Transfer& t,
                        const char* range) {
     HttpResponse r;
-    CURL* curl = curl_easy_init();
-    if (!curl) {
+    std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> handle(curl_easy_init(), curl_easy_cleanup);
+    if (!handle) {
       r.transport = Transport::Failed;
       r.error = "cannot initialise libcurl";
       return r;
     }
+    CURL* curl = handle.get();
     t.curl = curl;
     char errbuf[CURL_ERROR_SIZE] = {0};
-    curl_slist* headers = nullptr;
+    std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(nullptr,
+                                                                        curl_slist_free_all);
     for (const auto& [key, value] : request_headers)
-      headers = curl_slist_append(headers, cat(key, ": ", value).c_str());
+      headers.reset(curl_slist_append(headers.release(), cat(key, ": ", value).c_str()));
+    set_options(curl, url, errbuf, headers.get(), range, t);
+    if (std::string problem = set_certificates(curl); !problem.empty()) {
+      r.transport = Transport::Failed;
+      r.error = problem;
+      return r;
+    }
 
-    std::string agent = user_agent();
+    CURLcode rc = curl_easy_perform(curl);
+
+    r.status = status_of(curl);
+    char* final_url = nullptr;
+    if (curl_easy_getinfo(curl, CURLINFO_EFFECTIVE_URL, &final_url) == CURLE_OK && final_url)
+      r.final_url = final_url;
+    else
+      r.final_url = url;
+    r.headers = t.headers;
+    r.bytes = t.bytes;
+    std::string why = errbuf[0] ? std::string(errbuf) : std::string(curl_easy_strerror(rc));
+    r.transport = outcome(rc, t, why);
+    if (r.transport != Transport::Ok) r.error = why;
+    return r;
+  }
+
+  // Everything about the transfer but the certificates: protocols, redirects, time limits,
+  // headers, the callbacks that fill `t`.
+  void set_options(CURL* curl, const std::string& url, char* errbuf, curl_slist* headers,
+                   const char* range, Transfer& t) const {
     curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
     curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
@@ -251,101 +279,77 @@ class CurlClient final : public HttpClient {
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, options_.connect_timeout_s);
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, options_.low_speed_limit);
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, options_.low_speed_time_s);
-    curl_easy_setopt(curl, CURLOPT_USERAGENT, agent.c_str());
+    curl_easy_setopt(curl, CURLOPT_USERAGENT, user_agent().c_str());  // libcurl copies strings
     if (headers) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
     if (range) curl_easy_setopt(curl, CURLOPT_RANGE, range);
     // Index pages may come compressed; downloads must be the bytes as stored, so ask for none.
     if (!t.to_file) curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");
-
-    std::string ca_file, ca_var;
-    for (const char* var : {"PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE"}) {
-      if (!env(var).empty()) {
-        ca_file = env(var);
-        ca_var = var;
-        break;
-      }
-    }
-    if (!ca_file.empty()) {
-      std::error_code ec;
-      if (!std::filesystem::is_regular_file(ca_file, ec)) {
-        r.transport = Transport::Failed;
-        r.error = cat("$", ca_var, " names '", ca_file, "', which is not a file");
-        curl_slist_free_all(headers);
-        curl_easy_cleanup(curl);
-        return r;
-      }
-      curl_easy_setopt(curl, CURLOPT_CAINFO, ca_file.c_str());
-    }
-    std::string ca_dir = env("SSL_CERT_DIR");
-    if (!ca_dir.empty()) curl_easy_setopt(curl, CURLOPT_CAPATH, ca_dir.c_str());
-
     curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(curl, CURLOPT_HEADERDATA, &t);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, t.to_file ? on_file_data : on_text_data);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &t);
     curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
     curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+  }
 
-    CURLcode rc = curl_easy_perform(curl);
+  // The CA bundle pip would use ($PIP_CERT, $REQUESTS_CA_BUNDLE, $SSL_CERT_FILE, $SSL_CERT_DIR).
+  // Returns a problem, or "".
+  static std::string set_certificates(CURL* curl) {
+    for (const char* var : {"PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE"}) {
+      std::string ca_file = env(var);
+      if (ca_file.empty()) continue;
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(ca_file, ec))
+        return cat("$", var, " names '", ca_file, "', which is not a file");
+      curl_easy_setopt(curl, CURLOPT_CAINFO, ca_file.c_str());
+      break;
+    }
+    std::string ca_dir = env("SSL_CERT_DIR");
+    if (!ca_dir.empty()) curl_easy_setopt(curl, CURLOPT_CAPATH, ca_dir.c_str());
+    return "";
+  }
 
-    r.status = status_of(curl);
-    char* final_url = nullptr;
-    if (curl_easy_getinfo(curl, CURLINFO_EFFECTIVE_URL, &final_url) == CURLE_OK && final_url)
-      r.final_url = final_url;
-    else
-      r.final_url = url;
-    r.headers = t.headers;
-    r.bytes = t.bytes;
-    std::string why = errbuf[0] ? std::string(errbuf) : std::string(curl_easy_strerror(rc));
+  // What the transfer's end means; `why` becomes the reason kiln gives.
+  Transport outcome(CURLcode rc, const Transfer& t, std::string& why) const {
     switch (rc) {
       case CURLE_OK:
       case CURLE_HTTP_RETURNED_ERROR:  // the status says it
-        r.transport = Transport::Ok;
-        break;
+        return Transport::Ok;
       case CURLE_COULDNT_CONNECT:
       case CURLE_COULDNT_RESOLVE_HOST:
       case CURLE_COULDNT_RESOLVE_PROXY:
       case CURLE_SSL_CONNECT_ERROR:
-        r.transport = Transport::ConnectFailed;
-        break;
+        return Transport::ConnectFailed;
       case CURLE_OPERATION_TIMEDOUT:
-        r.transport = Transport::TimedOut;
-        break;
+        return Transport::TimedOut;
       case CURLE_PARTIAL_FILE:
       case CURLE_RECV_ERROR:
       case CURLE_SEND_ERROR:
       case CURLE_GOT_NOTHING:
       case CURLE_HTTP2:
       case CURLE_HTTP2_STREAM:
-        r.transport = Transport::Broken;
-        break;
+        return Transport::Broken;
       case CURLE_ABORTED_BY_CALLBACK:
-        r.transport = Transport::Interrupted;
         why = "interrupted";
-        break;
+        return Transport::Interrupted;
       case CURLE_WRITE_ERROR:
         if (t.bad_range) {
-          r.transport = Transport::Broken;
           why = "the server answered another range than the one asked for";
-        } else if (t.too_big && t.to_file) {
-          r.transport = Transport::TooLarge;
-          why = cat("the file is larger than its limit of ", t.max_bytes, " bytes");
-        } else if (t.too_big) {
-          r.transport = Transport::Failed;
-          why = cat("the answer is larger than ", options_.max_text_bytes, " bytes");
-        } else {
-          r.transport = Transport::Failed;
-          why = t.write_error.empty() ? why : t.write_error;
+          return Transport::Broken;
         }
-        break;
+        if (t.too_big && t.to_file) {
+          why = cat("the file is larger than its limit of ", t.max_bytes, " bytes");
+          return Transport::TooLarge;
+        }
+        if (t.too_big) {
+          why = cat("the answer is larger than ", options_.max_text_bytes, " bytes");
+          return Transport::Failed;
+        }
+        if (!t.write_error.empty()) why = t.write_error;
+        return Transport::Failed;
       default:
-        r.transport = Transport::Failed;
-        break;
+        return Transport::Failed;
     }
-    if (r.transport != Transport::Ok) r.error = why;
-    curl_slist_free_all(headers);
-    curl_easy_cleanup(curl);
-    return r;
   }
 
   CurlOptions options_;

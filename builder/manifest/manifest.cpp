@@ -180,20 +180,8 @@ Extension read_extension(const TableReader& t) {
   return e;
 }
 
-Manifest parse(const std::string& text, const std::filesystem::path& file,
-               const std::string& display_path, const std::filesystem::path& patches_root) {
-  SourceText source{display_path, text};
-  toml::table root = parse_toml(source);
-  TableReader top(source, root, "", {"package", "source", "patches", "build"});
-  Manifest m;
-  m.file = file;
-  m.display_path = display_path;
-
-  const toml::table* package = top.table("package");
-  if (!package) top.fail_missing("package");
-  TableReader pkg(source, *package, "package",
-                  {"name", "version", "summary", "license", "license-files", "readme",
-                   "requires-python", "homepage", "dependencies"});
+// [package]: the project's name, version and core metadata.
+void read_package(const SourceText& source, TableReader& pkg, Manifest& m) {
   m.name = pkg.required_string("name");
   m.name_at = pkg.position("name");
   pkg.check_length("name", m.name, kMaxNameBytes);
@@ -222,72 +210,64 @@ Manifest parse(const std::string& text, const std::filesystem::path& file,
     pkg.fail("readme", cat("'", m.readme, "' must be a relative path inside the source tree"));
   m.requires_dist = pkg.strings("dependencies").value_or(std::vector<std::string>{});
   pkg.check_lengths("dependencies", m.requires_dist, kMaxRequirementBytes);
-  std::set<std::string> seen_deps;
   for (std::size_t i = 0; i < m.requires_dist.size(); ++i) {
     if (!is_valid_requirement(m.requires_dist[i]))
       fail_at(
           source, pkg.element_position("dependencies", i),
           cat("bad requirement '", m.requires_dist[i], "': expected PEP 508, e.g. 'einops>=0.6'"));
   }
+}
 
-  // The file's place names the package: manifests/<name>/<version>.toml.
-  if (file.extension() == ".toml") {
-    std::string dir = file.parent_path().filename().string();
-    if (normalize_name(dir) != normalize_name(m.name) && dir != "manifests")
-      pkg.fail("name", cat("package '", m.name, "' is declared in directory '", dir,
-                           "': the directory must be the package name"));
-    if (file.stem().string() != m.version && dir != "manifests")
-      pkg.fail("version",
-               cat("version '", m.version, "' is declared in '", file.filename().string(),
-                   "': the file must be named ", m.version, ".toml"));
+// The file's place names the package: manifests/<name>/<version>.toml.
+void check_file_place(TableReader& pkg, const std::filesystem::path& file, const Manifest& m) {
+  if (file.extension() != ".toml") return;
+  std::string dir = file.parent_path().filename().string();
+  if (normalize_name(dir) != normalize_name(m.name) && dir != "manifests")
+    pkg.fail("name", cat("package '", m.name, "' is declared in directory '", dir,
+                         "': the directory must be the package name"));
+  if (file.stem().string() != m.version && dir != "manifests")
+    pkg.fail("version", cat("version '", m.version, "' is declared in '", file.filename().string(),
+                            "': the file must be named ", m.version, ".toml"));
+}
+
+// [patches]: the series, each file found and hashed.
+void read_patches(const SourceText& source, TableReader& pr, const std::filesystem::path& file,
+                  const std::filesystem::path& patches_root, Manifest& m) {
+  std::filesystem::path dir = patches_root / normalize_name(m.name) / m.version;
+  if (auto d = pr.string("dir")) dir = (file.parent_path() / *d).lexically_normal();
+  auto series = pr.strings("series");
+  if (!series) pr.fail_missing("series");
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < series->size(); ++i) {
+    const std::string& name = (*series)[i];
+    Position at = pr.element_position("series", i);
+    if (!is_tree_path(name)) fail_at(source, at, cat("bad patch name '", name, "'"));
+    if (!seen.insert(name).second) fail_at(source, at, cat("patch '", name, "' is listed twice"));
+    Patch p{name, dir / name, ""};
+    auto digest = sha256_file(p.path);
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(p.path, ec) || !digest)
+      fail_at(source, at,
+              cat("patch file '", name, "' does not exist (looked in ", dir.string(), ")"));
+    p.sha256 = *digest;
+    m.patches.push_back(std::move(p));
   }
+}
 
-  const toml::table* src = top.table("source");
-  if (!src) top.fail_missing("source");
-  TableReader srcr(
-      source, *src, "source",
-      {"pypi", "file", "url", "git", "commit", "submodules", "path", "sha256", "size"});
-  m.source = read_source(srcr, file.parent_path());
-
-  if (const toml::table* patches = top.table("patches")) {
-    TableReader pr(source, *patches, "patches", {"dir", "series"});
-    std::filesystem::path dir = patches_root / normalize_name(m.name) / m.version;
-    if (auto d = pr.string("dir")) dir = (file.parent_path() / *d).lexically_normal();
-    auto series = pr.strings("series");
-    if (!series) pr.fail_missing("series");
-    std::set<std::string> seen;
-    for (std::size_t i = 0; i < series->size(); ++i) {
-      const std::string& name = (*series)[i];
-      Position at = pr.element_position("series", i);
-      if (!is_tree_path(name)) fail_at(source, at, cat("bad patch name '", name, "'"));
-      if (!seen.insert(name).second) fail_at(source, at, cat("patch '", name, "' is listed twice"));
-      Patch p{name, dir / name, ""};
-      auto digest = sha256_file(p.path);
-      std::error_code ec;
-      if (!std::filesystem::is_regular_file(p.path, ec) || !digest)
-        fail_at(source, at,
-                cat("patch file '", name, "' does not exist (looked in ", dir.string(), ")"));
-      p.sha256 = *digest;
-      m.patches.push_back(std::move(p));
-    }
-  }
-
-  const toml::table* build = top.table("build");
-  if (!build) top.fail_missing("build");
-  TableReader br(source, *build, "build", {"backend", "packages", "extension"});
+Backend read_backend(TableReader& br) {
   std::string backend = br.required_string("backend");
-  if (backend == "native")
-    m.backend = Backend::Native;
-  else if (backend == "setuptools")
-    m.backend = Backend::Setuptools;
-  else if (backend == "pure")
-    m.backend = Backend::Pure;
-  else {
-    std::string hint = closest_match(backend, {"native", "setuptools", "pure"});
-    br.fail("backend", cat("unknown backend '", backend, "'",
-                           hint.empty() ? std::string(": expected native, setuptools or pure")
-                                        : cat(" (did you mean '", hint, "'?)")));
-  }
+  if (backend == "native") return Backend::Native;
+  if (backend == "setuptools") return Backend::Setuptools;
+  if (backend == "pure") return Backend::Pure;
+  std::string hint = closest_match(backend, {"native", "setuptools", "pure"});
+  br.fail("backend", cat("unknown backend '", backend, "'",
+                         hint.empty() ? std::string(": expected native, setuptools or pure")
+                                      : cat(" (did you mean '", hint, "'?)")));
+}
+
+// [build]: the backend, the Python packages, the extensions.
+void read_build(const SourceText& source, TableReader& br, Manifest& m) {
+  m.backend = read_backend(br);
   m.packages = br.strings("packages").value_or(std::vector<std::string>{});
   br.check_lengths("packages", m.packages, kMaxNameBytes);
   for (std::size_t i = 0; i < m.packages.size(); ++i)
@@ -309,10 +289,45 @@ Manifest parse(const std::string& text, const std::filesystem::path& file,
     br.fail("backend", "the native backend needs at least one [[build.extension]]");
   // A setuptools manifest may keep its native recipe (for `kiln build --backend native`).
   if (m.backend == Backend::Pure && !m.extensions.empty())
-    br.fail("extension",
-            cat("[[build.extension]] applies only to the native backend, not '", backend, "'"));
+    br.fail("extension", cat("[[build.extension]] applies only to the native backend, not '",
+                             backend_name(m.backend), "'"));
   if (m.backend == Backend::Pure && m.packages.empty())
     br.fail("backend", "the pure backend needs 'build.packages': the Python packages to ship");
+}
+
+Manifest parse(const std::string& text, const std::filesystem::path& file,
+               const std::string& display_path, const std::filesystem::path& patches_root) {
+  SourceText source{display_path, text};
+  toml::table root = parse_toml(source);
+  TableReader top(source, root, "", {"package", "source", "patches", "build"});
+  Manifest m;
+  m.file = file;
+  m.display_path = display_path;
+
+  const toml::table* package = top.table("package");
+  if (!package) top.fail_missing("package");
+  TableReader pkg(source, *package, "package",
+                  {"name", "version", "summary", "license", "license-files", "readme",
+                   "requires-python", "homepage", "dependencies"});
+  read_package(source, pkg, m);
+  check_file_place(pkg, file, m);
+
+  const toml::table* src = top.table("source");
+  if (!src) top.fail_missing("source");
+  TableReader srcr(
+      source, *src, "source",
+      {"pypi", "file", "url", "git", "commit", "submodules", "path", "sha256", "size"});
+  m.source = read_source(srcr, file.parent_path());
+
+  if (const toml::table* patches = top.table("patches")) {
+    TableReader pr(source, *patches, "patches", {"dir", "series"});
+    read_patches(source, pr, file, patches_root, m);
+  }
+
+  const toml::table* build = top.table("build");
+  if (!build) top.fail_missing("build");
+  TableReader br(source, *build, "build", {"backend", "packages", "extension"});
+  read_build(source, br, m);
   return m;
 }
 

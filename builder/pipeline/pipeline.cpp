@@ -235,6 +235,259 @@ std::vector<std::string> explain_changes(const json& before, const json& after) 
   return out;
 }
 
+// What one `run` holds across its items.
+struct Run {
+  const resolve::Plan& plan;
+  const Options& options;
+  cache::Store& store;
+  Fetching& fetching;
+  std::map<std::string, Toolchain> toolchains;  // per target, prepared on first miss
+  Result& result;
+};
+
+const resolve::ResolvedTarget* target_of(const resolve::Plan& plan, const std::string& name) {
+  for (const auto& t : plan.targets)
+    if (t.target.name == name) return &t;
+  return nullptr;
+}
+
+// Why an item is built (--explain): what changed since its last build for this target.
+std::vector<std::string> explain_miss(const fs::path& last, const json& inputs) {
+  std::vector<std::string> why;
+  auto previous = read_file(last);
+  json before = previous ? json::parse(*previous, nullptr, false) : json();
+  if (before.is_discarded() || before.is_null())
+    why.push_back("no earlier build of this package for this target");
+  else
+    why = explain_changes(before, inputs);
+  if (why.empty())
+    why.push_back("the cache has no entry for this key (removed or never committed)");
+  return why;
+}
+
+// The wheel's spec before a backend ran: metadata, licenses and (but for setuptools, whose build
+// says what it ships) the package files.
+Expected<wheel::WheelSpec> base_spec(const manifest::Manifest& m, const fs::path& src) {
+  wheel::WheelSpec spec;
+  spec.distribution = manifest::wheel_name(m.name);
+  spec.metadata.name = m.name;
+  spec.metadata.summary = m.summary;
+  spec.metadata.home_page = m.homepage;
+  spec.metadata.license = m.license;
+  spec.metadata.requires_python = m.requires_python;
+  for (const auto& f : m.license_files) spec.metadata.license_files.push_back("licenses/" + f);
+  add_description(m, src, spec.metadata);
+  KILN_TRY(spec.license_files, license_entries(m, src));
+  if (m.backend != manifest::Backend::Setuptools) {
+    KILN_TRY(spec.files, compile::collect_packages(src, m.packages));
+  }
+  return spec;
+}
+
+// Each target's toolchain is prepared once, by the first compiled package that needs it.
+Expected<const Toolchain*> toolchain_for(Run& run, const resolve::ResolvedTarget& rt) {
+  auto it = run.toolchains.find(rt.target.name);
+  if (it == run.toolchains.end()) {
+    KILN_TRY(Toolchain prepared, prepare_toolchain(rt, run.fetching, run.store));
+    it = run.toolchains.emplace(rt.target.name, std::move(prepared)).first;
+  }
+  return &it->second;
+}
+
+// What a compiled item is built with, and where its wheel's spec and provenance go.
+struct CompiledItem {
+  const resolve::PlanItem& item;
+  const resolve::ResolvedTarget& rt;
+  const Toolchain& tc;
+  const BuildRoot& build_root;
+  const std::string& sources;  // the build root's name
+  wheel::WheelSpec& spec;
+  json& provenance;
+};
+
+Expected<void> build_native_item(Run& run, const CompiledItem& c) {
+  const manifest::Manifest& m = *c.item.manifest;
+  const fs::path& root = c.build_root.path();
+  compile::NativeContext ctx;
+  ctx.manifest = &m;
+  ctx.root = root;
+  ctx.torch = c.tc.torch;
+  ctx.python = c.tc.python;
+  ctx.cuda = c.tc.cuda;
+  ctx.cxx = c.tc.cxx;
+  ctx.archs = c.rt.target.archs;
+  ctx.object_cache = run.store.objects();
+  ctx.object_salt = json{{"recipe", resolve::kRecipeVersion},
+                         {"sources", c.sources},
+                         {"toolchain", c.rt.toolchain},
+                         {"torch", c.tc.torch.identity()}}
+                        .dump();
+  ctx.jobs = run.options.jobs;
+  if (c.item.inputs.contains("shards"))
+    ctx.shards = c.item.inputs["shards"].get<std::map<std::string, int>>();
+  ctx.root_lock_fd = c.build_root.lock_fd();
+  auto built = compile::build_native(ctx);
+  keep_logs(root, run.store.logs() / c.item.key);
+  if (!built) return std::move(built).error();
+  run.result.compile_jobs += built->stats.run;
+  run.result.objects_reused += built->objects_reused;
+  for (const auto& t : built->stats.timings) run.result.timings.push_back(t);
+  std::vector<elf::ElfInfo> elves;
+  for (const auto& mod : built->modules) {
+    KILN_TRY(std::string data, read_file(mod.file));
+    KILN_TRY(elf::ElfInfo info, elf::read_elf(data, mod.wheel_path));
+    elves.push_back(std::move(info));
+    c.spec.files.push_back({mod.wheel_path, std::move(data), true});
+  }
+  return finish_compiled(m, c.rt, c.tc, elves, c.spec, c.provenance);
+}
+
+Expected<void> build_setuptools_item(Run& run, const CompiledItem& c) {
+  const manifest::Manifest& m = *c.item.manifest;
+  const fs::path& root = c.build_root.path();
+  compile::SetuptoolsContext ctx;
+  ctx.manifest = &m;
+  ctx.root = root;
+  ctx.python = c.tc.python;
+  ctx.cuda = c.tc.cuda;
+  ctx.cxx = c.tc.cxx;
+  ctx.archs = c.rt.target.archs;
+  ctx.jobs = run.options.jobs;
+  KILN_TRY(ctx.env, setuptools_env(run.plan.build_env, c.rt, c.tc, run.fetching, run.store));
+  auto built = compile::build_setuptools(ctx);
+  keep_logs(root, run.store.logs() / c.item.key);
+  if (!built) return std::move(built).error();
+  run.result.compile_jobs += built->stats.run;
+  for (const auto& t : built->stats.timings) run.result.timings.push_back(t);
+  std::vector<elf::ElfInfo> elves;
+  for (const auto& f : built->files) {
+    if (std::find(built->modules.begin(), built->modules.end(), f.path) == built->modules.end())
+      continue;
+    KILN_TRY(elf::ElfInfo info, elf::read_elf(f.data, f.path));
+    elves.push_back(std::move(info));
+  }
+  c.spec.files = std::move(built->files);
+  KILN_CHECK(finish_compiled(m, c.rt, c.tc, elves, c.spec, c.provenance));
+  c.provenance["setuptools"] = {{"built_wheel", built->built_wheel},
+                                {"torch_cuda_arch_list", c.rt.target.archs.torch_arch_list()}};
+  return {};
+}
+
+// The static checks of `kiln validate` before anything is committed: a failure fails the build.
+Expected<void> check_before_commit(const fs::path& wheel_path, const manifest::Manifest& m,
+                                   const resolve::ResolvedTarget* rt, const Toolchain* tc) {
+  validate::Options checks;
+  if (tc) {
+    checks.torch = tc->torch;
+    checks.torch_note = cat("target ", rt->target.name);
+    checks.archs = rt->target.archs;
+    checks.library_dirs = {tc->cuda.home / "lib64", tc->cuda.home / "lib"};
+    for (const auto& d : validate::default_library_dirs()) checks.library_dirs.push_back(d);
+  }
+  KILN_TRY(validate::Report report, validate::validate_wheel(wheel_path, checks));
+  std::vector<std::string> failures;
+  for (const auto& c : report.checks) {
+    if (c.verdict == validate::Verdict::Warn) log::warn(cat(m.name, ": ", c.id, ": ", c.message));
+    if (c.verdict == validate::Verdict::Fail) failures.push_back(cat("  ", c.id, ": ", c.message));
+  }
+  if (!failures.empty())
+    return Error::failed(
+        cat(m.name, ": the built wheel fails validation: ", failures.front().substr(2)),
+        join(failures, "\n"));
+  return {};
+}
+
+// A cache miss: sources, backend, wheel, validation, commit. The item's key lock is held.
+Expected<cache::Entry> build_item(Run& run, const resolve::PlanItem& item,
+                                  const resolve::ResolvedTarget* rt) {
+  const manifest::Manifest& m = *item.manifest;
+  if (m.backend == manifest::Backend::Setuptools)
+    KILN_CHECK(compile::torch_cuda_arch_list(rt->target.archs));
+  log::info(cat("building ", m.name, " ", m.version, " for ", item.target_name, " (",
+                manifest::backend_name(m.backend), ")"));
+
+  // Sources: fetch, unpack or copy, patch — in a build root named after the sources.
+  const std::string sources = source_key(m, item.inputs);
+  // Removed however this item ends (unless --keep-build-root).
+  KILN_TRY(BuildRoot build_root,
+           BuildRoot::create(run.store, sources, run.options.keep_build_root));
+  fs::path src = build_root.path() / "src";
+  KILN_CHECK(prepare_tree(m, run.fetching, build_root.path() / "scratch", src));
+  check_interrupted();
+
+  KILN_TRY(wheel::WheelSpec spec, base_spec(m, src));
+  json provenance = {{"kiln", KILN_VERSION},
+                     {"recipe", resolve::kRecipeVersion},
+                     {"build_key", item.key},
+                     {"backend", manifest::backend_name(m.backend)},
+                     {"inputs", item.inputs}};
+  const Toolchain* tc = nullptr;
+  if (m.backend == manifest::Backend::Pure) {
+    spec.version = m.version;
+    spec.tag = "py3-none-any";
+    spec.root_is_purelib = true;
+    spec.metadata.requires_dist = m.requires_dist;
+  } else {
+    KILN_TRY(tc, toolchain_for(run, *rt));
+    CompiledItem c{item, *rt, *tc, build_root, sources, spec, provenance};
+    if (m.backend == manifest::Backend::Native)
+      KILN_CHECK(build_native_item(run, c));
+    else
+      KILN_CHECK(build_setuptools_item(run, c));
+  }
+  spec.metadata.version = spec.version;
+  spec.provenance_json = provenance.dump(2) + "\n";
+
+  KILN_TRY(cache::Staging staging, run.store.staging("wheel-"));
+  KILN_TRY(fs::path wheel_path, wheel::write_wheel(spec, staging.path()));
+  check_interrupted();
+  KILN_CHECK(check_before_commit(wheel_path, m, rt, tc));
+  json info = {{"package", m.name},
+               {"version", spec.version},
+               {"target", item.target_name},
+               {"backend", manifest::backend_name(m.backend)},
+               {"manifest_version", m.version}};
+  if (m.backend != manifest::Backend::Pure) info["archs"] = rt->target.archs.canonical();
+  return run.store.commit(item.key, wheel_path, info);
+}
+
+// One item: a verified cache hit, or a build under the key's lock.
+Expected<ItemResult> run_item(Run& run, const resolve::PlanItem& item) {
+  const manifest::Manifest& m = *item.manifest;
+  double started = now();
+  ItemResult ir;
+  ir.package = m.name;
+  ir.version = m.version;
+  ir.target = item.target_name;
+  ir.key = item.key;
+  ir.backend = manifest::backend_name(m.backend);
+  fs::path last = run.options.cache / "last" / item.target_name / (m.normalized_name() + ".json");
+
+  KILN_TRY(cache::Lock lock, run.store.lock(item.key));
+  std::string damaged;
+  auto hit = run.store.lookup_verified(item.key, damaged);
+  if (!damaged.empty())
+    log::warn(cat("cache entry ", item.key.substr(0, 16), " of ", m.name, " was damaged (", damaged,
+                  "); it was removed and is built again"));
+  if (hit) {
+    ir.cache_hit = true;
+    ir.wheel = hit->wheel;
+    ir.sha256 = hit->sha256;
+    if (run.options.explain) ir.why.push_back("cache hit: nothing changed");
+    ir.seconds = now() - started;
+    return ir;
+  }
+  if (run.options.explain) ir.why = explain_miss(last, item.inputs);
+  KILN_TRY(cache::Entry entry, build_item(run, item, target_of(run.plan, item.target_name)));
+  KILN_CHECK(write_file_atomic(last, item.inputs.dump(2) + "\n"));
+  ir.wheel = entry.wheel;
+  ir.sha256 = entry.sha256;
+  ir.seconds = now() - started;
+  log::info(cat("built ", entry.wheel.filename().string(), " (", static_cast<int>(ir.seconds + 0.5),
+                " s)"));
+  return ir;
+}
+
 }  // namespace
 
 Expected<Result> run(const resolve::Plan& plan, const Options& options) {
@@ -242,206 +495,10 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
   cache::Store store(options.cache);
   KILN_TRY(std::unique_ptr<Fetching> fetching,
            Fetching::create(options.cache, options.offline, options.index_url));
-  std::map<std::string, Toolchain> toolchains;  // per target, prepared on first miss
-
+  Run state{plan, options, store, *fetching, {}, result};
   for (const auto& item : plan.items) {
     check_interrupted();
-    const manifest::Manifest& m = *item.manifest;
-    const resolve::ResolvedTarget* rt = nullptr;
-    for (const auto& t : plan.targets)
-      if (t.target.name == item.target_name) rt = &t;
-    double started = now();
-    ItemResult ir{m.name,
-                  m.version,
-                  item.target_name,
-                  item.key,
-                  manifest::backend_name(m.backend),
-                  {},
-                  {},
-                  false,
-                  {},
-                  0};
-    fs::path last = options.cache / "last" / item.target_name / (m.normalized_name() + ".json");
-
-    KILN_TRY(cache::Lock lock, store.lock(item.key));
-    std::string damaged;
-    auto hit = store.lookup_verified(item.key, damaged);
-    if (!damaged.empty())
-      log::warn(cat("cache entry ", item.key.substr(0, 16), " of ", m.name, " was damaged (",
-                    damaged, "); it was removed and is built again"));
-    if (hit) {
-      ir.cache_hit = true;
-      ir.wheel = hit->wheel;
-      ir.sha256 = hit->sha256;
-      if (options.explain) ir.why.push_back("cache hit: nothing changed");
-      ir.seconds = now() - started;
-      result.items.push_back(std::move(ir));
-      continue;
-    }
-    if (options.explain) {
-      auto previous = read_file(last);
-      json before = previous ? json::parse(*previous, nullptr, false) : json();
-      if (before.is_discarded() || before.is_null())
-        ir.why.push_back("no earlier build of this package for this target");
-      else
-        ir.why = explain_changes(before, item.inputs);
-      if (ir.why.empty())
-        ir.why.push_back("the cache has no entry for this key (removed or never committed)");
-    }
-    if (m.backend == manifest::Backend::Setuptools)
-      KILN_CHECK(compile::torch_cuda_arch_list(rt->target.archs));
-    log::info(cat("building ", m.name, " ", m.version, " for ", item.target_name, " (",
-                  manifest::backend_name(m.backend), ")"));
-
-    // Sources: fetch, unpack or copy, patch — in a build root named after the sources.
-    const std::string sources = source_key(m, item.inputs);
-    // Removed however this item ends (unless --keep-build-root).
-    KILN_TRY(BuildRoot build_root, BuildRoot::create(store, sources, options.keep_build_root));
-    const fs::path& root = build_root.path();
-    fs::path src = root / "src";
-    KILN_CHECK(prepare_tree(m, *fetching, root / "scratch", src));
-    check_interrupted();
-
-    wheel::WheelSpec spec;
-    spec.distribution = manifest::wheel_name(m.name);
-    spec.metadata.name = m.name;
-    spec.metadata.summary = m.summary;
-    spec.metadata.home_page = m.homepage;
-    spec.metadata.license = m.license;
-    spec.metadata.requires_python = m.requires_python;
-    for (const auto& f : m.license_files) spec.metadata.license_files.push_back("licenses/" + f);
-    add_description(m, src, spec.metadata);
-    KILN_TRY(spec.license_files, license_entries(m, src));
-    if (m.backend != manifest::Backend::Setuptools) {  // the setuptools build says what it ships
-      KILN_TRY(spec.files, compile::collect_packages(src, m.packages));
-    }
-    json provenance = {{"kiln", KILN_VERSION},
-                       {"recipe", resolve::kRecipeVersion},
-                       {"build_key", item.key},
-                       {"backend", manifest::backend_name(m.backend)},
-                       {"inputs", item.inputs}};
-
-    // Each target's toolchain is prepared once, by the first compiled package that needs it.
-    const Toolchain* item_toolchain = nullptr;
-    if (m.backend != manifest::Backend::Pure) {
-      auto it = toolchains.find(rt->target.name);
-      if (it == toolchains.end()) {
-        KILN_TRY(Toolchain prepared, prepare_toolchain(*rt, *fetching, store));
-        it = toolchains.emplace(rt->target.name, std::move(prepared)).first;
-      }
-      item_toolchain = &it->second;
-    }
-    if (m.backend == manifest::Backend::Pure) {
-      spec.version = m.version;
-      spec.tag = "py3-none-any";
-      spec.root_is_purelib = true;
-      spec.metadata.requires_dist = m.requires_dist;
-    } else if (m.backend == manifest::Backend::Native) {
-      const Toolchain& tc = *item_toolchain;
-      compile::NativeContext ctx;
-      ctx.manifest = &m;
-      ctx.root = root;
-      ctx.torch = tc.torch;
-      ctx.python = tc.python;
-      ctx.cuda = tc.cuda;
-      ctx.cxx = tc.cxx;
-      ctx.archs = rt->target.archs;
-      ctx.object_cache = store.objects();
-      ctx.object_salt = json{{"recipe", resolve::kRecipeVersion},
-                             {"sources", sources},
-                             {"toolchain", rt->toolchain},
-                             {"torch", tc.torch.identity()}}
-                            .dump();
-      ctx.jobs = options.jobs;
-      if (item.inputs.contains("shards"))
-        ctx.shards = item.inputs["shards"].get<std::map<std::string, int>>();
-      ctx.root_lock_fd = build_root.lock_fd();
-      auto built = compile::build_native(ctx);
-      keep_logs(root, store.logs() / item.key);
-      if (!built) return std::move(built).error();
-      result.compile_jobs += built->stats.run;
-      result.objects_reused += built->objects_reused;
-      for (const auto& t : built->stats.timings) result.timings.push_back(t);
-      std::vector<elf::ElfInfo> elves;
-      for (const auto& mod : built->modules) {
-        KILN_TRY(std::string data, read_file(mod.file));
-        KILN_TRY(elf::ElfInfo info, elf::read_elf(data, mod.wheel_path));
-        elves.push_back(std::move(info));
-        spec.files.push_back({mod.wheel_path, std::move(data), true});
-      }
-      KILN_CHECK(finish_compiled(m, *rt, tc, elves, spec, provenance));
-    } else {  // setuptools
-      const Toolchain& tc = *item_toolchain;
-      compile::SetuptoolsContext ctx;
-      ctx.manifest = &m;
-      ctx.root = root;
-      ctx.python = tc.python;
-      ctx.cuda = tc.cuda;
-      ctx.cxx = tc.cxx;
-      ctx.archs = rt->target.archs;
-      ctx.jobs = options.jobs;
-      KILN_TRY(ctx.env, setuptools_env(plan.build_env, *rt, tc, *fetching, store));
-      auto built = compile::build_setuptools(ctx);
-      keep_logs(root, store.logs() / item.key);
-      if (!built) return std::move(built).error();
-      result.compile_jobs += built->stats.run;
-      for (const auto& t : built->stats.timings) result.timings.push_back(t);
-      std::vector<elf::ElfInfo> elves;
-      for (const auto& f : built->files) {
-        if (std::find(built->modules.begin(), built->modules.end(), f.path) == built->modules.end())
-          continue;
-        KILN_TRY(elf::ElfInfo info, elf::read_elf(f.data, f.path));
-        elves.push_back(std::move(info));
-      }
-      spec.files = std::move(built->files);
-      KILN_CHECK(finish_compiled(m, *rt, tc, elves, spec, provenance));
-      provenance["setuptools"] = {{"built_wheel", built->built_wheel},
-                                  {"torch_cuda_arch_list", rt->target.archs.torch_arch_list()}};
-    }
-    spec.metadata.version = spec.version;
-    spec.provenance_json = provenance.dump(2) + "\n";
-
-    KILN_TRY(cache::Staging staging, store.staging("wheel-"));
-    KILN_TRY(fs::path wheel_path, wheel::write_wheel(spec, staging.path()));
-    check_interrupted();
-    // The static checks of `kiln validate` before anything is committed: a failure fails the build.
-    {
-      validate::Options checks;
-      if (m.backend != manifest::Backend::Pure) {
-        checks.torch = item_toolchain->torch;
-        checks.torch_note = cat("target ", rt->target.name);
-        checks.archs = rt->target.archs;
-        const auto& cuda_home = item_toolchain->cuda.home;
-        checks.library_dirs = {cuda_home / "lib64", cuda_home / "lib"};
-        for (const auto& d : validate::default_library_dirs()) checks.library_dirs.push_back(d);
-      }
-      KILN_TRY(validate::Report report, validate::validate_wheel(wheel_path, checks));
-      std::vector<std::string> failures;
-      for (const auto& c : report.checks) {
-        if (c.verdict == validate::Verdict::Warn)
-          log::warn(cat(m.name, ": ", c.id, ": ", c.message));
-        if (c.verdict == validate::Verdict::Fail)
-          failures.push_back(cat("  ", c.id, ": ", c.message));
-      }
-      if (!failures.empty()) {
-        return Error::failed(
-            cat(m.name, ": the built wheel fails validation: ", failures.front().substr(2)),
-            join(failures, "\n"));
-      }
-    }
-    json info = {{"package", m.name},
-                 {"version", spec.version},
-                 {"target", item.target_name},
-                 {"backend", manifest::backend_name(m.backend)},
-                 {"manifest_version", m.version}};
-    if (m.backend != manifest::Backend::Pure) info["archs"] = rt->target.archs.canonical();
-    KILN_TRY(cache::Entry entry, store.commit(item.key, wheel_path, info));
-    KILN_CHECK(write_file_atomic(last, item.inputs.dump(2) + "\n"));
-    ir.wheel = entry.wheel;
-    ir.sha256 = entry.sha256;
-    ir.seconds = now() - started;
-    log::info(cat("built ", entry.wheel.filename().string(), " (",
-                  static_cast<int>(ir.seconds + 0.5), " s)"));
+    KILN_TRY(ItemResult ir, run_item(state, item));
     result.items.push_back(std::move(ir));
   }
   result.downloads = fetching->downloads();
