@@ -16,6 +16,43 @@ namespace kiln::index {
 
 namespace {
 
+// "2026-11-02T10:00:00Z" (PEP 700 upload-time).
+std::string iso8601_utc(std::int64_t unix_seconds) {
+  std::time_t t = static_cast<std::time_t>(unix_seconds);
+  std::tm tm{};
+  if (!::gmtime_r(&t, &tm)) return "1970-01-01T00:00:00Z";
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string html_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
 constexpr const char* kApiVersion = "1.1";  // PEP 691 with PEP 700's fields
 
 bool all_of(std::string_view text, const char* extra) {
@@ -234,20 +271,6 @@ IndexModel build_model(std::vector<WheelEntry> entries) {
   return model;
 }
 
-namespace {
-
-// "2026-11-02T10:00:00Z" (PEP 700 upload-time).
-std::string iso8601_utc(std::int64_t unix_seconds) {
-  std::time_t t = static_cast<std::time_t>(unix_seconds);
-  std::tm tm{};
-  if (!::gmtime_r(&t, &tm)) return "1970-01-01T00:00:00Z";
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-}  // namespace
-
 std::string percent_encode(std::string_view text) {
   static const char* hex = "0123456789ABCDEF";
   std::string out;
@@ -264,36 +287,5 @@ std::string percent_encode(std::string_view text) {
   }
   return out;
 }
-
-namespace {
-
-std::string html_escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-}  // namespace
 
 }  // namespace kiln::index
