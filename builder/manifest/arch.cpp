@@ -14,6 +14,11 @@ namespace {
 constexpr int kKnownArchs[] = {50, 52, 53, 60, 61,  62,  70,  72,  75,  80, 86,
                                87, 88, 89, 90, 100, 101, 103, 110, 120, 121};
 
+// Architectures kiln knows (any CUDA version); a spec naming another number is rejected.
+bool is_known_arch(int number) {
+  return std::find(std::begin(kKnownArchs), std::end(kKnownArchs), number) != std::end(kKnownArchs);
+}
+
 // torch.utils.cpp_extension's named sets.
 const std::map<std::string, std::string, std::less<>>& named_sets() {
   static const std::map<std::string, std::string, std::less<>> sets = {
@@ -133,11 +138,6 @@ bool parse_token(std::string_view token, std::vector<Arch>& out, std::string& er
   arch.suffix = suffix;
   out.push_back(arch);
   return true;
-}
-
-// Architectures kiln knows (any CUDA version); a spec naming another number is rejected.
-bool is_known_arch(int number) {
-  return std::find(std::begin(kKnownArchs), std::end(kKnownArchs), number) != std::end(kKnownArchs);
 }
 
 }  // namespace
