@@ -346,7 +346,7 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
       ctx.cuda = tc.cuda;
       ctx.cxx = tc.cxx;
       ctx.archs = rt->target.archs;
-      ctx.object_cache = store.objects();
+      ctx.cache = &store;
       ctx.object_salt = json{{"recipe", resolve::kRecipeVersion},
                              {"sources", sources},
                              {"toolchain", rt->toolchain},
