@@ -75,6 +75,44 @@ std::optional<Entry> Store::lookup_verified(const std::string& key, std::string&
   return std::nullopt;
 }
 
+namespace {
+// An object cache entry's first line: "kiln-object 1 <sha256 of the rest>".
+constexpr std::string_view kObjectMagic = "kiln-object 1 ";
+}  // namespace
+
+fs::path Store::object_path(const std::string& key, std::string_view suffix) const {
+  return objects() / key.substr(0, 2) / cat(key, suffix);
+}
+
+Expected<void> Store::store_object(const std::string& key, std::string_view suffix,
+                                   std::string_view bytes) const {
+  if (!is_sha256_hex(key)) return Error::failed(cat("not an object key: ", key));
+  fs::path path = object_path(key, suffix);
+  KILN_CHECK(ensure_directory(path.parent_path()));
+  std::string entry;
+  entry.reserve(kObjectMagic.size() + 65 + bytes.size());
+  entry.append(kObjectMagic).append(sha256_hex(bytes)).append("\n").append(bytes);
+  return write_file_atomic(path, entry);
+}
+
+std::optional<std::string> Store::load_object(const std::string& key,
+                                              std::string_view suffix) const {
+  if (!is_sha256_hex(key)) return std::nullopt;
+  auto data = read_file(object_path(key, suffix));
+  const std::size_t header = kObjectMagic.size() + 64 + 1;
+  if (!data || data->size() < header || !data->starts_with(kObjectMagic) ||
+      (*data)[header - 1] != '\n')
+    return std::nullopt;
+  std::string_view recorded = std::string_view(*data).substr(kObjectMagic.size(), 64);
+  std::string bytes = data->substr(header);
+  if (sha256_hex(bytes) != recorded) {
+    log::verbose(cat("object cache: ", object_path(key, suffix).string(),
+                     " does not match its recorded sha256; building it again"));
+    return std::nullopt;
+  }
+  return bytes;
+}
+
 Expected<Staging> Store::staging(std::string_view prefix) const {
   for (int attempt = 0; attempt < 100; ++attempt) {
     KILN_TRY(TempDir dir, TempDir::create(tmp_root(), prefix));

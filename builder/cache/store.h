@@ -1,12 +1,14 @@
-// The content-addressed wheel store: <cache>/wheels/<build key>/{<wheel>, entry.json}.
-// Entries appear whole (staged in <cache>/tmp, renamed into place) and are locked per key so two
-// concurrent builds of one key build it once.
+// The cache's layout, owned here: the content-addressed wheel store,
+// <cache>/wheels/<build key>/{<wheel>, entry.json}, whose entries appear whole (staged in
+// <cache>/tmp, renamed into place) and are locked per key so two concurrent builds of one key build
+// it once; the object cache, <cache>/objects/<key[0:2]>/<key><suffix>; and the other folders.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -68,6 +70,18 @@ class Store {
   // Removes staging leftovers (what <cache>/tmp holds that no live process has locked); with `all`,
   // every entry as well, except those a build holds the key's lock of (they are kept and named).
   Expected<std::uint64_t> gc(bool all) const;
+
+  // The object cache: what a compile job made (an object, ".o"; a device part's files packed into
+  // one, ".dev"), under the sha256 of its exact commands. An entry is written whole (temp +
+  // rename) behind a header that records the sha256 of its bytes; concurrent builds may write the
+  // same entry, the last rename wins.
+  std::filesystem::path object_path(const std::string& key, std::string_view suffix) const;
+  Expected<void> store_object(const std::string& key, std::string_view suffix,
+                              std::string_view bytes) const;
+  // An entry's bytes, when they hash to the recorded sha256. A missing, truncated or otherwise
+  // damaged entry is a miss (nullopt): its job runs again and stores it anew, and the damaged bytes
+  // are never used.
+  std::optional<std::string> load_object(const std::string& key, std::string_view suffix) const;
 
   // A fresh, locked staging directory under <cache>/tmp: "<tmp>/<prefix>XXXXXX".
   Expected<Staging> staging(std::string_view prefix) const;

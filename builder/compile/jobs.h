@@ -26,6 +26,9 @@ struct Job {
   double memory_gib = 1;          // estimated peak memory
   std::vector<std::size_t> deps;  // indices of jobs that must finish first
   std::vector<int> inherit_fds;   // descriptors the process keeps (ProcessSpec::inherit_fds)
+  // The files it makes that other jobs, the link or the object cache read. run_jobs does not look
+  // at them; a fake runner in tests writes them instead of running the commands.
+  std::vector<std::filesystem::path> outputs;
   // Runs right before the first command (e.g. to put inputs from other jobs in place).
   std::function<Expected<void>()> before;
   // Runs after the last command succeeded (e.g. to store the object in the cache).

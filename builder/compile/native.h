@@ -2,13 +2,14 @@
 // torch.utils.cpp_extension would use, for exactly the target's archs; then links each module
 // like cpp_extension.
 //
-// Jobs: a shardable source is compiled as the number of translation units resolve chose (its
-// shards). Each CUDA translation unit is one device job per arch (nvcc's own device commands for
-// that arch) and one host job (nvcc's host commands, with a fat binary of the device jobs'
-// images): see nvcc_split.h. Objects and device parts are cached under objects/ by the hash of
-// their exact commands and the toolchain's identity, so adding an arch compiles only that arch's
-// device parts and the host jobs. Where nvcc's dry run is not what kiln knows how to split, the
-// translation unit is one nvcc job for all archs (parallel through --threads).
+// build_native prepares the build root (fixed views, mtimes), asks nvcc for its dry runs, plans
+// the job graph (job_graph.h: units and dry-run text in, jobs out, the object cache consulted) and
+// runs it (runner.h). A shardable source is compiled as the number of translation units resolve
+// chose (its shards). Each CUDA translation unit is one device job per arch, a host job and a
+// fat-binary job (nvcc_split.h); where nvcc's dry run is not what kiln knows how to split, one nvcc
+// job for all archs (parallel through --threads). Objects and device parts are cached under
+// objects/ by the hash of their exact commands and the toolchain's identity, so adding an arch
+// compiles only that arch's device parts and the fat binaries.
 #pragma once
 
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/store.h"
 #include "compile/jobs.h"
 #include "core/expected.h"
 #include "manifest/arch.h"
@@ -38,9 +40,9 @@ struct NativeContext {
   toolchain::CudaToolkit cuda;
   toolchain::HostCompiler cxx;
   manifest::ArchList archs;
-  std::filesystem::path object_cache;  // <cache>/objects
-  std::string object_salt;             // identities the objects depend on beyond their argv
-  int jobs = 0;                        // 0: one per core
+  const cache::Store* cache = nullptr;  // its objects/ holds the object cache
+  std::string object_salt;              // identities the objects depend on beyond their argv
+  int jobs = 0;                         // 0: one per core
   // Shard counts chosen by resolve (part of the build key): "<extension>/<source>" -> n.
   std::map<std::string, int> shards;
   // The build root's lock: every compiler and linker inherits it, so when kiln dies (SIGKILL) the
@@ -60,12 +62,5 @@ struct NativeResult {
 };
 
 Expected<NativeResult> build_native(const NativeContext& ctx);
-
-// The nvcc flags of an extension's CUDA sources, less the source, output, archs and keep
-// directory; `defines` are a shard's.
-std::vector<std::string> nvcc_flags(const NativeContext& ctx, const manifest::Extension& ext,
-                                    const std::vector<std::string>& defines);
-// What kiln adds to fatbinary's command (compression).
-extern const std::vector<std::string> kFatbinaryFlags;
 
 }  // namespace kiln::compile

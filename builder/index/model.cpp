@@ -55,6 +55,10 @@ std::string html_escape(std::string_view text) {
 
 constexpr const char* kApiVersion = "1.1";  // PEP 691 with PEP 700's fields
 
+// Defined below.
+std::string iso8601_utc(std::int64_t unix_seconds);
+std::string html_escape(std::string_view text);
+
 bool all_of(std::string_view text, const char* extra) {
   if (text.empty()) return false;
   for (char c : text) {

@@ -316,7 +316,7 @@ Expected<void> build_native_item(Run& run, const CompiledItem& c) {
   ctx.cuda = c.tc.cuda;
   ctx.cxx = c.tc.cxx;
   ctx.archs = c.rt.target.archs;
-  ctx.object_cache = run.store.objects();
+  ctx.cache = &run.store;
   ctx.object_salt = json{{"recipe", resolve::kRecipeVersion},
                          {"sources", c.sources},
                          {"toolchain", c.rt.toolchain},

@@ -146,3 +146,36 @@ TEST(Store, GcAllKeepsEntriesWhoseKeyABuildHolds) {
 }
 
 }  // namespace kiln::cache
+
+namespace kiln::cache {
+
+TEST(Store, ObjectsRecordTheirSha256AndADamagedOneIsAMiss) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-store-").value();
+  Store store(dir.path() / "cache");
+  const std::string key = sha256_hex("commands");
+  EXPECT_EQ(store.object_path(key, ".o"), store.objects() / key.substr(0, 2) / (key + ".o"));
+  EXPECT_FALSE(store.load_object(key, ".o"));
+  const std::string bytes("an object\0with a NUL", 20);
+  store.store_object(key, ".o", bytes).value();
+  EXPECT_EQ(store.load_object(key, ".o"), bytes);
+  EXPECT_FALSE(store.load_object(key, ".dev"));  // another kind of entry
+  const std::string entry = read_file(store.object_path(key, ".o")).value();
+  EXPECT_EQ(entry.substr(0, entry.find('\n')), "kiln-object 1 " + sha256_hex(bytes));
+
+  // A flipped byte, a truncated entry, a missing header: each a miss, never the damaged bytes.
+  std::string flipped = entry;
+  flipped.back() ^= 1;
+  for (const std::string& damaged : {flipped, entry.substr(0, entry.size() - 1),
+                                     entry.substr(entry.find('\n') + 1), std::string()}) {
+    write_file_atomic(store.object_path(key, ".o"), damaged).value();
+    EXPECT_FALSE(store.load_object(key, ".o"));
+  }
+  // Stored again, it is whole again.
+  store.store_object(key, ".o", bytes).value();
+  EXPECT_EQ(store.load_object(key, ".o"), bytes);
+  // Keys are sha256 digests: nothing else names a file.
+  EXPECT_FALSE(store.store_object("../x", ".o", bytes));
+  EXPECT_FALSE(store.load_object("../x", ".o"));
+}
+
+}  // namespace kiln::cache

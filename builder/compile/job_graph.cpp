@@ -1,0 +1,593 @@
+#include "compile/job_graph.h"
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+#include <optional>
+
+#include "compile/flags.h"
+#include "compile/nvcc_split.h"
+#include "core/clock.h"
+#include "core/hash.h"
+#include "core/log.h"
+#include "core/strings.h"
+
+namespace kiln::compile {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A shard's defines: -D<index>=k -D<count>=n (none when n is 1).
+std::vector<std::string> shard_defines(const manifest::Shardable& shard, int index, int count) {
+  if (count <= 1) return {};
+  return {cat("-D", shard.index_define, "=", index), cat("-D", shard.count_define, "=", count)};
+}
+
+// The shards of one source (one unit when it is not shardable or resolve chose one).
+void add_units(const NativeContext& ctx, const manifest::Extension& ext, const std::string& src,
+               std::vector<Unit>& units) {
+  std::string stem = src;
+  std::replace(stem.begin(), stem.end(), '/', '_');
+  const manifest::Shardable* shard = nullptr;
+  for (const auto& s : ext.shards)
+    if (s.source == src) shard = &s;
+  auto it = ctx.shards.find(ext.name + "/" + src);
+  int count = shard && it != ctx.shards.end() ? std::clamp(it->second, 1, shard->units) : 1;
+  std::string file = fs::path(src).filename().string();
+  for (int k = 0; k < count; ++k) {
+    Unit u;
+    u.ext = &ext;
+    u.source = src;
+    u.defines = shard ? shard_defines(*shard, k, count) : std::vector<std::string>{};
+    u.tag = count > 1 ? cat(stem, ".", k, "-of-", count) : stem;
+    u.name = count > 1 ? cat(file, "[", k, "/", count, "]") : file;
+    // Units u with u % count == k.
+    u.share = count > 1 ? static_cast<double>((shard->units - k + count - 1) / count) / shard->units
+                        : 1.0;
+    u.sharded = shard != nullptr;
+    u.object = ctx.root / "obj" / (ext.name + "." + u.tag + ".o");
+    units.push_back(std::move(u));
+  }
+}
+
+fs::path keep_dir(const NativeContext& ctx, const Unit& u) {
+  return ctx.root / "keep" / (u.ext->name + "." + u.tag);
+}
+
+// An arch token as a directory or log name: "sm_120+ptx" -> "sm_120-ptx".
+std::string arch_dir(const std::string& token) {
+  std::string d = token;
+  std::replace(d.begin(), d.end(), '+', '-');
+  return d;
+}
+
+std::vector<manifest::ArchList> arch_entries(const NativeContext& ctx) {
+  std::vector<manifest::ArchList> entries;
+  for (const auto& token : split(ctx.archs.canonical(), ";"))
+    entries.push_back(manifest::ArchList::parse(token).value());
+  return entries;
+}
+
+}  // namespace
+
+std::vector<Unit> translation_units(const NativeContext& ctx) {
+  std::vector<Unit> units;
+  for (const auto& ext : ctx.manifest->extensions)
+    for (const auto& src : ext.sources) add_units(ctx, ext, src, units);
+  return units;
+}
+
+namespace {
+
+// One dry run: nvcc's flags for the unit, then `args`, then `gencodes`, keeping its
+// intermediates in `dir`.
+void add_dry_run(const NativeContext& ctx, const Unit& u, const fs::path& dir,
+                 const std::vector<std::string>& args, const std::vector<std::string>& gencodes,
+                 DryRuns& out) {
+  std::vector<std::string> argv = {nvcc_path(ctx), "--dryrun"};
+  append(argv, nvcc_flags(ctx, *u.ext, u.defines));
+  append(argv, args);
+  append(argv, gencodes);
+  append(argv, {"--keep", "--keep-dir", dir.string()});
+  out.commands.push_back(std::move(argv));
+  out.directories.push_back(dir);
+}
+
+}  // namespace
+
+DryRuns dry_run_commands(const NativeContext& ctx, const std::vector<Unit>& units,
+                         const std::string& arch_list) {
+  DryRuns out;
+  const std::vector<std::string> tokens = split(ctx.archs.canonical(), ";");
+  const std::vector<manifest::ArchList> entries = arch_entries(ctx);
+  for (const Unit& u : units) {
+    out.first.push_back(out.commands.size());
+    if (!u.source.ends_with(".cu") || arch_list.empty()) continue;
+    const std::string source = (ctx.root / "src" / u.source).string();
+    const std::string stem = fs::path(u.source).stem().string();
+    const fs::path keep = keep_dir(ctx, u);
+    for (std::size_t a = 0; a < entries.size(); ++a) {
+      fs::path dir = keep / arch_dir(tokens[a]);
+      add_dry_run(ctx, u, dir, {"--fatbin", source, "-o", (dir / (stem + ".fatbin")).string()},
+                  entries[a].gencode_flags(), out);
+    }
+    // The host part from a dry run of the lowest arch alone (nvcc names its intermediates and
+    // defines __CUDA_ARCH__ after the last arch: the host part is then the same for every arch
+    // set with that lowest arch); the fat binary of all archs from a dry run of all.
+    add_dry_run(ctx, u, keep / "host", {"-c", source, "-o", u.object.string()},
+                entries.front().gencode_flags(), out);
+    add_dry_run(ctx, u, keep / "fatbin", {"-c", source, "-o", u.object.string()},
+                ctx.archs.gencode_flags(), out);
+    fs::path front = keep / "front";
+    add_dry_run(ctx, u, front,
+                {"-Xcicc", "-O0", "--fatbin", source, "-o", (front / (stem + ".fatbin")).string()},
+                entries.front().gencode_flags(), out);
+  }
+  return out;
+}
+
+namespace {
+
+// What a CUDA unit becomes when nvcc's dry runs split per arch.
+struct SplitUnit {
+  std::vector<nvcc::DevicePart> devices;  // one per arch, in the target's order
+  std::vector<std::string> device_labels;
+  nvcc::HostPart host;
+  nvcc::DevicePart front;  // the lowest arch's front end: the host part's stub and module id
+  nvcc::Env env;
+};
+
+// A unit's dry-run outputs (`outputs` points at its first: one per arch, then the host part's,
+// the fat binary's and the front end's), taken apart; an error says why kiln cannot split it.
+Expected<SplitUnit> split_unit(const Expected<std::string>* outputs,
+                               const std::vector<std::string>& arch_tokens,
+                               const std::string& arch_list) {
+  auto parse = [&](std::size_t a) -> Expected<nvcc::DryRun> {
+    if (!outputs[a]) return outputs[a].error();
+    return nvcc::parse_dryrun(*outputs[a]);
+  };
+  SplitUnit su;
+  std::vector<nvcc::Image> images;
+  const std::size_t n = arch_tokens.size();
+  for (std::size_t a = 0; a < n; ++a) {
+    KILN_TRY(nvcc::DryRun run, parse(a));
+    KILN_TRY(nvcc::DevicePart part, nvcc::device_part(run, arch_list));
+    images.insert(images.end(), part.images.begin(), part.images.end());
+    su.devices.push_back(std::move(part));
+    su.device_labels.push_back(arch_tokens[a]);
+  }
+  KILN_TRY(nvcc::DryRun host_run, parse(n));
+  KILN_TRY(su.host,
+           nvcc::host_part(host_run, arch_list, su.devices.front().images, kFatbinaryFlags));
+  su.env = host_run.env;
+  KILN_TRY(nvcc::DryRun all_run, parse(n + 1));
+  KILN_TRY(nvcc::HostPart all, nvcc::host_part(all_run, arch_list, images, kFatbinaryFlags));
+  su.host.fatbinary = std::move(all.fatbinary);
+  su.host.fatbin = std::move(all.fatbin);
+  KILN_TRY(nvcc::DryRun front_run, parse(n + 2));
+  KILN_TRY(su.front, nvcc::front_end_part(front_run, arch_list));
+  return su;
+}
+
+using Steps = std::vector<std::vector<std::string>>;
+
+std::string join_commands(const Steps& steps) {
+  std::vector<std::string> lines;
+  for (const auto& s : steps) lines.push_back(join(s, "\x1f"));
+  return join(lines, "\x1e");
+}
+
+// A split unit's commands and cache keys.
+struct SplitCommands {
+  std::vector<Steps> device_steps;  // per arch
+  std::vector<std::string> device_keys;
+  Steps front_steps, host_steps;
+  std::vector<std::string> fatbinary, assemble;  // the fat binary, then its object
+  std::string reference;                         // the host part's x.fatbin.c
+  std::string assembly;                          // the fat binary's object's source
+  fs::path assembly_file;
+  std::string host_key, fatbin_key;
+  nvcc::Env env;  // the jobs' environment: kiln's, then nvcc's own
+};
+
+// The devices' passes that wrote a module id and stub, which must all agree.
+using Written = std::vector<std::pair<fs::path, fs::path>>;
+
+// Checks that every pass wrote the same module id and stub, then writes the fat binary's
+// assembler source.
+Expected<void> check_passes_agree(const std::string& name, const Written& written,
+                                  const std::string& assembly, const fs::path& assembly_file) {
+  KILN_TRY(std::string module_id, read_file(written.front().first));
+  KILN_TRY(std::string stub, read_file(written.front().second));
+  for (std::size_t p = 1; p < written.size(); ++p) {
+    KILN_TRY(std::string other_id, read_file(written[p].first));
+    KILN_TRY(std::string other_stub, read_file(written[p].second));
+    if (other_id != module_id || !nvcc::same_stub(other_stub, stub))
+      return Error::failed(
+          cat(name,
+              ": nvcc's device passes for different archs disagree on the host stub or module id; "
+              "this file cannot be compiled per arch"));
+  }
+  return write_file_atomic(assembly_file, assembly);
+}
+
+// Puts the stub and module id a device pass (`from`) wrote where the host part reads them, with
+// the reference to the fat binary the stub includes.
+Expected<void> stage_host_inputs(const nvcc::DevicePart& from, const nvcc::HostPart& hp,
+                                 const std::string& reference) {
+  KILN_TRY(std::string module_id, read_file(from.module_id));
+  KILN_TRY(std::string stub, read_file(from.stub));
+  if (stub.find(cat("#include \"", hp.fatbin_source.filename().string(), "\"")) ==
+      std::string::npos)
+    return Error::failed(
+        cat(from.stub.string(), " does not include ", hp.fatbin_source.filename().string()));
+  KILN_CHECK(write_file_atomic(hp.module_id, module_id));
+  KILN_CHECK(write_file_atomic(hp.stub, nvcc::moved_stub(stub, from.stub, hp.stub)));
+  return write_file_atomic(hp.fatbin_source, reference);
+}
+
+class Planner {
+ public:
+  Planner(PlanInput input, ObjectCache& cache);
+  JobGraph plan() &&;
+
+ private:
+  void plan_cxx(Unit& u);
+  void plan_whole_file(Unit& u, const std::string& why_not);
+  void plan_split(Unit& u, const SplitUnit& su);
+  SplitCommands split_commands(const Unit& u, const SplitUnit& su) const;
+  // The device jobs a split unit needs (an index per arch, none where the cache restored it or
+  // no job needs it); `lowest_cached` says whether the lowest arch's part was restored.
+  std::vector<std::optional<std::size_t>> plan_devices(const Unit& u, const SplitUnit& su,
+                                                       const SplitCommands& c, bool host_hit,
+                                                       bool fatbin_hit, bool& lowest_cached);
+  std::size_t plan_host(const Unit& u, const SplitUnit& su, const SplitCommands& c,
+                        std::optional<std::size_t> lowest_device, bool lowest_cached);
+  void plan_fatbin(const Unit& u, const SplitUnit& su, const SplitCommands& c,
+                   const std::vector<std::optional<std::size_t>>& device_jobs,
+                   std::optional<std::size_t> host_job);
+  void plan_links();
+
+  // Adds a job; a job whose output `links` links into its extension's module.
+  std::size_t add(Job job, JobClass job_class, double estimate, const Unit* links);
+  Job unit_job(const Unit& u, std::string label, const nvcc::Env& env,
+               const std::string& log_suffix) const;
+  Job steps_job(const Unit& u, std::string label, const Steps& steps, const SplitCommands& c,
+                const std::string& log_suffix, double memory_gib) const;
+  std::string object_key(std::string_view kind, const std::string& commands) const;
+  bool reuse(const std::string& key, const fs::path& object);
+  std::function<Expected<void>()> store(const std::string& key, const fs::path& object) const;
+  Steps in_pid_namespace(Steps steps) const;
+  double unit_estimate(const Unit& u) const { return u.source_bytes * u.share; }
+
+  PlanInput in_;
+  const NativeContext& ctx_;
+  ObjectCache& cache_;
+  JobGraph graph_;
+  std::vector<std::vector<std::size_t>> ext_deps_;  // per extension, the jobs its link waits for
+  std::vector<std::string> arch_tokens_;            // "sm_90", "sm_120+ptx"
+  std::string archs_label_;                         // "sm_90,sm_120"
+  bool front_end_jobs_ = false;
+  const nvcc::Env env_ = {{"SOURCE_DATE_EPOCH", std::to_string(kZipEpoch)}, {"LC_ALL", "C"}};
+};
+
+Planner::Planner(PlanInput input, ObjectCache& cache)
+    : in_(std::move(input)), ctx_(*in_.ctx), cache_(cache) {
+  ext_deps_.resize(ctx_.manifest->extensions.size());
+  arch_tokens_ = split(ctx_.archs.canonical(), ";");
+  for (const auto& a : ctx_.archs.archs())
+    archs_label_ += (archs_label_.empty() ? "" : ",") + a.sm_name();
+  // A host part needs its file's stub and module id, which the lowest arch's device pass
+  // writes. With fewer device parts than slots, slots would idle while the device parts run:
+  // the host parts then get the stub from a front-end job of their own (a few seconds), and run
+  // beside them; otherwise each waits for its file's lowest arch, and the slots stay busy with
+  // devices.
+  std::size_t cuda_units = 0;
+  for (const auto& u : in_.units) cuda_units += u.source.ends_with(".cu");
+  front_end_jobs_ = cuda_units * arch_tokens_.size() < static_cast<std::size_t>(in_.slots);
+}
+
+std::size_t Planner::add(Job job, JobClass job_class, double estimate, const Unit* links) {
+  const std::size_t index = graph_.jobs.size();
+  if (links)
+    ext_deps_[static_cast<std::size_t>(links->ext - ctx_.manifest->extensions.data())].push_back(
+        index);
+  graph_.jobs.push_back({std::move(job), job_class, estimate});
+  return index;
+}
+
+// A job of one unit: its label, environment, directory and log.
+Job Planner::unit_job(const Unit& u, std::string label, const nvcc::Env& env,
+                      const std::string& log_suffix) const {
+  Job job;
+  job.label = std::move(label);
+  job.env = env;
+  job.cwd = ctx_.root / "src";
+  job.log = ctx_.root / "logs" / (u.ext->name + "." + u.tag + log_suffix);
+  return job;
+}
+
+// A job running nvcc's steps for a split unit, one after another.
+Job Planner::steps_job(const Unit& u, std::string label, const Steps& steps, const SplitCommands& c,
+                       const std::string& log_suffix, double memory_gib) const {
+  Job job = unit_job(u, std::move(label), c.env, log_suffix);
+  job.argv = steps.front();
+  job.then.assign(steps.begin() + 1, steps.end());
+  job.memory_gib = memory_gib;
+  return job;
+}
+
+std::string Planner::object_key(std::string_view kind, const std::string& commands) const {
+  return sha256_hex(cat(ctx_.object_salt, "\n", kind, "\n", commands));
+}
+
+bool Planner::reuse(const std::string& key, const fs::path& object) {
+  if (!cache_.restore_object(key, object)) return false;
+  graph_.objects_reused++;
+  return true;
+}
+
+std::function<Expected<void>()> Planner::store(const std::string& key,
+                                               const fs::path& object) const {
+  return [cache = &cache_, key, object] { return cache->store_object(key, object); };
+}
+
+Steps Planner::in_pid_namespace(Steps steps) const {
+  for (auto& s : steps) s.insert(s.begin(), in_.pid_prefix.begin(), in_.pid_prefix.end());
+  return steps;
+}
+
+JobGraph Planner::plan() && {
+  for (std::size_t i = 0; i < in_.units.size(); ++i) {
+    Unit& u = in_.units[i];
+    if (!u.source.ends_with(".cu")) {
+      plan_cxx(u);
+      continue;
+    }
+    std::string why_not = "nvcc --list-gpu-arch said nothing";
+    if (!in_.arch_list.empty()) {
+      const std::size_t first = i < in_.dry_runs.first.size() ? in_.dry_runs.first[i] : 0;
+      auto su = first + arch_tokens_.size() + 3 <= in_.dry_outputs.size()
+                    ? split_unit(&in_.dry_outputs[first], arch_tokens_, in_.arch_list)
+                    : Expected<SplitUnit>(Error::failed("no dry run"));
+      if (su) {
+        plan_split(u, *su);
+        continue;
+      }
+      why_not = su.error().message;
+    }
+    plan_whole_file(u, why_not);
+  }
+  plan_links();
+  return std::move(graph_);
+}
+
+void Planner::plan_cxx(Unit& u) {
+  const std::string source = (ctx_.root / "src" / u.source).string();
+  std::vector<std::string> argv =
+      cxx_compile_argv(ctx_, *u.ext, u.defines, source, u.object.string());
+  const std::string key = object_key("cxx", join(argv, "\x1f"));
+  if (reuse(key, u.object)) return;
+  Job job =
+      unit_job(u, cat(fs::path(ctx_.cxx.path).filename().string(), " ", u.name), env_, ".log");
+  job.argv = std::move(argv);
+  job.memory_gib = 2.0;
+  job.outputs = {u.object};
+  job.on_success = store(key, u.object);
+  add(std::move(job), JobClass::HostCxx, unit_estimate(u), &u);
+}
+
+void Planner::plan_whole_file(Unit& u, const std::string& why_not) {
+  log::verbose(cat(u.name, ": one nvcc for all archs (", why_not, ")"));
+  const int threads = static_cast<int>(std::clamp<std::size_t>(
+      ctx_.archs.gencode_flags().size(), 1, static_cast<std::size_t>(in_.slots)));
+  const fs::path keep = keep_dir(ctx_, u) / "all";
+  const std::string source = (ctx_.root / "src" / u.source).string();
+  std::vector<std::string> argv = nvcc_compile_argv(
+      ctx_, *u.ext, u.defines, source, u.object.string(), threads, keep.string(), in_.pid_prefix);
+  const std::string key = object_key("nvcc", join(argv, "\x1f"));
+  if (reuse(key, u.object)) return;
+  graph_.directories.push_back(keep);
+  Job job = unit_job(u, cat("nvcc ", u.name, " ", archs_label_), env_, ".log");
+  job.argv = std::move(argv);
+  job.weight = threads;
+  job.memory_gib = 1.0 + 2.5 * u.share * threads;
+  job.outputs = {u.object};
+  job.on_success = store(key, u.object);
+  add(std::move(job), u.sharded ? JobClass::ShardedDevice : JobClass::Device,
+      unit_estimate(u) * static_cast<double>(arch_tokens_.size()), &u);
+}
+
+SplitCommands Planner::split_commands(const Unit& u, const SplitUnit& su) const {
+  SplitCommands c;
+  c.env = env_;
+  for (const auto& [name, value] : su.env)
+    if (name != "SOURCE_DATE_EPOCH" && name != "LC_ALL") c.env.emplace_back(name, value);
+  for (const auto& d : su.devices) {
+    c.device_steps.push_back(in_pid_namespace(d.steps));
+    c.device_keys.push_back(object_key("nvcc-device", join_commands(c.device_steps.back())));
+  }
+  c.front_steps = in_pid_namespace(su.front.steps);
+  c.host_steps = in_pid_namespace(su.host.steps);
+  // The host object refers to its fat binary by a symbol, hidden in the module, that the fat
+  // binary's object defines.
+  const std::string symbol =
+      "__kiln_fatbin_" + sha256_hex(cat(u.ext->name, "/", u.tag)).substr(0, 16);
+  c.reference = nvcc::fatbin_reference(symbol);
+  c.assembly = nvcc::fatbin_assembly(symbol, su.host.fatbin);
+  c.assembly_file = su.host.fatbin.parent_path() / "fatbin.s";
+  c.fatbinary = in_pid_namespace({su.host.fatbinary}).front();
+  c.assemble = {ctx_.cxx.path, "-c", c.assembly_file.string(), "-o", u.fatbin_object.string()};
+  // The host part depends on the device parts only through the stub and module id, which the
+  // front end's commands determine (wherever they are taken from); the fat binary on all.
+  c.host_key = object_key("nvcc-host", cat(join_commands(c.host_steps), "\n", c.reference, "\n",
+                                           join_commands(c.front_steps)));
+  c.fatbin_key = object_key("nvcc-fatbin", cat(join_commands({c.fatbinary, c.assemble}), "\n",
+                                               c.assembly, "\n", join(c.device_keys, ",")));
+  return c;
+}
+
+void Planner::plan_split(Unit& u, const SplitUnit& su) {
+  u.fatbin_object = ctx_.root / "obj" / (u.ext->name + "." + u.tag + ".fatbin.o");
+  const SplitCommands c = split_commands(u, su);
+  const bool host_hit = reuse(c.host_key, u.object);
+  const bool fatbin_hit = reuse(c.fatbin_key, u.fatbin_object);
+  if (host_hit && fatbin_hit) return;
+  bool lowest_cached = false;
+  const auto device_jobs = plan_devices(u, su, c, host_hit, fatbin_hit, lowest_cached);
+  std::optional<std::size_t> host_job;
+  if (!host_hit) host_job = plan_host(u, su, c, device_jobs.front(), lowest_cached);
+  if (!fatbin_hit) plan_fatbin(u, su, c, device_jobs, host_job);
+}
+
+namespace {
+// Stores a device part's files, then removes the rest of nvcc's intermediates in its directory
+// (preprocessed sources, PTX not shipped).
+std::function<Expected<void>()> store_device_part(ObjectCache& cache, const std::string& key,
+                                                  const std::vector<fs::path>& outputs) {
+  return [cache = &cache, key, outputs]() -> Expected<void> {
+    KILN_CHECK(cache->store_device_part(key, outputs));
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(outputs.front().parent_path(), ec))
+      if (std::find(outputs.begin(), outputs.end(), entry.path()) == outputs.end())
+        fs::remove(entry.path(), ec);
+    return {};
+  };
+}
+}  // namespace
+
+std::vector<std::optional<std::size_t>> Planner::plan_devices(const Unit& u, const SplitUnit& su,
+                                                              const SplitCommands& c, bool host_hit,
+                                                              bool fatbin_hit,
+                                                              bool& lowest_cached) {
+  // All for the fat binary; the lowest arch's for the stub (unless a front end writes it).
+  std::vector<std::optional<std::size_t>> jobs(su.devices.size());
+  for (std::size_t a = 0; a < su.devices.size(); ++a) {
+    const nvcc::DevicePart& d = su.devices[a];
+    const bool for_fatbin = !fatbin_hit, for_stub = a == 0 && !host_hit;
+    if (!for_fatbin && !for_stub) continue;
+    std::vector<fs::path> outputs = {d.module_id, d.stub};
+    for (const auto& im : d.images) outputs.push_back(im.file);
+    // A cached device part: its files back where the host part and the fat binary read them.
+    if (cache_.restore_device_part(c.device_keys[a], outputs)) {
+      lowest_cached = lowest_cached || a == 0;
+      graph_.objects_reused++;
+      continue;
+    }
+    if (!for_fatbin && front_end_jobs_) continue;  // the front-end job writes the stub
+    Job job = steps_job(u, cat("nvcc ", u.name, " ", su.device_labels[a]), c.device_steps[a], c,
+                        "." + arch_dir(su.device_labels[a]) + ".log", 0.5 + 2.5 * u.share);
+    job.outputs = outputs;
+    job.on_success = store_device_part(cache_, c.device_keys[a], outputs);
+    jobs[a] = add(std::move(job), u.sharded ? JobClass::ShardedDevice : JobClass::Device,
+                  unit_estimate(u), nullptr);
+  }
+  return jobs;
+}
+
+std::size_t Planner::plan_host(const Unit& u, const SplitUnit& su, const SplitCommands& c,
+                               std::optional<std::size_t> lowest_device, bool lowest_cached) {
+  // The stub and module id: from the lowest arch's device part when it is cached, from a
+  // front-end job, or from that device part's job.
+  const nvcc::DevicePart* from = &su.devices.front();
+  std::optional<std::size_t> dep = lowest_device;
+  if (!lowest_cached && front_end_jobs_) {
+    from = &su.front;
+    Job front = steps_job(u, cat("nvcc ", u.name, " front end"), c.front_steps, c, ".front.log",
+                          0.5 + 0.5 * u.share);
+    front.outputs = {su.front.module_id, su.front.stub};
+    dep = add(std::move(front), JobClass::FrontEnd, unit_estimate(u), nullptr);
+  }
+  Job host = steps_job(u, cat("nvcc ", u.name, " host"), c.host_steps, c, ".host.log", 1.0);
+  if (dep) host.deps = {*dep};
+  host.before = [from = *from, hp = su.host, reference = c.reference] {
+    return stage_host_inputs(from, hp, reference);
+  };
+  host.outputs = {u.object};
+  host.on_success = store(c.host_key, u.object);
+  return add(std::move(host), JobClass::HostOrFatBinary, unit_estimate(u), &u);
+}
+
+void Planner::plan_fatbin(const Unit& u, const SplitUnit& su, const SplitCommands& c,
+                          const std::vector<std::optional<std::size_t>>& device_jobs,
+                          std::optional<std::size_t> host_job) {
+  Job fat = steps_job(u, cat("fatbinary ", u.name, " ", archs_label_), {c.fatbinary, c.assemble}, c,
+                      ".fatbin.log", 1.0);
+  for (const auto& j : device_jobs)
+    if (j) fat.deps.push_back(*j);
+  if (host_job) fat.deps.push_back(*host_job);
+  // Every arch's pass must have written the same module id and stub (they name the file's
+  // entities, which the host part refers to), up to the numbering of the stub's temporaries; so
+  // must the pass the host part took them from, when it ran in this build.
+  Written written;
+  for (const auto& d : su.devices) written.emplace_back(d.module_id, d.stub);
+  if (host_job) written.emplace_back(su.host.module_id, su.host.stub);
+  fat.before = [name = u.name, written, assembly = c.assembly, file = c.assembly_file] {
+    return check_passes_agree(name, written, assembly, file);
+  };
+  fat.outputs = {u.fatbin_object};
+  fat.on_success = store(c.fatbin_key, u.fatbin_object);
+  add(std::move(fat), JobClass::HostOrFatBinary, unit_estimate(u), &u);
+}
+
+// Each module from its units' objects, in the manifest's order.
+void Planner::plan_links() {
+  const auto& extensions = ctx_.manifest->extensions;
+  for (std::size_t e = 0; e < extensions.size(); ++e) {
+    const manifest::Extension& ext = extensions[e];
+    std::vector<std::string> objects;
+    for (const auto& u : in_.units) {
+      if (u.ext != &ext) continue;
+      objects.push_back(u.object.string());
+      if (!u.fatbin_object.empty()) objects.push_back(u.fatbin_object.string());
+    }
+    const std::string rel = module_path(ext.name, ctx_.python.ext_suffix);
+    const fs::path out = ctx_.root / "out" / rel;
+    graph_.directories.push_back(out.parent_path());
+    Job link;
+    link.label = cat("link ", fs::path(rel).filename().string());
+    link.argv = link_argv(ctx_, objects, out.string());
+    link.env = {{"LC_ALL", "C"}};
+    link.cwd = ctx_.root / "src";
+    link.log = ctx_.root / "logs" / (ext.name + ".link.log");
+    link.memory_gib = 1;
+    link.deps = ext_deps_[e];
+    link.outputs = {out};
+    graph_.jobs.push_back({std::move(link), JobClass::Link, 0});
+    graph_.modules.push_back(BuiltModule{rel, out});
+  }
+}
+
+}  // namespace
+
+JobGraph plan_jobs(PlanInput input, ObjectCache& cache) {
+  return Planner(std::move(input), cache).plan();
+}
+
+std::vector<Job> schedule(JobGraph graph) {
+  // The runner starts ready jobs in this order: host parts and fat binaries as soon as they can
+  // (they unblock links), then the shardable sources' device parts (the longest jobs, each with
+  // its host part after it: started later, they leave the other slots idle at the end; measured
+  // on 2 cores, 197 s with host C++ first), then host C++, then the rest, then the front ends (a
+  // few seconds each: they fill the slots the device parts leave), longest (largest) first.
+  const auto& planned = graph.jobs;
+  std::vector<std::size_t> order(planned.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    if (planned[a].job_class != planned[b].job_class)
+      return planned[a].job_class < planned[b].job_class;
+    return planned[a].estimate > planned[b].estimate;
+  });
+  std::vector<std::size_t> position(planned.size());
+  for (std::size_t p = 0; p < order.size(); ++p) position[order[p]] = p;
+  std::vector<Job> jobs;
+  for (std::size_t p : order) {
+    Job job = std::move(graph.jobs[p].job);
+    for (auto& d : job.deps) d = position[d];
+    jobs.push_back(std::move(job));
+  }
+  return jobs;
+}
+
+}  // namespace kiln::compile

@@ -1,0 +1,59 @@
+// The native backend's object cache: what its jobs made, under keys the job graph computes (the
+// sha256 of a job's exact commands and the toolchain's identity). Two kinds of entry: an object
+// file (a C++ object, a host part, a fat binary's object, a whole-file nvcc object) and a device
+// part (the module id, stub and images one arch's device pass wrote, restored to the same paths).
+//
+// An interface, so that the job graph can be planned and run in tests against an in-memory fake;
+// the real one keeps the entries in the cache's objects/ folder, whose layout and integrity
+// (recorded sha256, verified on every reuse) cache::Store owns.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "cache/store.h"
+#include "core/expected.h"
+
+namespace kiln::compile {
+
+class ObjectCache {
+ public:
+  virtual ~ObjectCache() = default;
+  // Puts the cached object `key` at `object`; false on a miss (no entry, a damaged one, or the
+  // file could not be written): the caller then plans the job that makes it.
+  virtual bool restore_object(const std::string& key, const std::filesystem::path& object) = 0;
+  virtual Expected<void> store_object(const std::string& key,
+                                      const std::filesystem::path& object) = 0;
+  // Puts a cached device part's files back where its pass wrote them: `files`, in order, must be
+  // the paths it was stored from (else it is a miss).
+  virtual bool restore_device_part(const std::string& key,
+                                   const std::vector<std::filesystem::path>& files) = 0;
+  virtual Expected<void> store_device_part(const std::string& key,
+                                           const std::vector<std::filesystem::path>& files) = 0;
+};
+
+// Over the cache's objects/ folder.
+class StoreObjectCache : public ObjectCache {
+ public:
+  explicit StoreObjectCache(const cache::Store& store) : store_(store) {}
+  bool restore_object(const std::string& key, const std::filesystem::path& object) override;
+  Expected<void> store_object(const std::string& key, const std::filesystem::path& object) override;
+  bool restore_device_part(const std::string& key,
+                           const std::vector<std::filesystem::path>& files) override;
+  Expected<void> store_device_part(const std::string& key,
+                                   const std::vector<std::filesystem::path>& files) override;
+
+ private:
+  const cache::Store& store_;
+};
+
+// A device part's files as one entry: "kiln-device-part 1\n", then each file as
+// "<path>\n<size>\n<bytes>".
+using PackedFiles = std::vector<std::pair<std::filesystem::path, std::string>>;
+std::string pack_files(const PackedFiles& files);
+Expected<PackedFiles> unpack_files(std::string_view data);
+
+}  // namespace kiln::compile
