@@ -60,19 +60,17 @@ for name in sys.argv[2:]:
 print("KILN-IMPORT " + json.dumps(results))
 )";
 
-}  // namespace
+// What the wheel installed: every file (relative to site-packages) but the dist-info's, and the
+// modules to import.
+struct Installed {
+  std::set<std::string> files;
+  std::set<std::string> modules;
+};
 
-CheckResult check_import(const LoadedWheel& w, const Options& options) {
-  const std::string id = "import";
-  if (!w.zip) return skipped(id, "the archive is unreadable");
-  Findings f(id);
-  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-import-");
-  if (!dir) {
-    f.fail(dir.error().message);
-    return f.finish("");
-  }
-  const fs::path root = dir->path() / "site-packages";
-  std::set<std::string> modules, installed;
+// Writes the entries an import needs under `root` as an installer would lay them out; each
+// extension module becomes a module to import. An entry that cannot be read or written fails.
+Installed install(const LoadedWheel& w, const fs::path& root, Findings& f) {
+  Installed out;
   std::set<std::string> extension_paths;
   for (const auto& b : w.binaries)
     if (b.extension) extension_paths.insert(b.path);
@@ -85,51 +83,57 @@ CheckResult check_import(const LoadedWheel& w, const Options& options) {
       f.fail(data.error().message);
       continue;
     }
-    fs::path out = root / dest;
+    fs::path file = root / dest;
     std::error_code ec;
-    fs::create_directories(out.parent_path(), ec);
-    std::ofstream(out, std::ios::binary) << *data;
-    fs::permissions(out, e.is_executable() ? fs::perms(0755) : fs::perms(0644), ec);
-    if (fs::file_size(out, ec) != data->size() || ec) {
-      f.fail(cat("cannot write ", out.string()));
+    fs::create_directories(file.parent_path(), ec);
+    std::ofstream(file, std::ios::binary) << *data;
+    fs::permissions(file, e.is_executable() ? fs::perms(0755) : fs::perms(0644), ec);
+    if (fs::file_size(file, ec) != data->size() || ec) {
+      f.fail(cat("cannot write ", file.string()));
       continue;
     }
     if (!w.dist_info.empty() && dest.rfind(w.dist_info + "/", 0) == 0) continue;
-    installed.insert(dest);
-    if (extension_paths.count(e.name)) modules.insert(extension_module(dest));
+    out.files.insert(dest);
+    if (extension_paths.count(e.name)) out.modules.insert(extension_module(dest));
   }
-  // Top-level modules and packages; for a namespace portion (a directory without __init__.py, as
-  // flash-linear-attention's fla/), its packages one level down.
-  for (const auto& dest : installed) {
+  return out;
+}
+
+// Top-level modules and packages; for a namespace portion (a directory without __init__.py, as
+// flash-linear-attention's fla/), its packages one level down.
+void add_top_level_modules(Installed& installed) {
+  for (const auto& dest : installed.files) {
     auto parts = split(dest, "/");
     if (parts.size() == 1 && dest.size() > 3 && dest.substr(dest.size() - 3) == ".py") {
-      modules.insert(dest.substr(0, dest.size() - 3));
+      installed.modules.insert(dest.substr(0, dest.size() - 3));
     } else if (parts.size() == 2 && parts[1] == "__init__.py" &&
                parts[0].find('.') == std::string::npos) {
-      modules.insert(parts[0]);
+      installed.modules.insert(parts[0]);
     } else if (parts.size() == 3 && parts[2] == "__init__.py" &&
-               !installed.count(parts[0] + "/__init__.py") &&
+               !installed.files.count(parts[0] + "/__init__.py") &&
                parts[0].find('.') == std::string::npos) {
-      modules.insert(cat(parts[0], ".", parts[1]));
+      installed.modules.insert(cat(parts[0], ".", parts[1]));
     }
   }
-  if (f.failed()) return f.finish("");
-  if (modules.empty()) return skipped(id, "no importable modules");
+}
 
+// Runs kScript with `python` in `dir` and reads its report: each module imported, or why not.
+CheckResult import_modules(const std::string& python, const fs::path& dir, const fs::path& root,
+                           const std::set<std::string>& modules, Findings& f) {
   ProcessSpec spec;
-  spec.argv = {options.import_with, "-c", kScript, root.string()};
+  spec.argv = {python, "-c", kScript, root.string()};
   spec.argv.insert(spec.argv.end(), modules.begin(), modules.end());
-  spec.cwd = dir->path();
+  spec.cwd = dir;
   spec.env_set = {{"PYTHONNOUSERSITE", "1"}, {"PYTHONDONTWRITEBYTECODE", "1"}};
   spec.env_unset = {"PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP"};
   auto result = run_process(spec);
   if (!result) {
-    f.fail(cat("cannot run ", options.import_with, ": ", result.error().message));
+    f.fail(cat("cannot run ", python, ": ", result.error().message));
     return f.finish("");
   }
   auto marker = result->output.rfind("KILN-IMPORT ");
   if (marker == std::string::npos) {
-    f.fail(cat(options.import_with, " exited with ", result->exit_code,
+    f.fail(cat(python, " exited with ", result->exit_code,
                " before reporting: ", tail_lines(result->output, 3)));
     return f.finish("");
   }
@@ -137,7 +141,7 @@ CheckResult check_import(const LoadedWheel& w, const Options& options) {
   line = line.substr(0, line.find('\n'));
   auto parsed = nlohmann::json::parse(line, nullptr, false);
   if (parsed.is_discarded() || !parsed.is_array()) {
-    f.fail(cat("unreadable report from ", options.import_with));
+    f.fail(cat("unreadable report from ", python));
     return f.finish("");
   }
   std::vector<std::string> ok;
@@ -148,9 +152,28 @@ CheckResult check_import(const LoadedWheel& w, const Options& options) {
     else
       f.fail(cat("import ", name, ": ", error));
   }
-  f.data()["python"] = options.import_with;
+  f.data()["python"] = python;
   f.data()["imported"] = ok;
-  return f.finish(cat("imported ", join(ok, ", "), " with ", options.import_with));
+  return f.finish(cat("imported ", join(ok, ", "), " with ", python));
+}
+
+}  // namespace
+
+CheckResult check_import(const LoadedWheel& w, const Options& options) {
+  const std::string id = "import";
+  if (!w.zip) return skipped(id, "the archive is unreadable");
+  Findings f(id);
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-import-");
+  if (!dir) {
+    f.fail(dir.error().message);
+    return f.finish("");
+  }
+  const fs::path root = dir->path() / "site-packages";
+  Installed installed = install(w, root, f);
+  add_top_level_modules(installed);
+  if (f.failed()) return f.finish("");
+  if (installed.modules.empty()) return skipped(id, "no importable modules");
+  return import_modules(options.import_with, dir->path(), root, installed.modules, f);
 }
 
 }  // namespace kiln::validate

@@ -70,6 +70,118 @@ bool is_normalized_local_label(std::string_view label) {
   return true;
 }
 
+namespace {
+
+// Name: present, a valid project name, and the project the file name and the dist-info directory
+// name (both compared normalised, as installers do).
+void check_name(const LoadedWheel& w, const std::string& name, Findings& f) {
+  if (name.empty()) {
+    f.fail("METADATA has no Name");
+    return;
+  }
+  if (name.size() > kMaxNameBytes) {
+    f.fail(too_long("METADATA Name", name, kMaxNameBytes));
+    return;
+  }
+  if (!manifest::is_valid_project_name(name))
+    f.fail(cat("METADATA Name '", name, "' is not a valid project name"));
+  if (manifest::wheel_name(name) != manifest::wheel_name(w.name.distribution))
+    f.fail(cat("METADATA Name '", name, "' does not match the file name's '", w.name.distribution,
+               "'"));
+  if (!w.dist_info.empty()) {
+    std::string stem = w.dist_info.substr(0, w.dist_info.size() - std::string(".dist-info").size());
+    std::string dir_name = stem.substr(0, stem.rfind('-'));
+    if (manifest::wheel_name(name) != manifest::wheel_name(dir_name))
+      f.fail(cat("METADATA Name '", name, "' does not match the directory ", w.dist_info));
+  }
+}
+
+// Version: present, the file name's (which spells '-' as '_') and the directory's, canonical PEP
+// 440 with a normalised local label. Returns that label ("" when there is none).
+std::string check_version(const LoadedWheel& w, const std::string& version, Findings& f) {
+  if (version.empty()) {
+    f.fail("METADATA has no Version");
+    return "";
+  }
+  std::string file_version = w.name.version;
+  std::string escaped = version;
+  for (char& c : escaped)
+    if (c == '-') c = '_';
+  if (escaped != file_version)
+    f.fail(cat("METADATA Version ", version, " does not match the file name's ", file_version));
+  std::string stem = w.dist_info.substr(0, w.dist_info.size() - std::string(".dist-info").size());
+  if (!w.dist_info.empty() && stem.substr(stem.rfind('-') + 1) != version)
+    f.fail(cat("METADATA Version ", version, " does not match the directory ", w.dist_info));
+  auto plus = version.find('+');
+  std::string pub = version.substr(0, plus);
+  std::string local;
+  if (plus != std::string::npos) local = version.substr(plus + 1);
+  if (!manifest::is_valid_version(pub))
+    f.fail(cat("version ", version, " is not a canonical PEP 440 version"));
+  if (plus != std::string::npos && !is_normalized_local_label(local))
+    f.fail(cat("local version label '", local,
+               "' is not normalised (lowercase letters, digits and dots)"));
+  return local;
+}
+
+// Every Requires-Dist must be a PEP 508 requirement (installers refuse the wheel otherwise).
+// Returns the one on torch without a marker, the pin kiln writes ("" when there is none).
+std::string check_requires_dist(const wheel::ParsedMetadata& md, Findings& f) {
+  std::string torch_pin;
+  for (const auto& req : md.all("Requires-Dist")) {
+    if (req.size() > kMaxRequirementBytes) {
+      f.fail(too_long("Requires-Dist", req, kMaxRequirementBytes));
+      continue;
+    }
+    if (!manifest::is_valid_requirement(req)) {
+      f.fail(cat("Requires-Dist '", req, "' is not a valid PEP 508 requirement"));
+      continue;
+    }
+    if (manifest::requirement_name(req) == "torch" && req.find(';') == std::string::npos)
+      torch_pin = req;
+  }
+  return torch_pin;
+}
+
+// kiln's compiled wheels: the pin and the local label say which torch and CUDA built them, so
+// they must name the ones kiln.json records.
+void check_built_torch(const nlohmann::json& p, const std::string& built_torch,
+                       const std::string& torch_pin, const std::string& version,
+                       const std::string& local, Findings& f) {
+  std::string want = cat("torch==", torch_minor_of(built_torch), ".*");
+  std::string compact = torch_pin;
+  compact.erase(std::remove(compact.begin(), compact.end(), ' '), compact.end());
+  if (torch_pin.empty())
+    f.fail(cat("no Requires-Dist on torch, but the wheel was built against torch ", built_torch,
+               " (want ", want, ")"));
+  else if (compact != want)
+    f.fail(cat("Requires-Dist '", torch_pin, "' does not pin the torch it was built against (",
+               built_torch, "; want ", want, ")"));
+  std::string cuda = p["tools"]["torch"].value("cuda", "");
+  if (p.contains("inputs") && p["inputs"].contains("target") &&
+      p["inputs"]["target"].contains("cuda"))
+    cuda = p["inputs"]["target"]["cuda"].value("version", cuda);
+  if (!cuda.empty() && !version.empty()) {
+    std::string label = wheel::local_label(cuda, built_torch);
+    if (local != label)
+      f.fail(cat("local version label '", local,
+                 "' does not name the build's CUDA and torch (want '", label, "')"));
+  }
+}
+
+// Other wheels: an ELF file that links torch while METADATA pins no torch installs beside any
+// torch, whose ABI it may not match.
+void warn_unpinned_torch(const LoadedWheel& w, Findings& f) {
+  std::string linker;
+  for (const auto& b : w.binaries)
+    for (const auto& n : b.info.needed)
+      if (linker.empty() && (n == "libc10.so" || n == "libtorch.so" || n == "libtorch_cpu.so"))
+        linker = cat(b.path, " links torch (", n, ")");
+  if (!linker.empty()) f.warn(cat(linker, " but METADATA does not pin torch"));
+}
+
+}  // namespace
+
 CheckResult check_metadata(const LoadedWheel& w) {
   if (!w.zip) return skipped("metadata", "the archive is unreadable");
   auto it = w.texts.find("METADATA");
@@ -100,48 +212,8 @@ CheckResult check_metadata(const LoadedWheel& w) {
   for (const char* single : {"Metadata-Version", "Name", "Version", "Requires-Python"})
     if (md.all(single).size() > 1)
       f.fail(cat("METADATA has ", md.all(single).size(), " ", single, " fields"));
-
-  if (name.empty()) {
-    f.fail("METADATA has no Name");
-  } else if (name.size() > kMaxNameBytes) {
-    f.fail(too_long("METADATA Name", name, kMaxNameBytes));
-  } else {
-    if (!manifest::is_valid_project_name(name))
-      f.fail(cat("METADATA Name '", name, "' is not a valid project name"));
-    if (manifest::wheel_name(name) != manifest::wheel_name(w.name.distribution))
-      f.fail(cat("METADATA Name '", name, "' does not match the file name's '", w.name.distribution,
-                 "'"));
-    if (!w.dist_info.empty()) {
-      std::string stem =
-          w.dist_info.substr(0, w.dist_info.size() - std::string(".dist-info").size());
-      std::string dir_name = stem.substr(0, stem.rfind('-'));
-      if (manifest::wheel_name(name) != manifest::wheel_name(dir_name))
-        f.fail(cat("METADATA Name '", name, "' does not match the directory ", w.dist_info));
-    }
-  }
-
-  std::string local;
-  if (version.empty()) {
-    f.fail("METADATA has no Version");
-  } else {
-    std::string file_version = w.name.version;
-    std::string escaped = version;
-    for (char& c : escaped)
-      if (c == '-') c = '_';
-    if (escaped != file_version)
-      f.fail(cat("METADATA Version ", version, " does not match the file name's ", file_version));
-    std::string stem = w.dist_info.substr(0, w.dist_info.size() - std::string(".dist-info").size());
-    if (!w.dist_info.empty() && stem.substr(stem.rfind('-') + 1) != version)
-      f.fail(cat("METADATA Version ", version, " does not match the directory ", w.dist_info));
-    auto plus = version.find('+');
-    std::string pub = version.substr(0, plus);
-    if (plus != std::string::npos) local = version.substr(plus + 1);
-    if (!manifest::is_valid_version(pub))
-      f.fail(cat("version ", version, " is not a canonical PEP 440 version"));
-    if (plus != std::string::npos && !is_normalized_local_label(local))
-      f.fail(cat("local version label '", local,
-                 "' is not normalised (lowercase letters, digits and dots)"));
-  }
+  check_name(w, name, f);
+  std::string local = check_version(w, version, f);
 
   std::string rp = md.first("Requires-Python");
   if (rp.empty())
@@ -151,56 +223,17 @@ CheckResult check_metadata(const LoadedWheel& w) {
   else if (!manifest::is_valid_specifier_set(rp))
     f.fail(cat("Requires-Python '", rp, "' is not a valid specifier set"));
 
-  std::string torch_pin;
-  for (const auto& req : md.all("Requires-Dist")) {
-    if (req.size() > kMaxRequirementBytes) {
-      f.fail(too_long("Requires-Dist", req, kMaxRequirementBytes));
-      continue;
-    }
-    if (!manifest::is_valid_requirement(req)) {
-      f.fail(cat("Requires-Dist '", req, "' is not a valid PEP 508 requirement"));
-      continue;
-    }
-    if (manifest::requirement_name(req) == "torch" && req.find(';') == std::string::npos)
-      torch_pin = req;
-  }
+  std::string torch_pin = check_requires_dist(md, f);
   f.data()["requires_torch"] = torch_pin;
-
-  // kiln's compiled wheels: the pin and the local label say which torch and CUDA built them.
   const auto& p = w.provenance;
   std::string built_torch;
   if (p.is_object() && p.contains("tools") && p["tools"].contains("torch") &&
       p["tools"]["torch"].contains("version"))
     built_torch = p["tools"]["torch"].value("version", "");
-  if (!built_torch.empty()) {
-    std::string minor = torch_minor_of(built_torch);
-    std::string want = cat("torch==", minor, ".*");
-    std::string compact = torch_pin;
-    compact.erase(std::remove(compact.begin(), compact.end(), ' '), compact.end());
-    if (torch_pin.empty())
-      f.fail(cat("no Requires-Dist on torch, but the wheel was built against torch ", built_torch,
-                 " (want ", want, ")"));
-    else if (compact != want)
-      f.fail(cat("Requires-Dist '", torch_pin, "' does not pin the torch it was built against (",
-                 built_torch, "; want ", want, ")"));
-    std::string cuda = p["tools"]["torch"].value("cuda", "");
-    if (p.contains("inputs") && p["inputs"].contains("target") &&
-        p["inputs"]["target"].contains("cuda"))
-      cuda = p["inputs"]["target"]["cuda"].value("version", cuda);
-    if (!cuda.empty() && !version.empty()) {
-      std::string label = wheel::local_label(cuda, built_torch);
-      if (local != label)
-        f.fail(cat("local version label '", local,
-                   "' does not name the build's CUDA and torch (want '", label, "')"));
-    }
-  } else if (torch_pin.empty()) {
-    std::string linker;
-    for (const auto& b : w.binaries)
-      for (const auto& n : b.info.needed)
-        if (linker.empty() && (n == "libc10.so" || n == "libtorch.so" || n == "libtorch_cpu.so"))
-          linker = cat(b.path, " links torch (", n, ")");
-    if (!linker.empty()) f.warn(cat(linker, " but METADATA does not pin torch"));
-  }
+  if (!built_torch.empty())
+    check_built_torch(p, built_torch, torch_pin, version, local, f);
+  else if (torch_pin.empty())
+    warn_unpinned_torch(w, f);
   return f.finish(cat(name, " ", version, ": core metadata ", mv, ", Requires-Python ", rp,
                       torch_pin.empty() ? std::string() : cat(", ", torch_pin)));
 }

@@ -31,6 +31,17 @@ struct SymbolTable {
   std::unordered_set<std::string> versioned;
 };
 
+// The symbols an ELF file defines (its soname left empty): a library's, or a file of the wheel's.
+std::shared_ptr<SymbolTable> exported_symbols(const std::vector<elf::Symbol>& symbols) {
+  auto table = std::make_shared<SymbolTable>();
+  for (const auto& s : symbols) {
+    if (!s.defined) continue;
+    table->names.insert(s.name);
+    if (!s.version.empty()) table->versioned.insert(cat(s.name, "@", s.version));
+  }
+  return table;
+}
+
 // Libraries are read once per process (a directory of wheels shares them), keyed by path, size and
 // modification time.
 Expected<std::shared_ptr<const SymbolTable>> load_symbols(const fs::path& path) {
@@ -49,13 +60,8 @@ Expected<std::shared_ptr<const SymbolTable>> load_symbols(const fs::path& path) 
   KILN_TRY(archive::MappedFile mapped, archive::MappedFile::open(real));
   auto info = elf::read_elf(mapped.bytes(), path.string());
   if (!info) return Error::failed(cat("cannot read ", path.string(), ": ", info.error().message));
-  auto table = std::make_shared<SymbolTable>();
+  auto table = exported_symbols(info->dynamic_symbols);
   table->soname = info->soname;
-  for (const auto& s : info->dynamic_symbols) {
-    if (!s.defined) continue;
-    table->names.insert(s.name);
-    if (!s.version.empty()) table->versioned.insert(cat(s.name, "@", s.version));
-  }
   std::lock_guard<std::mutex> lock(mutex);
   cache[key] = table;
   return std::shared_ptr<const SymbolTable>(table);
@@ -114,6 +120,111 @@ std::vector<fs::path> default_library_dirs() {
   return dirs;
 }
 
+namespace {
+
+// Where the wheel's undefined symbols may come from, in the order they are looked up: the torch
+// libraries, the CUDA and C/C++ runtime libraries found on this machine, the wheel's own files.
+struct Providers {
+  std::vector<std::pair<std::string, std::shared_ptr<const SymbolTable>>> tables;  // label, table
+  std::vector<std::string> used;  // the files read, for the check's data
+
+  // A library that cannot be read is a failure of its own (the symbols it defines then count as
+  // missing).
+  void add_file(const fs::path& file, const std::string& label, Findings& f) {
+    auto table = load_symbols(file);
+    if (!table) {
+      f.fail(table.error().message);
+      return;
+    }
+    tables.emplace_back(label, *table);
+    used.push_back(file.string());
+  }
+
+  // Whether one of the tables defines `s`: a versioned need is met by that version, or by a
+  // library without symbol versions.
+  bool defines(const elf::Symbol& s) const {
+    std::string key = s.version.empty() ? std::string() : cat(s.name, "@", s.version);
+    for (const auto& [label, table] : tables) {
+      if (s.version.empty() ? table->names.count(s.name) > 0
+                            : (table->versioned.count(key) > 0 ||
+                               (table->versioned.empty() && table->names.count(s.name) > 0)))
+        return true;
+    }
+    return false;
+  }
+};
+
+// The torch version kiln.json says the wheel was built against ("" when it says none).
+std::string built_torch(const LoadedWheel& w) {
+  if (w.provenance.is_object() && w.provenance.contains("tools") &&
+      w.provenance["tools"].contains("torch"))
+    return w.provenance["tools"]["torch"].value("version", "");
+  return "";
+}
+
+// The libraries the binaries need beyond torch and themselves: the C/C++ runtime always, and each
+// DT_NEEDED by name (the CUDA libraries). A libcudart of another major than torch's fails: the
+// environments that have this torch provide torch's.
+std::set<std::string> needed_libraries(const LoadedWheel& w, const toolchain::TorchSysroot& torch,
+                                       const std::string& torch_name, Findings& f) {
+  std::set<std::string> wanted = {"libc.so.6",     "libm.so.6",           "libstdc++.so.6",
+                                  "libgcc_s.so.1", "libdl.so.2",          "libpthread.so.0",
+                                  "librt.so.1",    "ld-linux-x86-64.so.2"};
+  std::set<std::string> bundled;
+  for (const auto& b : w.binaries) {
+    if (!b.info.soname.empty()) bundled.insert(b.info.soname);
+    bundled.insert(b.path.substr(b.path.rfind('/') + 1));
+  }
+  for (const auto& b : w.binaries)
+    for (const auto& n : b.info.needed) {
+      if (bundled.count(n) || n.rfind("libc10", 0) == 0 || n.rfind("libtorch", 0) == 0) continue;
+      wanted.insert(n);
+      std::string_view cudart = cudart_major(n);
+      if (!cudart.empty() && !torch.cuda.empty() && !same_number(cudart, major_of(torch.cuda)))
+        f.fail(cat(b.path, " needs ", n, " (CUDA ", cudart, ") but ", torch_name,
+                   " is built with CUDA ", torch.cuda, ", whose environments provide libcudart.so.",
+                   major_of(torch.cuda)));
+    }
+  return wanted;
+}
+
+// What the symbol checks found across the binaries, for the message and the check's data.
+struct SymbolCounts {
+  std::size_t resolved = 0, python = 0, unchecked = 0;
+};
+
+// One binary's undefined, non-weak symbols that nothing defines, demangled and sorted. The Python
+// C API comes from the interpreter; a symbol versioned against a library not on this machine
+// cannot be judged.
+std::vector<std::string> missing_symbols(const Binary& b, const Providers& providers,
+                                         const std::set<std::string>& unchecked_libs,
+                                         SymbolCounts& counts) {
+  std::map<std::string, std::string> version_file;  // version name -> library it is needed from
+  for (const auto& v : b.info.version_needs) version_file[v.version] = v.file;
+  std::vector<std::string> missing;
+  for (const auto& s : b.info.dynamic_symbols) {
+    if (s.defined || s.weak) continue;
+    if (is_python_api(s.name)) {
+      ++counts.python;
+      continue;
+    }
+    if (providers.defines(s)) {
+      ++counts.resolved;
+      continue;
+    }
+    if (!s.version.empty() && unchecked_libs.count(version_file[s.version])) {
+      ++counts.unchecked;
+      continue;
+    }
+    missing.push_back(s.version.empty() ? demangle(s.name)
+                                        : cat(demangle(s.name), " @", s.version));
+  }
+  std::sort(missing.begin(), missing.end());
+  return missing;
+}
+
+}  // namespace
+
 CheckResult check_torch_abi(const LoadedWheel& w, const Options& options) {
   const std::string id = "torch-abi";
   if (!w.zip) return skipped(id, "the archive is unreadable");
@@ -130,108 +241,32 @@ CheckResult check_torch_abi(const LoadedWheel& w, const Options& options) {
   Findings f(id);
   f.data()["torch"] = torch.version;
   f.data()["torch_cuda"] = torch.cuda;
-
-  std::string built;
-  if (w.provenance.is_object() && w.provenance.contains("tools") &&
-      w.provenance["tools"].contains("torch"))
-    built = w.provenance["tools"]["torch"].value("version", "");
-  if (!built.empty() && built != torch.version)
+  if (std::string built = built_torch(w); !built.empty() && built != torch.version)
     f.note(cat("built against torch ", built, "; checking against ", torch_name));
 
-  std::vector<fs::path> dirs =
-      options.library_dirs.empty() ? default_library_dirs() : options.library_dirs;
-  std::vector<std::pair<std::string, std::shared_ptr<const SymbolTable>>> providers;
-  std::vector<std::string> used;
-  auto add_provider = [&](const fs::path& file, const std::string& label) -> bool {
-    auto table = load_symbols(file);
-    if (!table) {
-      f.fail(table.error().message);
-      return false;
-    }
-    providers.emplace_back(label, *table);
-    used.push_back(file.string());
-    return true;
-  };
+  Providers providers;
   std::error_code ec;
   for (const char* lib : {"libc10.so", "libc10_cuda.so", "libtorch.so", "libtorch_cpu.so",
                           "libtorch_cuda.so", "libtorch_python.so"})
-    if (fs::exists(torch.lib_dir() / lib, ec)) add_provider(torch.lib_dir() / lib, lib);
-
-  // What the binaries need beyond torch: the CUDA libraries by name, the C/C++ runtime always.
-  std::set<std::string> wanted = {"libc.so.6",     "libm.so.6",           "libstdc++.so.6",
-                                  "libgcc_s.so.1", "libdl.so.2",          "libpthread.so.0",
-                                  "librt.so.1",    "ld-linux-x86-64.so.2"};
-  std::set<std::string> bundled;
-  for (const auto& b : w.binaries) {
-    if (!b.info.soname.empty()) bundled.insert(b.info.soname);
-    bundled.insert(b.path.substr(b.path.rfind('/') + 1));
-  }
-  std::set<std::string> unchecked_libs;
-  for (const auto& b : w.binaries)
-    for (const auto& n : b.info.needed) {
-      if (bundled.count(n) || n.rfind("libc10", 0) == 0 || n.rfind("libtorch", 0) == 0) continue;
-      wanted.insert(n);
-      std::string_view cudart = cudart_major(n);
-      if (!cudart.empty() && !torch.cuda.empty() && !same_number(cudart, major_of(torch.cuda)))
-        f.fail(cat(b.path, " needs ", n, " (CUDA ", cudart, ") but ", torch_name,
-                   " is built with CUDA ", torch.cuda, ", whose environments provide libcudart.so.",
-                   major_of(torch.cuda)));
-    }
-  for (const auto& lib : wanted) {
+    if (fs::exists(torch.lib_dir() / lib, ec)) providers.add_file(torch.lib_dir() / lib, lib, f);
+  std::vector<fs::path> dirs =
+      options.library_dirs.empty() ? default_library_dirs() : options.library_dirs;
+  std::set<std::string> unchecked_libs;  // needed but not on this machine
+  for (const auto& lib : needed_libraries(w, torch, torch_name, f)) {
     fs::path file = find_library(lib, dirs);
-    if (file.empty()) {
+    if (file.empty())
       unchecked_libs.insert(lib);
-      continue;
-    }
-    add_provider(file, lib);
+    else
+      providers.add_file(file, lib, f);
   }
-  // Libraries in the wheel itself.
-  for (const auto& b : w.binaries) {
-    auto table = std::make_shared<SymbolTable>();
-    for (const auto& s : b.info.dynamic_symbols) {
-      if (!s.defined) continue;
-      table->names.insert(s.name);
-      if (!s.version.empty()) table->versioned.insert(cat(s.name, "@", s.version));
-    }
-    providers.emplace_back(b.path, table);
-  }
-  f.data()["libraries"] = used;
+  for (const auto& b : w.binaries)
+    providers.tables.emplace_back(b.path, exported_symbols(b.info.dynamic_symbols));
+  f.data()["libraries"] = providers.used;
 
-  std::size_t resolved = 0, python = 0, unchecked = 0;
+  SymbolCounts counts;
   nlohmann::json missing_json = nlohmann::json::object();
   for (const auto& b : w.binaries) {
-    std::map<std::string, std::string> version_file;  // version name -> library it is needed from
-    for (const auto& v : b.info.version_needs) version_file[v.version] = v.file;
-    std::vector<std::string> missing;
-    for (const auto& s : b.info.dynamic_symbols) {
-      if (s.defined || s.weak) continue;
-      if (is_python_api(s.name)) {
-        ++python;
-        continue;
-      }
-      bool found = false;
-      std::string key = s.version.empty() ? std::string() : cat(s.name, "@", s.version);
-      for (const auto& [label, table] : providers) {
-        if (s.version.empty() ? table->names.count(s.name) > 0
-                              : (table->versioned.count(key) > 0 ||
-                                 (table->versioned.empty() && table->names.count(s.name) > 0))) {
-          found = true;
-          break;
-        }
-      }
-      if (found) {
-        ++resolved;
-        continue;
-      }
-      // A symbol versioned against a library we could not find cannot be judged.
-      if (!s.version.empty() && unchecked_libs.count(version_file[s.version])) {
-        ++unchecked;
-        continue;
-      }
-      missing.push_back(s.version.empty() ? demangle(s.name)
-                                          : cat(demangle(s.name), " @", s.version));
-    }
-    std::sort(missing.begin(), missing.end());
+    std::vector<std::string> missing = missing_symbols(b, providers, unchecked_libs, counts);
     if (!missing.empty()) {
       std::vector<std::string> shown(missing.begin(),
                                      missing.begin() + std::min<std::size_t>(missing.size(), 3));
@@ -245,11 +280,11 @@ CheckResult check_torch_abi(const LoadedWheel& w, const Options& options) {
     f.warn(cat(lib, " is not on this machine (looked in ", dirs.size(),
                " library directories); symbols versioned against it are unchecked"));
   f.data()["missing"] = missing_json;
-  f.data()["resolved"] = resolved;
-  f.data()["python_api"] = python;
-  f.data()["unchecked"] = unchecked;
-  return f.finish(cat(resolved, " undefined symbol(s) resolved against ", torch_name,
-                      ", CUDA and the C/C++ runtime; ", python, " from the Python C API"));
+  f.data()["resolved"] = counts.resolved;
+  f.data()["python_api"] = counts.python;
+  f.data()["unchecked"] = counts.unchecked;
+  return f.finish(cat(counts.resolved, " undefined symbol(s) resolved against ", torch_name,
+                      ", CUDA and the C/C++ runtime; ", counts.python, " from the Python C API"));
 }
 
 }  // namespace kiln::validate
