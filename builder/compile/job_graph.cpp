@@ -62,13 +62,6 @@ std::string arch_dir(const std::string& token) {
   return d;
 }
 
-std::vector<manifest::ArchList> arch_entries(const NativeContext& ctx) {
-  std::vector<manifest::ArchList> entries;
-  for (const auto& token : split(ctx.archs.canonical(), ";"))
-    entries.push_back(manifest::ArchList::parse(token).value());
-  return entries;
-}
-
 }  // namespace
 
 std::vector<Unit> translation_units(const NativeContext& ctx) {
@@ -99,8 +92,7 @@ void add_dry_run(const NativeContext& ctx, const Unit& u, const fs::path& dir,
 DryRuns dry_run_commands(const NativeContext& ctx, const std::vector<Unit>& units,
                          const std::string& arch_list) {
   DryRuns out;
-  const std::vector<std::string> tokens = split(ctx.archs.canonical(), ";");
-  const std::vector<manifest::ArchList> entries = arch_entries(ctx);
+  const std::vector<manifest::ArchList> entries = ctx.archs.each();
   for (const Unit& u : units) {
     out.first.push_back(out.commands.size());
     if (!u.source.ends_with(".cu") || arch_list.empty()) continue;
@@ -108,7 +100,7 @@ DryRuns dry_run_commands(const NativeContext& ctx, const std::vector<Unit>& unit
     const std::string stem = fs::path(u.source).stem().string();
     const fs::path keep = keep_dir(ctx, u);
     for (std::size_t a = 0; a < entries.size(); ++a) {
-      fs::path dir = keep / arch_dir(tokens[a]);
+      fs::path dir = keep / arch_dir(entries[a].canonical());
       add_dry_run(ctx, u, dir, {"--fatbin", source, "-o", (dir / (stem + ".fatbin")).string()},
                   entries[a].gencode_flags(), out);
     }
@@ -275,7 +267,7 @@ class Planner {
 Planner::Planner(PlanInput input, ObjectCache& cache)
     : in_(std::move(input)), ctx_(*in_.ctx), cache_(cache) {
   ext_deps_.resize(ctx_.manifest->extensions.size());
-  arch_tokens_ = split(ctx_.archs.canonical(), ";");
+  for (const auto& one : ctx_.archs.each()) arch_tokens_.push_back(one.canonical());
   for (const auto& a : ctx_.archs.archs())
     archs_label_ += (archs_label_.empty() ? "" : ",") + a.sm_name();
   // A host part needs its file's stub and module id, which the lowest arch's device pass

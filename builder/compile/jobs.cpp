@@ -133,7 +133,7 @@ Expected<JobStats> run_jobs(const std::vector<Job>& jobs, const RunnerOptions& o
       KILN_CHECK(ensure_directory(jobs[i].log.parent_path()));
       std::string commands = format_argv(jobs[i].argv) + "\n";
       for (const auto& argv : jobs[i].then) commands += format_argv(argv) + "\n";
-      write_file_atomic(jobs[i].log.string() + ".cmd", commands).value();
+      KILN_CHECK(write_file_atomic(jobs[i].log.string() + ".cmd", commands));
       if (jobs[i].before) {
         auto ok = jobs[i].before();
         if (!ok) {

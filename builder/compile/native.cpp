@@ -7,9 +7,11 @@
 #include <cerrno>
 #include <cstring>
 
+#include "compile/backend.h"
 #include "compile/job_graph.h"
 #include "compile/nvcc_split.h"
 #include "compile/object_cache.h"
+#include "compile/pure.h"
 #include "compile/runner.h"
 #include "core/clock.h"
 #include "core/fs.h"
@@ -155,6 +157,49 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
   std::error_code ec;
   fs::remove_all(ctx.root / "keep", ec);  // the objects are built: nvcc's intermediates can go
   return result;
+}
+
+namespace {
+
+NativeContext native_context(const BuildRequest& request) {
+  NativeContext ctx;
+  ctx.manifest = request.manifest;
+  ctx.root = request.root;
+  ctx.torch = request.toolchain->torch;
+  ctx.python = request.toolchain->python;
+  ctx.cuda = request.toolchain->cuda;
+  ctx.cxx = request.toolchain->cxx;
+  ctx.archs = request.archs;
+  ctx.cache = request.cache;
+  ctx.object_salt = request.object_salt;
+  ctx.jobs = request.jobs;
+  ctx.shards = request.shards;
+  ctx.root_lock_fd = request.root_lock_fd;
+  return ctx;
+}
+
+// The package's Python files, then its extension modules built by build_native.
+class NativeBackend final : public Backend {
+ public:
+  Expected<BuildOutput> build(const BuildRequest& request) const override {
+    BuildOutput out;
+    KILN_TRY(out.files, collect_packages(request.root / "src", request.manifest->packages));
+    KILN_TRY(NativeResult built, build_native(native_context(request)));
+    out.stats = std::move(built.stats);
+    out.objects_reused = built.objects_reused;
+    for (const auto& mod : built.modules) {
+      KILN_TRY(std::string data, read_file(mod.file));
+      out.files.push_back({mod.wheel_path, std::move(data), true});
+      out.modules.push_back(mod.wheel_path);
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> native_backend() {
+  return std::make_unique<NativeBackend>();
 }
 
 }  // namespace kiln::compile

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "compile/backend.h"
 #include "core/fs.h"
 #include "core/strings.h"
 
@@ -48,6 +49,29 @@ Expected<std::vector<wheel::WheelEntry>> collect_packages(
                         [](const auto& a, const auto& b) { return a.path == b.path; }),
             out.end());
   return out;
+}
+
+}  // namespace kiln::compile
+
+namespace kiln::compile {
+
+namespace {
+
+// The pure backend's whole job: the listed packages' files from the tree.
+class PureBackend final : public Backend {
+ public:
+  Expected<BuildOutput> build(const BuildRequest& request) const override {
+    BuildOutput out;
+    KILN_TRY(out.files, collect_packages(request.root / "src", request.manifest->packages));
+    return out;
+  }
+  bool compiles() const override { return false; }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> pure_backend() {
+  return std::make_unique<PureBackend>();
 }
 
 }  // namespace kiln::compile

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "compile/backend.h"
 #include "core/clock.h"
 #include "core/fs.h"
 #include "core/lock.h"
@@ -313,6 +314,42 @@ Expected<SetuptoolsResult> build_setuptools(const SetuptoolsContext& ctx) {
                              " wrote no extension module (", result.built_wheel,
                              "); a pure-Python package wants backend = \"pure\""));
   return result;
+}
+
+namespace {
+
+// The package's own build, in the pinned environment the pipeline prepared.
+class SetuptoolsBackend final : public Backend {
+ public:
+  Expected<BuildOutput> build(const BuildRequest& request) const override {
+    SetuptoolsContext ctx;
+    ctx.manifest = request.manifest;
+    ctx.root = request.root;
+    ctx.env = request.env;
+    ctx.python = request.toolchain->python;
+    ctx.cuda = request.toolchain->cuda;
+    ctx.cxx = request.toolchain->cxx;
+    ctx.archs = request.archs;
+    ctx.jobs = request.jobs;
+    KILN_TRY(SetuptoolsResult built, build_setuptools(ctx));
+    BuildOutput out;
+    out.files = std::move(built.files);
+    out.modules = std::move(built.modules);
+    out.stats = std::move(built.stats);
+    out.built_wheel = std::move(built.built_wheel);
+    return out;
+  }
+  Expected<void> check_archs(const manifest::ArchList& archs) const override {
+    KILN_CHECK(torch_cuda_arch_list(archs));
+    return {};
+  }
+  bool needs_build_env() const override { return true; }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> setuptools_backend() {
+  return std::make_unique<SetuptoolsBackend>();
 }
 
 }  // namespace kiln::compile

@@ -195,6 +195,16 @@ Expected<ArchList> ArchList::parse(std::string_view spec) {
   return list;
 }
 
+std::vector<ArchList> ArchList::each() const {
+  std::vector<ArchList> out;
+  for (const Arch& a : archs_) {
+    ArchList one;
+    one.archs_ = {a};
+    out.push_back(std::move(one));
+  }
+  return out;
+}
+
 std::string ArchList::canonical() const {
   std::vector<std::string> parts;
   for (const Arch& a : archs_) {

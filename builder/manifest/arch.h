@@ -49,6 +49,8 @@ class ArchList {
   std::string torch_arch_list() const;
   // A slug for target names: "sm90-sm120-ptx120".
   std::string slug() const;
+  // One list per arch, in order: each arch's own canonical token and -gencode flags.
+  std::vector<ArchList> each() const;
   // nvcc -gencode flags for exactly these archs.
   std::vector<std::string> gencode_flags() const;
 

@@ -5,8 +5,7 @@
 #include <cstring>
 
 #include "cache/store.h"
-#include "compile/native.h"
-#include "compile/pure.h"
+#include "compile/backend.h"
 #include "compile/setuptools.h"
 #include "core/clock.h"
 #include "core/fs.h"
@@ -22,6 +21,7 @@
 #include "toolchain/compiler.h"
 #include "toolchain/cuda.h"
 #include "toolchain/python.h"
+#include "toolchain/toolchain.h"
 #include "toolchain/torch.h"
 #include "validate/validate.h"
 #include "wheel/metadata.h"
@@ -62,46 +62,53 @@ void flatten(const json& j, const std::string& path, std::map<std::string, std::
   }
 }
 
-struct Toolchain {
-  toolchain::PythonInfo python;
-  toolchain::CudaToolkit cuda;
-  toolchain::HostCompiler cxx;
-  toolchain::TorchSysroot torch;
-  fs::path torch_wheel;  // the pinned wheel (empty for a torch from an environment)
-};
+// The target's pinned torch wheel for its Python, fetched and unpacked into a sysroot.
+Expected<void> fetch_torch(const resolve::ResolvedTarget& rt, Fetching& fetching,
+                           const cache::Store& store, toolchain::Toolchain& tc) {
+  const manifest::TorchWheel* wheel = nullptr;
+  for (const auto& w : rt.target.torch_wheels)
+    if (w.python_tag == tc.python.abi_tag) wheel = &w;
+  if (!wheel)
+    return Error::failed(
+        cat("target ", rt.target.name, " pins no torch wheel for ", tc.python.abi_tag));
+  KILN_TRY(fetch::Fetched got,
+           fetch::fetch_index_file(fetching.context(), "torch", wheel->file, wheel->sha256));
+  KILN_TRY(tc.torch, toolchain::torch_from_wheel(got.path, wheel->sha256, store.sysroots()));
+  tc.torch_wheel = got.path;
+  return {};
+}
 
+using toolchain::Toolchain;
+
+// The target's toolchain from what resolve probed; a toolkit of pinned wheels is laid out and a
+// pinned torch wheel fetched and unpacked here, when a build first needs them.
 Expected<Toolchain> prepare_toolchain(const resolve::ResolvedTarget& rt, Fetching& fetching,
                                       const cache::Store& store) {
   const auto& target = rt.target;
+  if (!rt.python || !rt.cxx)
+    return Error::failed(cat("target ", target.name, " was resolved without its toolchain"));
   Toolchain tc;
-  KILN_TRY(tc.python, toolchain::probe_python(target.interpreter()));
-  // The target's CUDA toolkit: the system's, or laid out from its pinned wheels (fetched like
-  // torch).
-  auto fetch_wheel = [&fetching](const std::string& file,
-                                 const std::string& sha256) -> Expected<fs::path> {
-    std::string project = manifest::CudaWheel{file, sha256}.project();
-    KILN_TRY(fetch::Fetched got,
-             fetch::fetch_index_file(fetching.context(), project, file, sha256));
-    return got.path;
-  };
-  auto cuda =
-      toolchain::make_cuda_source(resolve::cuda_request(target), store.toolkits(), fetch_wheel);
-  KILN_TRY(tc.cuda, cuda->toolkit());
-  KILN_TRY(tc.cxx, toolchain::probe_compiler(target.cxx));
-  KILN_CHECK(toolchain::check_host_compiler(tc.cuda, tc.cxx));
-  if (target.torch_source == manifest::Target::TorchSource::Pypi) {
-    const manifest::TorchWheel* wheel = nullptr;
-    for (const auto& w : target.torch_wheels)
-      if (w.python_tag == tc.python.abi_tag) wheel = &w;
-    if (!wheel)
-      return Error::failed(
-          cat("target ", target.name, " pins no torch wheel for ", tc.python.abi_tag));
-    KILN_TRY(fetch::Fetched got,
-             fetch::fetch_index_file(fetching.context(), "torch", wheel->file, wheel->sha256));
-    KILN_TRY(tc.torch, toolchain::torch_from_wheel(got.path, wheel->sha256, store.sysroots()));
-    tc.torch_wheel = got.path;
+  tc.python = *rt.python;
+  tc.cxx = *rt.cxx;
+  if (rt.cuda) {
+    tc.cuda = *rt.cuda;
   } else {
-    KILN_TRY(tc.torch, toolchain::torch_from_environment(tc.python.executable));
+    auto fetch_wheel = [&fetching](const std::string& file,
+                                   const std::string& sha256) -> Expected<fs::path> {
+      std::string project = manifest::CudaWheel{file, sha256}.project();
+      KILN_TRY(fetch::Fetched got,
+               fetch::fetch_index_file(fetching.context(), project, file, sha256));
+      return got.path;
+    };
+    auto cuda =
+        toolchain::make_cuda_source(resolve::cuda_request(target), store.toolkits(), fetch_wheel);
+    KILN_TRY(tc.cuda, cuda->toolkit());
+  }
+  KILN_CHECK(toolchain::check_host_compiler(tc.cuda, tc.cxx));
+  if (rt.torch) {
+    tc.torch = *rt.torch;
+  } else {
+    KILN_CHECK(fetch_torch(rt, fetching, store, tc));
   }
   if (!tc.torch.cuda.empty())
     KILN_CHECK(
@@ -265,8 +272,7 @@ std::vector<std::string> explain_miss(const fs::path& last, const json& inputs) 
   return why;
 }
 
-// The wheel's spec before a backend ran: metadata, licenses and (but for setuptools, whose build
-// says what it ships) the package files.
+// The wheel's spec before a backend ran: metadata and licenses.
 Expected<wheel::WheelSpec> base_spec(const manifest::Manifest& m, const fs::path& src) {
   wheel::WheelSpec spec;
   spec.distribution = manifest::wheel_name(m.name);
@@ -278,9 +284,6 @@ Expected<wheel::WheelSpec> base_spec(const manifest::Manifest& m, const fs::path
   for (const auto& f : m.license_files) spec.metadata.license_files.push_back("licenses/" + f);
   add_description(m, src, spec.metadata);
   KILN_TRY(spec.license_files, license_entries(m, src));
-  if (m.backend != manifest::Backend::Setuptools) {
-    KILN_TRY(spec.files, compile::collect_packages(src, m.packages));
-  }
   return spec;
 }
 
@@ -294,83 +297,74 @@ Expected<const Toolchain*> toolchain_for(Run& run, const resolve::ResolvedTarget
   return &it->second;
 }
 
-// What a compiled item is built with, and where its wheel's spec and provenance go.
-struct CompiledItem {
-  const resolve::PlanItem& item;
-  const resolve::ResolvedTarget& rt;
-  const Toolchain& tc;
-  const BuildRoot& build_root;
-  const std::string& sources;  // the build root's name
-  wheel::WheelSpec& spec;
-  json& provenance;
-};
-
-Expected<void> build_native_item(Run& run, const CompiledItem& c) {
-  const manifest::Manifest& m = *c.item.manifest;
-  const fs::path& root = c.build_root.path();
-  compile::NativeContext ctx;
-  ctx.manifest = &m;
-  ctx.root = root;
-  ctx.torch = c.tc.torch;
-  ctx.python = c.tc.python;
-  ctx.cuda = c.tc.cuda;
-  ctx.cxx = c.tc.cxx;
-  ctx.archs = c.rt.target.archs;
-  ctx.cache = &run.store;
-  ctx.object_salt = json{{"recipe", resolve::kRecipeVersion},
-                         {"sources", c.sources},
-                         {"toolchain", c.rt.toolchain},
-                         {"torch", c.tc.torch.identity()}}
-                        .dump();
-  ctx.jobs = run.options.jobs;
-  if (c.item.inputs.contains("shards"))
-    ctx.shards = c.item.inputs["shards"].get<std::map<std::string, int>>();
-  ctx.root_lock_fd = c.build_root.lock_fd();
-  auto built = compile::build_native(ctx);
-  keep_logs(root, run.store.logs() / c.item.key);
-  if (!built) return std::move(built).error();
-  run.result.compile_jobs += built->stats.run;
-  run.result.objects_reused += built->objects_reused;
-  for (const auto& t : built->stats.timings) run.result.timings.push_back(t);
-  std::vector<elf::ElfInfo> elves;
-  for (const auto& mod : built->modules) {
-    KILN_TRY(std::string data, read_file(mod.file));
-    KILN_TRY(elf::ElfInfo info, elf::read_elf(data, mod.wheel_path));
-    elves.push_back(std::move(info));
-    c.spec.files.push_back({mod.wheel_path, std::move(data), true});
+// The backend's request: one fill for every backend.
+Expected<compile::BuildRequest> build_request(Run& run, const compile::Backend& backend,
+                                              const resolve::PlanItem& item,
+                                              const resolve::ResolvedTarget& rt,
+                                              const Toolchain* tc, const BuildRoot& build_root,
+                                              const std::string& sources) {
+  compile::BuildRequest request;
+  request.manifest = item.manifest;
+  request.root = build_root.path();
+  request.toolchain = tc;
+  request.archs = rt.target.archs;
+  request.jobs = run.options.jobs;
+  request.cache = &run.store;
+  request.root_lock_fd = build_root.lock_fd();
+  if (item.inputs.contains("shards"))
+    request.shards = item.inputs["shards"].get<std::map<std::string, int>>();
+  if (tc)
+    request.object_salt = json{{"recipe", resolve::kRecipeVersion},
+                               {"sources", sources},
+                               {"toolchain", rt.toolchain},
+                               {"torch", tc->torch.identity()}}
+                              .dump();
+  if (backend.needs_build_env()) {
+    KILN_TRY(request.env, setuptools_env(run.plan.build_env, rt, *tc, run.fetching, run.store));
   }
-  return finish_compiled(m, c.rt, c.tc, elves, c.spec, c.provenance);
+  return request;
 }
 
-Expected<void> build_setuptools_item(Run& run, const CompiledItem& c) {
-  const manifest::Manifest& m = *c.item.manifest;
-  const fs::path& root = c.build_root.path();
-  compile::SetuptoolsContext ctx;
-  ctx.manifest = &m;
-  ctx.root = root;
-  ctx.python = c.tc.python;
-  ctx.cuda = c.tc.cuda;
-  ctx.cxx = c.tc.cxx;
-  ctx.archs = c.rt.target.archs;
-  ctx.jobs = run.options.jobs;
-  KILN_TRY(ctx.env, setuptools_env(run.plan.build_env, c.rt, c.tc, run.fetching, run.store));
-  auto built = compile::build_setuptools(ctx);
-  keep_logs(root, run.store.logs() / c.item.key);
-  if (!built) return std::move(built).error();
-  run.result.compile_jobs += built->stats.run;
-  for (const auto& t : built->stats.timings) run.result.timings.push_back(t);
+// The backend's output into the wheel's spec: its files, and for compiled wheels the version
+// with the local label, the tags from the modules' ELF files, the torch pin and provenance.
+Expected<void> finish_spec(const resolve::PlanItem& item, const resolve::ResolvedTarget& rt,
+                           const Toolchain* tc, compile::BuildOutput built, wheel::WheelSpec& spec,
+                           json& provenance) {
+  const manifest::Manifest& m = *item.manifest;
+  if (!tc) {
+    spec.files = std::move(built.files);
+    spec.version = m.version;
+    spec.tag = "py3-none-any";
+    spec.root_is_purelib = true;
+    spec.metadata.requires_dist = m.requires_dist;
+    return {};
+  }
   std::vector<elf::ElfInfo> elves;
-  for (const auto& f : built->files) {
-    if (std::find(built->modules.begin(), built->modules.end(), f.path) == built->modules.end())
+  for (const auto& f : built.files) {
+    if (std::find(built.modules.begin(), built.modules.end(), f.path) == built.modules.end())
       continue;
     KILN_TRY(elf::ElfInfo info, elf::read_elf(f.data, f.path));
     elves.push_back(std::move(info));
   }
-  c.spec.files = std::move(built->files);
-  KILN_CHECK(finish_compiled(m, c.rt, c.tc, elves, c.spec, c.provenance));
-  c.provenance["setuptools"] = {{"built_wheel", built->built_wheel},
-                                {"torch_cuda_arch_list", c.rt.target.archs.torch_arch_list()}};
+  spec.files = std::move(built.files);
+  KILN_CHECK(finish_compiled(m, rt, *tc, elves, spec, provenance));
+  if (!built.built_wheel.empty())
+    provenance["setuptools"] = {{"built_wheel", built.built_wheel},
+                                {"torch_cuda_arch_list", rt.target.archs.torch_arch_list()}};
   return {};
+}
+
+// The backend in the item's build root; its logs kept however it ends.
+Expected<compile::BuildOutput> run_backend(Run& run, const compile::Backend& backend,
+                                           const resolve::PlanItem& item,
+                                           const compile::BuildRequest& request) {
+  auto built = backend.build(request);
+  if (request.toolchain) keep_logs(request.root, run.store.logs() / item.key);
+  if (!built) return std::move(built).error();
+  run.result.compile_jobs += built->stats.run;
+  run.result.objects_reused += built->objects_reused;
+  for (const auto& t : built->stats.timings) run.result.timings.push_back(t);
+  return built;
 }
 
 // The static checks of `kiln validate` before anything is committed: a failure fails the build.
@@ -401,8 +395,8 @@ Expected<void> check_before_commit(const fs::path& wheel_path, const manifest::M
 Expected<cache::Entry> build_item(Run& run, const resolve::PlanItem& item,
                                   const resolve::ResolvedTarget* rt) {
   const manifest::Manifest& m = *item.manifest;
-  if (m.backend == manifest::Backend::Setuptools)
-    KILN_CHECK(compile::torch_cuda_arch_list(rt->target.archs));
+  std::unique_ptr<compile::Backend> backend = compile::make_backend(m.backend);
+  KILN_CHECK(backend->check_archs(rt->target.archs));
   log::info(cat("building ", m.name, " ", m.version, " for ", item.target_name, " (",
                 manifest::backend_name(m.backend), ")"));
 
@@ -422,19 +416,13 @@ Expected<cache::Entry> build_item(Run& run, const resolve::PlanItem& item,
                      {"backend", manifest::backend_name(m.backend)},
                      {"inputs", item.inputs}};
   const Toolchain* tc = nullptr;
-  if (m.backend == manifest::Backend::Pure) {
-    spec.version = m.version;
-    spec.tag = "py3-none-any";
-    spec.root_is_purelib = true;
-    spec.metadata.requires_dist = m.requires_dist;
-  } else {
+  if (backend->compiles()) {
     KILN_TRY(tc, toolchain_for(run, *rt));
-    CompiledItem c{item, *rt, *tc, build_root, sources, spec, provenance};
-    if (m.backend == manifest::Backend::Native)
-      KILN_CHECK(build_native_item(run, c));
-    else
-      KILN_CHECK(build_setuptools_item(run, c));
   }
+  KILN_TRY(compile::BuildRequest request,
+           build_request(run, *backend, item, *rt, tc, build_root, sources));
+  KILN_TRY(compile::BuildOutput built, run_backend(run, *backend, item, request));
+  KILN_CHECK(finish_spec(item, *rt, tc, std::move(built), spec, provenance));
   spec.metadata.version = spec.version;
   spec.provenance_json = provenance.dump(2) + "\n";
 
@@ -447,7 +435,7 @@ Expected<cache::Entry> build_item(Run& run, const resolve::PlanItem& item,
                {"target", item.target_name},
                {"backend", manifest::backend_name(m.backend)},
                {"manifest_version", m.version}};
-  if (m.backend != manifest::Backend::Pure) info["archs"] = rt->target.archs.canonical();
+  if (tc) info["archs"] = rt->target.archs.canonical();
   return run.store.commit(item.key, wheel_path, info);
 }
 

@@ -30,36 +30,35 @@ toolchain::CudaRequest cuda_request(const Target& target) {
 
 namespace {
 
-// Probes the target's Python, CUDA toolkit and host compiler; checks CUDA against the target.
-Expected<ResolvedTarget> resolve_target(const Target& target) {
-  ResolvedTarget rt{target, json::object(), ""};
-  auto python = toolchain::probe_python(target.interpreter());
-  if (!python)
-    return Error::failed(cat("target ", target.name, ": ", python.error().message),
-                         python.error().detail);
-  rt.python_tag = python->abi_tag;
-  rt.toolchain["python"] = python->identity();
-
+// The target's torch: the pinned wheel for the probed Python, or the environment's torch.
+Expected<void> resolve_torch(ResolvedTarget& rt) {
+  const Target& target = rt.target;
+  const toolchain::PythonInfo& python = *rt.python;
   if (target.torch_source == Target::TorchSource::Pypi) {
     const manifest::TorchWheel* wheel = nullptr;
     std::vector<std::string> tags;
     for (const auto& w : target.torch_wheels) {
       tags.push_back(w.python_tag);
-      if (w.python_tag == python->abi_tag) wheel = &w;
+      if (w.python_tag == python.abi_tag) wheel = &w;
     }
     if (!wheel)
       return Error::failed(cat("target ", target.name, " pins no torch ", target.torch_version,
-                               " wheel for ", python->abi_tag, " (Python ", python->version, " at ",
-                               python->executable, "); it has: ", join(tags, ", ")));
+                               " wheel for ", python.abi_tag, " (Python ", python.version, " at ",
+                               python.executable, "); it has: ", join(tags, ", ")));
     rt.toolchain["torch"] = {
         {"version", target.torch_version}, {"file", wheel->file}, {"sha256", wheel->sha256}};
-  } else {
-    auto torch = toolchain::torch_from_environment(python->executable);
-    if (!torch) return Error::failed(cat("target ", target.name, ": ", torch.error().message));
-    rt.toolchain["torch"] = {{"environment", python->executable}, {"identity", torch->identity()}};
+    return {};
   }
+  auto torch = toolchain::torch_from_environment(python.executable);
+  if (!torch) return Error::failed(cat("target ", target.name, ": ", torch.error().message));
+  rt.toolchain["torch"] = {{"environment", python.executable}, {"identity", torch->identity()}};
+  rt.torch = std::move(*torch);
+  return {};
+}
 
-  // The system toolkit is found and asked for its version; the wheel toolkit is its pins.
+// The system toolkit is found and asked for its version; the wheel toolkit is its pins.
+Expected<void> resolve_cuda(ResolvedTarget& rt) {
+  const Target& target = rt.target;
   auto cuda = toolchain::make_cuda_source(cuda_request(target), {}, {});
   auto cuda_id = cuda->identity();
   if (!cuda_id)
@@ -69,12 +68,29 @@ Expected<ResolvedTarget> resolve_target(const Target& target) {
     KILN_TRY(toolchain::CudaToolkit found, cuda->toolkit());
     KILN_CHECK(
         toolchain::check_cuda_matches(found, target.cuda_version, cat("target ", target.name)));
+    rt.cuda = std::move(found);
   }
   rt.toolchain["cuda"] = *cuda_id;
+  return {};
+}
 
+// Probes the target's Python, torch, CUDA toolkit and host compiler; checks CUDA against the
+// target.
+Expected<ResolvedTarget> resolve_target(const Target& target) {
+  ResolvedTarget rt{target, json::object(), "", {}, {}, {}, {}};
+  auto python = toolchain::probe_python(target.interpreter());
+  if (!python)
+    return Error::failed(cat("target ", target.name, ": ", python.error().message),
+                         python.error().detail);
+  rt.python_tag = python->abi_tag;
+  rt.toolchain["python"] = python->identity();
+  rt.python = std::move(*python);
+  KILN_CHECK(resolve_torch(rt));
+  KILN_CHECK(resolve_cuda(rt));
   auto cxx = toolchain::probe_compiler(target.cxx);
   if (!cxx) return Error::failed(cat("target ", target.name, ": ", cxx.error().message));
   rt.toolchain["cxx"] = cxx->identity();
+  rt.cxx = std::move(*cxx);
   return rt;
 }
 
@@ -173,7 +189,7 @@ Expected<Plan> make_plan(const manifest::Repository& repo, const std::vector<std
                               [](const Manifest* m) { return m->backend != Backend::Pure; });
   for (const auto& target : targets) {
     if (!compiled) {
-      plan.targets.push_back(ResolvedTarget{target, json::object(), ""});
+      plan.targets.push_back(ResolvedTarget{target, json::object(), "", {}, {}, {}, {}});
       continue;
     }
     KILN_TRY(ResolvedTarget rt, resolve_target(target));

@@ -11,7 +11,10 @@
 
 #include "core/expected.h"
 #include "manifest/repository.h"
+#include "toolchain/compiler.h"
 #include "toolchain/cuda.h"
+#include "toolchain/python.h"
+#include "toolchain/torch.h"
 
 namespace kiln::resolve {
 
@@ -20,10 +23,18 @@ constexpr int kRecipeVersion = 4;  // 2: nvcc in a PID namespace; 3: shards, per
                                    // 4: the toolkit through <root>/cuda
 
 // A target with what kiln learned about its toolchain on this machine.
+// A plan of pure packages only probes nothing: then only `target` is set.
 struct ResolvedTarget {
   manifest::Target target;
-  nlohmann::json toolchain;  // probed identities (python, cuda, cxx, torch wheel)
+  nlohmann::json toolchain;  // probed identities (python, cuda, cxx, torch wheel): the key's part
   std::string python_tag;    // "cp311"
+  // What the probes found, kept so that the build never probes a second time.
+  std::optional<toolchain::PythonInfo> python;
+  std::optional<toolchain::HostCompiler> cxx;
+  // The system toolkit. A toolkit of pinned wheels is laid out when a build first needs it.
+  std::optional<toolchain::CudaToolkit> cuda;
+  // A torch from an environment. A pinned wheel's is unpacked when a build first needs it.
+  std::optional<toolchain::TorchSysroot> torch;
 };
 
 struct PlanItem {
