@@ -121,6 +121,22 @@ class HardeningTest(SourceTestCase):
         self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
         self.assertIn("RECORD lists demo/a.py../../victim, which is not in the wheel", proc.stdout + proc.stderr)
 
+    def test_validate_refuses_a_wrong_typed_provenance_by_name(self):
+        # kiln.json whose fields have other types than kiln writes: a failed check naming the
+        # field, not a crash in the JSON library.
+        info = "demo-1.0.0.dist-info"
+        for provenance, field in (({"inputs": {"toolchain": {"python": "3.11"}}}, "inputs.toolchain.python"),
+                                  ({"inputs": {"target": {"cuda": "13.0"}}}, "inputs.target.cuda"),
+                                  ({"tools": {"torch": "2.11"}}, "tools.torch")):
+            with self.subTest(field=field):
+                path = self.tmp / "demo-1.0.0-py3-none-any.whl"
+                path.write_bytes(wheel_bytes({"demo/__init__.py": b"",
+                                              f"{info}/kiln.json": json.dumps(provenance).encode()}))
+                proc = self.kiln("validate", str(path))
+                self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+                self.assertIn(f"fail: kiln.json: {field} is a string, not an object", proc.stdout)
+                self.assertNotIn("type_error", proc.stdout + proc.stderr)
+
     # -- 3. gc and build roots -------------------------------------------------------------------
     def test_gc_removes_only_its_own_build_roots(self):
         self.local_archive("demo-1.0.0.tar.gz", self.good_sdist())
