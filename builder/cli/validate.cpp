@@ -93,7 +93,11 @@ int run_validate(Context& ctx, const Args& args) {
     if (!ctx.json)
       std::cout << validate::render_text(reports.back(), ctx.verbosity > 0) << std::flush;
   }
-  if (ctx.json) std::cout << validate::render_json(reports).dump(2) << "\n";
+  // A name in a wheel need not be UTF-8: such bytes are written as U+FFFD, never a throw.
+  if (ctx.json)
+    std::cout << validate::render_json(reports).dump(2, ' ', false,
+                                                     nlohmann::json::error_handler_t::replace)
+              << "\n";
   if (!args.junit.empty())
     write_file_atomic(absolute_path(args.junit), validate::render_junit(reports)).value();
   std::size_t failed = std::count_if(reports.begin(), reports.end(),
@@ -119,8 +123,10 @@ std::function<int()> configure_validate(CLI::App& sub, Context& ctx) {
   sub.add_option(
       "--import-with", opts->import_with,
       "Also install each wheel into a temporary directory and import its modules with this Python");
+  // One directory per --lib-dir (repeatable), so the wheels after it stay positional.
   sub.add_option("--lib-dir", opts->lib_dirs,
-                 "Where to look for the CUDA runtime and C/C++ runtime libraries (repeatable)");
+                 "Where to look for the CUDA runtime and C/C++ runtime libraries (repeatable)")
+      ->allow_extra_args(false);
   sub.add_flag("--offline", opts->offline, "Never use the network (torch must be in the cache)");
   sub.add_option("--index-url", opts->index_url, "Package index for torch (default: pip's)");
   return [&ctx, opts, archs_option] {
