@@ -5,16 +5,14 @@
 
 #include <algorithm>
 #include <iostream>
-#include <map>
+#include <optional>
 
 #include "cli/context.h"
 #include "core/fs.h"
 #include "core/log.h"
 #include "core/process.h"
 #include "core/strings.h"
-#include "pipeline/sources.h"
-#include "toolchain/cuda.h"
-#include "toolchain/torch.h"
+#include "pipeline/validate_inputs.h"
 #include "validate/validate.h"
 
 namespace kiln::cli {
@@ -23,143 +21,95 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TorchSource {
-  // --target, or the target found for --torch-version: failing to get its torch is an error.
-  std::optional<manifest::Target> target;
+struct Args {
+  std::vector<std::string> paths, lib_dirs;
+  std::string target, torch_version, archs, gpu, junit, index_url, import_with;
+  bool offline = false;
 };
 
-// Finds the torch a wheel is checked against and unpacks it into the cache's sysroots (once).
-class TorchResolver {
- public:
-  TorchResolver(fs::path cache, bool offline, std::string index_url)
-      : cache_(std::move(cache)), offline_(offline), index_url_(std::move(index_url)) {}
-
-  Expected<toolchain::TorchSysroot> pinned(const std::string& file, const std::string& sha256) {
-    if (auto it = sysroots_.find(sha256); it != sysroots_.end()) return it->second;
-    fs::path sysroots = cache_ / "sysroots";
-    fs::path dir = sysroots / cat("torch-", sha256.substr(0, 16)) / "torch";
+// The checks' options every wheel shares: --archs, --gpu, --import-with, --lib-dir.
+validate::Options base_options(const Args& args) {
+  validate::Options base;
+  if (!args.archs.empty()) {
+    auto parsed = manifest::ArchList::parse(args.archs);
+    if (!parsed) raise(Error::bad_input(cat("--archs: ", parsed.error().message)));
+    base.archs = *parsed;
+  }
+  if (!args.gpu.empty()) {
+    auto parsed = manifest::ArchList::parse(args.gpu);
+    if (!parsed || parsed->archs().size() != 1)
+      raise(Error::bad_input(cat("--gpu ", args.gpu, ": name one GPU arch, e.g. sm_90 or 12.0")));
+    base.gpu = parsed->archs().front();
+  }
+  if (!args.import_with.empty()) {
+    // A path stays as given (a venv's python must keep its own path), made absolute.
+    fs::path python = args.import_with.find('/') != std::string::npos
+                          ? absolute_path(args.import_with)
+                          : find_program(args.import_with);
     std::error_code ec;
-    toolchain::TorchSysroot t;
-    if (fs::exists(dir / "version.py", ec)) {
-      KILN_TRY(t, toolchain::read_torch_sysroot(dir));
-      t.identity_sha256 = sha256;
-    } else {
-      if (!fetching_) {
-        KILN_TRY(fetching_, pipeline::Fetching::create(cache_, offline_, index_url_));
-      }
-      log::info(cat("fetching ", file, " to check against its libraries"));
-      KILN_TRY(fetch::Fetched got,
-               fetch::fetch_index_file(fetching_->context(), "torch", file, sha256));
-      KILN_TRY(t, toolchain::torch_from_wheel(got.path, sha256, sysroots));
-    }
-    sysroots_.emplace(sha256, t);
-    return t;
+    if (python.empty() || !fs::exists(python, ec))
+      raise(Error::bad_input(cat("--import-with ", args.import_with, ": no such program")));
+    base.import_with = python.string();
   }
-
- private:
-  fs::path cache_;
-  bool offline_;
-  std::string index_url_;
-  std::unique_ptr<pipeline::Fetching> fetching_;
-  std::map<std::string, toolchain::TorchSysroot> sysroots_;
-};
-
-// The target pinning torch `version` ("2.10.0"), from the manifests directory.
-manifest::Target target_for_torch(const manifest::Repository& repo, const std::string& version) {
-  std::vector<std::string> seen;
-  for (const auto& name : repo.target_names()) {
-    auto t = repo.target(name);
-    if (!t) continue;
-    seen.push_back(cat(name, " (torch ", t->torch_version, ")"));
-    if (t->torch_version == version && t->torch_source == manifest::Target::TorchSource::Pypi)
-      return *t;
-  }
-  raise(Error::bad_input(cat("--torch-version ", version, ": no target under ", repo.dir().string(),
-                             "/targets pins torch ", version,
-                             " from PyPI (targets: ", join(seen, ", "), ")")));
+  for (const auto& d : args.lib_dirs) base.library_dirs.push_back(absolute_path(d));
+  if (!base.library_dirs.empty())
+    for (const auto& d : validate::default_library_dirs()) base.library_dirs.push_back(d);
+  return base;
 }
 
-// Fills options.torch (or options.torch_problem) for one wheel.
-void choose_torch(const validate::WheelSummary& summary, const TorchSource& source,
-                  TorchResolver& resolver, validate::Options& options) {
-  bool compiled = std::find(summary.name.platform_tags.begin(), summary.name.platform_tags.end(),
-                            "any") == summary.name.platform_tags.end();
-  if (!compiled) return;
-  if (source.target) {
-    const manifest::Target& t = *source.target;
-    if (t.torch_source == manifest::Target::TorchSource::Environment) {
-      options.torch = toolchain::torch_from_environment(t.interpreter()).value();
-      options.torch_note = cat("target ", t.name, ", from ", t.interpreter());
-      return;
+// --target (whose archs become the default request), or the target pinning --torch-version.
+std::optional<manifest::Target> chosen_target(Context& ctx, const Args& args,
+                                              validate::Options& base) {
+  if (!args.target.empty()) {
+    manifest::Target target = ctx.repository().target(args.target).value();
+    if (!args.torch_version.empty() && target.torch_version != args.torch_version)
+      raise(Error::bad_input(cat("--target ", args.target, " pins torch ", target.torch_version,
+                                 ", not --torch-version ", args.torch_version)));
+    if (!base.archs) {
+      base.archs = target.archs;
+      base.archs_from = cat("target ", args.target);
     }
-    for (const auto& abi : summary.name.abi_tags)
-      for (const auto& w : t.torch_wheels)
-        if (w.python_tag == abi) {
-          options.torch = resolver.pinned(w.file, w.sha256).value();
-          options.torch_note = cat("target ", t.name);
-          return;
-        }
-    raise(Error::bad_input(
-        cat("target ", t.name, " pins no torch wheel for ", join(summary.name.abi_tags, "."))));
+    return target;
   }
-  const auto& p = summary.provenance;
-  if (!p.is_object() || !p.contains("inputs") || !p["inputs"].contains("toolchain") ||
-      !p["inputs"]["toolchain"].is_object() || !p["inputs"]["toolchain"].contains("torch") ||
-      !p["inputs"]["toolchain"]["torch"].is_object())
-    return;
-  const auto& pin = p["inputs"]["toolchain"]["torch"];
-  std::string file = pin.value("file", ""), sha = pin.value("sha256", "");
-  if (file.empty() || sha.size() != 64) {
-    options.torch_problem =
-        "the provenance names no pinned torch wheel (torch from an environment): give --target";
-    return;
-  }
-  auto t = resolver.pinned(file, sha);
-  if (!t) {
-    options.torch_problem = cat("cannot get the torch it was built against: ", t.error().message);
-    return;
-  }
-  options.torch = *t;
-  options.torch_note = "the pinned torch of its provenance";
+  if (!args.torch_version.empty())
+    return pipeline::target_for_torch(ctx.repository(), args.torch_version).value();
+  return std::nullopt;
 }
 
-// A wheel built with a CUDA toolkit from wheels finds the CUDA runtime in that toolkit, when the
-// cache has it (so it validates on a machine without a CUDA toolkit).
-void add_wheel_toolkit(const validate::WheelSummary& summary, const fs::path& cache,
-                       validate::Options& options) {
-  const auto& p = summary.provenance;
-  if (!p.is_object() || !p.contains("inputs") || !p["inputs"].is_object() ||
-      !p["inputs"].contains("toolchain") || !p["inputs"]["toolchain"].is_object() ||
-      !p["inputs"]["toolchain"].contains("cuda"))
-    return;
-  const auto& cuda = p["inputs"]["toolchain"]["cuda"];
-  if (!cuda.is_object() || cuda.value("toolkit", "") != "wheels" || !cuda.contains("wheels") ||
-      !cuda["wheels"].is_array())
-    return;
-  toolchain::CudaRequest request;
-  request.toolkit = "wheels";
-  request.version = cuda.value("version", "");
-  for (const auto& w : cuda["wheels"])
-    if (w.is_object()) request.wheels.push_back({w.value("file", ""), w.value("sha256", "")});
-  fs::path lib = cache / "toolkits" / toolchain::wheel_toolkit_name(request) / "lib";
-  std::error_code ec;
-  if (!fs::is_directory(lib, ec)) return;
-  std::vector<fs::path> dirs = {lib};
-  for (const auto& d :
-       options.library_dirs.empty() ? validate::default_library_dirs() : options.library_dirs)
-    dirs.push_back(d);
-  options.library_dirs = std::move(dirs);
+int run_validate(Context& ctx, const Args& args) {
+  validate::Options base = base_options(args);
+  std::optional<manifest::Target> target = chosen_target(ctx, args, base);
+  std::vector<fs::path> wheels;
+  for (const auto& p : args.paths) {
+    std::vector<fs::path> found = validate::find_wheels(absolute_path(p)).value();
+    wheels.insert(wheels.end(), found.begin(), found.end());
+  }
+  pipeline::ValidateInputs inputs(ctx.cache_path(), args.offline, args.index_url, target);
+  std::vector<validate::Report> reports;
+  for (const auto& wheel : wheels) {
+    validate::WheelSummary summary = validate::summarize(wheel).value();
+    validate::Options options = inputs.options_for(summary, base).value();
+    reports.push_back(validate::validate_wheel(wheel, options).value());
+    if (!ctx.json)
+      std::cout << validate::render_text(reports.back(), ctx.verbosity > 0) << std::flush;
+  }
+  // A name in a wheel need not be UTF-8: such bytes are written as U+FFFD, never a throw.
+  if (ctx.json)
+    std::cout << validate::render_json(reports).dump(2, ' ', false,
+                                                     nlohmann::json::error_handler_t::replace)
+              << "\n";
+  if (!args.junit.empty())
+    write_file_atomic(absolute_path(args.junit), validate::render_junit(reports)).value();
+  std::size_t failed = std::count_if(reports.begin(), reports.end(),
+                                     [](const validate::Report& r) { return !r.ok(); });
+  if (failed) log::error(cat(failed, " of ", reports.size(), " wheel(s) failed validation"));
+  return failed ? 1 : 0;
 }
 
 }  // namespace
 
 std::function<int()> configure_validate(CLI::App& sub, Context& ctx) {
-  struct Options {
-    std::vector<std::string> paths, lib_dirs;
-    std::string target, torch_version, archs, gpu, junit, index_url, import_with;
-    bool offline = false;
-  };
-  auto opts = std::make_shared<Options>();
+  auto opts = std::make_shared<Args>();
   sub.add_option("paths", opts->paths, "Wheels, or directories searched for *.whl")->required();
   sub.add_option("-t,--target", opts->target, "Check against this target's torch and archs");
   sub.add_option(
@@ -173,81 +123,15 @@ std::function<int()> configure_validate(CLI::App& sub, Context& ctx) {
   sub.add_option(
       "--import-with", opts->import_with,
       "Also install each wheel into a temporary directory and import its modules with this Python");
+  // One directory per --lib-dir (repeatable), so the wheels after it stay positional.
   sub.add_option("--lib-dir", opts->lib_dirs,
-                 "Where to look for the CUDA runtime and C/C++ runtime libraries (repeatable)");
+                 "Where to look for the CUDA runtime and C/C++ runtime libraries (repeatable)")
+      ->allow_extra_args(false);
   sub.add_flag("--offline", opts->offline, "Never use the network (torch must be in the cache)");
   sub.add_option("--index-url", opts->index_url, "Package index for torch (default: pip's)");
   return [&ctx, opts, archs_option] {
     require_archs_value(archs_option, opts->archs);
-    validate::Options base;
-    if (!opts->archs.empty()) {
-      auto parsed = manifest::ArchList::parse(opts->archs);
-      if (!parsed) raise(Error::bad_input(cat("--archs: ", parsed.error().message)));
-      base.archs = *parsed;
-    }
-    if (!opts->gpu.empty()) {
-      auto parsed = manifest::ArchList::parse(opts->gpu);
-      if (!parsed || parsed->archs().size() != 1)
-        raise(
-            Error::bad_input(cat("--gpu ", opts->gpu, ": name one GPU arch, e.g. sm_90 or 12.0")));
-      base.gpu = parsed->archs().front();
-    }
-    if (!opts->import_with.empty()) {
-      // A path stays as given (a venv's python must keep its own path), made absolute.
-      fs::path python = opts->import_with.find('/') != std::string::npos
-                            ? absolute_path(opts->import_with)
-                            : find_program(opts->import_with);
-      std::error_code ec;
-      if (python.empty() || !fs::exists(python, ec))
-        raise(Error::bad_input(cat("--import-with ", opts->import_with, ": no such program")));
-      base.import_with = python.string();
-    }
-    for (const auto& d : opts->lib_dirs) base.library_dirs.push_back(absolute_path(d));
-    if (!base.library_dirs.empty())
-      for (const auto& d : validate::default_library_dirs()) base.library_dirs.push_back(d);
-
-    TorchSource source;
-    if (!opts->target.empty()) {
-      source.target = ctx.repository().target(opts->target).value();
-      if (!opts->torch_version.empty() && source.target->torch_version != opts->torch_version)
-        raise(Error::bad_input(cat("--target ", opts->target, " pins torch ",
-                                   source.target->torch_version, ", not --torch-version ",
-                                   opts->torch_version)));
-      if (!base.archs) {
-        base.archs = source.target->archs;
-        base.archs_from = cat("target ", opts->target);
-      }
-    } else if (!opts->torch_version.empty()) {
-      source.target = target_for_torch(ctx.repository(), opts->torch_version);
-    }
-
-    std::vector<fs::path> wheels;
-    for (const auto& p : opts->paths) {
-      std::vector<fs::path> found = validate::find_wheels(absolute_path(p)).value();
-      wheels.insert(wheels.end(), found.begin(), found.end());
-    }
-    TorchResolver resolver(ctx.cache_path(), opts->offline, opts->index_url);
-    std::vector<validate::Report> reports;
-    for (const auto& wheel : wheels) {
-      validate::WheelSummary summary = validate::summarize(wheel).value();
-      validate::Options options = base;
-      choose_torch(summary, source, resolver, options);
-      add_wheel_toolkit(summary, ctx.cache_path(), options);
-      reports.push_back(validate::validate_wheel(wheel, options).value());
-      if (!ctx.json)
-        std::cout << validate::render_text(reports.back(), ctx.verbosity > 0) << std::flush;
-    }
-    if (ctx.json) std::cout << validate::render_json(reports).dump(2) << "\n";
-    if (!opts->junit.empty())
-      write_file_atomic(absolute_path(opts->junit), validate::render_junit(reports)).value();
-    bool ok = std::all_of(reports.begin(), reports.end(),
-                          [](const validate::Report& r) { return r.ok(); });
-    if (!ok) {
-      std::size_t failed = std::count_if(reports.begin(), reports.end(),
-                                         [](const validate::Report& r) { return !r.ok(); });
-      log::error(cat(failed, " of ", reports.size(), " wheel(s) failed validation"));
-    }
-    return ok ? 0 : 1;
+    return run_validate(ctx, *opts);
   };
 }
 

@@ -25,6 +25,7 @@
 #include "toolchain/torch.h"
 #include "validate/validate.h"
 #include "wheel/metadata.h"
+#include "wheel/provenance.h"
 #include "wheel/tags.h"
 #include "wheel/writer.h"
 
@@ -197,22 +198,24 @@ Expected<fs::path> setuptools_env(const manifest::BuildEnvPins& pins,
   return spec.dir;
 }
 
+// The provenance's record of the torch a wheel was built against: TorchSysroot::identity().
+wheel::BuiltTorch built_torch(const toolchain::TorchSysroot& t) {
+  return {t.version, t.cuda, t.cxx11_abi, t.abi_flags(), t.identity_sha256};
+}
+
 // What compiled wheels share, whichever backend built their modules: version with the local
 // label, tags (manylinux from the ELF files), the torch pin, provenance.
 Expected<void> finish_compiled(const manifest::Manifest& m, const resolve::ResolvedTarget& rt,
                                const Toolchain& tc, const std::vector<elf::ElfInfo>& elves,
-                               wheel::WheelSpec& spec, json& provenance) {
+                               wheel::WheelSpec& spec, wheel::Provenance& provenance) {
   KILN_TRY(wheel::PlatformTag platform, wheel::manylinux_tag(elves));
   spec.version = cat(m.version, "+", wheel::local_label(rt.target.cuda_version, tc.torch.version));
   spec.tag = cat(tc.python.python_tag, "-", tc.python.abi_tag, "-", platform.tag);
   spec.metadata.requires_dist = wheel::pin_torch(m.requires_dist, rt.target.torch_minor(), true);
-  provenance["archs"] = rt.target.archs.canonical();
-  provenance["tools"] = {{"nvcc", tc.cuda.version_text},
-                         {"cxx", tc.cxx.version_text},
-                         {"python", tc.python.version},
-                         {"torch", tc.torch.identity()}};
-  provenance["platform"] = {
-      {"tag", platform.tag}, {"limited_by", platform.limiting}, {"highest", platform.highest}};
+  provenance.archs = rt.target.archs.canonical();
+  provenance.tools = wheel::BuiltTools{tc.cuda.version_text, tc.cxx.version_text, tc.python.version,
+                                       built_torch(tc.torch)};
+  provenance.platform = wheel::BuiltPlatform{platform.tag, platform.limiting, platform.highest};
   return {};
 }
 
@@ -329,7 +332,7 @@ Expected<compile::BuildRequest> build_request(Run& run, const compile::Backend& 
 // with the local label, the tags from the modules' ELF files, the torch pin and provenance.
 Expected<void> finish_spec(const resolve::PlanItem& item, const resolve::ResolvedTarget& rt,
                            const Toolchain* tc, compile::BuildOutput built, wheel::WheelSpec& spec,
-                           json& provenance) {
+                           wheel::Provenance& provenance) {
   const manifest::Manifest& m = *item.manifest;
   if (!tc) {
     spec.files = std::move(built.files);
@@ -349,8 +352,8 @@ Expected<void> finish_spec(const resolve::PlanItem& item, const resolve::Resolve
   spec.files = std::move(built.files);
   KILN_CHECK(finish_compiled(m, rt, *tc, elves, spec, provenance));
   if (!built.built_wheel.empty())
-    provenance["setuptools"] = {{"built_wheel", built.built_wheel},
-                                {"torch_cuda_arch_list", rt.target.archs.torch_arch_list()}};
+    provenance.setuptools =
+        wheel::SetuptoolsBuild{built.built_wheel, rt.target.archs.torch_arch_list()};
   return {};
 }
 
@@ -410,11 +413,12 @@ Expected<cache::Entry> build_item(Run& run, const resolve::PlanItem& item,
   check_interrupted();
 
   KILN_TRY(wheel::WheelSpec spec, base_spec(m, src));
-  json provenance = {{"kiln", KILN_VERSION},
-                     {"recipe", resolve::kRecipeVersion},
-                     {"build_key", item.key},
-                     {"backend", manifest::backend_name(m.backend)},
-                     {"inputs", item.inputs}};
+  wheel::Provenance provenance;
+  provenance.kiln = KILN_VERSION;
+  provenance.recipe = resolve::kRecipeVersion;
+  provenance.build_key = item.key;
+  provenance.backend = manifest::backend_name(m.backend);
+  provenance.inputs = item.inputs;
   const Toolchain* tc = nullptr;
   if (backend->compiles()) {
     KILN_TRY(tc, toolchain_for(run, *rt));
@@ -424,7 +428,7 @@ Expected<cache::Entry> build_item(Run& run, const resolve::PlanItem& item,
   KILN_TRY(compile::BuildOutput built, run_backend(run, *backend, item, request));
   KILN_CHECK(finish_spec(item, *rt, tc, std::move(built), spec, provenance));
   spec.metadata.version = spec.version;
-  spec.provenance_json = provenance.dump(2) + "\n";
+  spec.provenance_json = wheel::provenance_text(provenance);
 
   KILN_TRY(cache::Staging staging, run.store.staging("wheel-"));
   KILN_TRY(fs::path wheel_path, wheel::write_wheel(spec, staging.path()));

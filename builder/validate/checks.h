@@ -38,10 +38,11 @@ struct LoadedWheel {
   std::string zip_error;
   std::vector<Member> members;  // every file entry (not directories), in archive order
   std::string dist_info;        // "<dir>.dist-info" as found in the archive ("" when none)
-  std::map<std::string, std::string> texts;  // dist-info METADATA, WHEEL, RECORD, kiln.json
-  nlohmann::json provenance;                 // kiln.json, or null
-  std::vector<Binary> binaries;              // every ELF file in the wheel
-  std::vector<std::string> elf_errors;       // ELF files libelf could not read
+  std::map<std::string, std::string> texts;     // dist-info METADATA, WHEEL, RECORD, kiln.json
+  std::optional<wheel::Provenance> provenance;  // kiln.json, when the wheel has one that reads
+  std::string provenance_error;                 // why its kiln.json does not read ("" if it does)
+  std::vector<Binary> binaries;                 // every ELF file in the wheel
+  std::vector<std::string> elf_errors;          // ELF files libelf could not read
 };
 
 // Reads the archive once: hashes every entry, keeps the dist-info texts and the ELF files.

@@ -79,10 +79,8 @@ std::vector<std::string> by_arch(const std::set<std::string>& names) {
 // --archs (or a target's) when given, else the archs the provenance records, else none.
 Requested requested_archs(const LoadedWheel& w, const Options& options) {
   Requested r{options.archs, options.archs_from};
-  if (!r.archs && w.provenance.is_object() && w.provenance.contains("archs") &&
-      w.provenance["archs"].is_string()) {
-    auto parsed =
-        manifest::ArchList::parse(spec_of_canonical(w.provenance["archs"].get<std::string>()));
+  if (!r.archs && w.provenance && w.provenance->archs) {
+    auto parsed = manifest::ArchList::parse(spec_of_canonical(*w.provenance->archs));
     if (parsed) {
       r.archs = *parsed;
       r.from = "provenance";

@@ -1,6 +1,7 @@
 // Check "metadata": METADATA parses as core metadata; its name and version agree with the file
 // name and the dist-info directory; PEP 440 version and local label; Requires-Python present;
-// for kiln's compiled wheels, the torch pin and local label agree with the provenance.
+// kiln.json, when there is one, reads; for kiln's compiled wheels, the torch pin and local label
+// agree with the provenance.
 #include <algorithm>
 
 #include "core/strings.h"
@@ -145,7 +146,7 @@ std::string check_requires_dist(const wheel::ParsedMetadata& md, Findings& f) {
 
 // kiln's compiled wheels: the pin and the local label say which torch and CUDA built them, so
 // they must name the ones kiln.json records.
-void check_built_torch(const nlohmann::json& p, const std::string& built_torch,
+void check_built_torch(const wheel::Provenance& p, const std::string& built_torch,
                        const std::string& torch_pin, const std::string& version,
                        const std::string& local, Findings& f) {
   std::string want = cat("torch==", torch_minor_of(built_torch), ".*");
@@ -157,10 +158,8 @@ void check_built_torch(const nlohmann::json& p, const std::string& built_torch,
   else if (compact != want)
     f.fail(cat("Requires-Dist '", torch_pin, "' does not pin the torch it was built against (",
                built_torch, "; want ", want, ")"));
-  std::string cuda = p["tools"]["torch"].value("cuda", "");
-  if (p.contains("inputs") && p["inputs"].contains("target") &&
-      p["inputs"]["target"].contains("cuda"))
-    cuda = p["inputs"]["target"]["cuda"].value("version", cuda);
+  std::string cuda = p.tools ? p.tools->torch.cuda : "";
+  if (p.facts.target_cuda) cuda = *p.facts.target_cuda;
   if (!cuda.empty() && !version.empty()) {
     std::string label = wheel::local_label(cuda, built_torch);
     if (local != label)
@@ -225,13 +224,11 @@ CheckResult check_metadata(const LoadedWheel& w) {
 
   std::string torch_pin = check_requires_dist(md, f);
   f.data()["requires_torch"] = torch_pin;
-  const auto& p = w.provenance;
+  if (!w.provenance_error.empty()) f.fail(w.provenance_error);
   std::string built_torch;
-  if (p.is_object() && p.contains("tools") && p["tools"].contains("torch") &&
-      p["tools"]["torch"].contains("version"))
-    built_torch = p["tools"]["torch"].value("version", "");
+  if (w.provenance && w.provenance->tools) built_torch = w.provenance->tools->torch.version;
   if (!built_torch.empty())
-    check_built_torch(p, built_torch, torch_pin, version, local, f);
+    check_built_torch(*w.provenance, built_torch, torch_pin, version, local, f);
   else if (torch_pin.empty())
     warn_unpinned_torch(w, f);
   return f.finish(cat(name, " ", version, ": core metadata ", mv, ", Requires-Python ", rp,

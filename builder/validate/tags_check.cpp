@@ -111,12 +111,10 @@ class ModuleTags {
 
   // The ABI tag and extension suffix of the Python the provenance says the wheel was built for.
   void check_provenance() {
-    const auto& p = w_.provenance;
-    if (p.is_object() && p.contains("inputs") && p["inputs"].contains("toolchain") &&
-        p["inputs"]["toolchain"].is_object() && p["inputs"]["toolchain"].contains("python")) {
-      const auto& py = p["inputs"]["toolchain"]["python"];
-      want_suffix_ = py.value("ext_suffix", "");
-      std::string abi = py.value("abi_tag", "");
+    if (w_.provenance && w_.provenance->facts.python) {
+      const auto& py = *w_.provenance->facts.python;
+      want_suffix_ = py.ext_suffix;
+      const std::string& abi = py.abi_tag;
       if (!abi.empty() && !abis_.count(abi))
         f_.fail(cat("the wheel was built for ", abi, " (provenance) but is tagged ",
                     join(w_.name.abi_tags, ".")));

@@ -156,10 +156,7 @@ struct Providers {
 
 // The torch version kiln.json says the wheel was built against ("" when it says none).
 std::string built_torch(const LoadedWheel& w) {
-  if (w.provenance.is_object() && w.provenance.contains("tools") &&
-      w.provenance["tools"].contains("torch"))
-    return w.provenance["tools"]["torch"].value("version", "");
-  return "";
+  return w.provenance && w.provenance->tools ? w.provenance->tools->torch.version : "";
 }
 
 // The libraries the binaries need beyond torch and themselves: the C/C++ runtime always, and each

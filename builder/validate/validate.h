@@ -13,6 +13,7 @@
 #include "core/expected.h"
 #include "manifest/arch.h"
 #include "toolchain/torch.h"
+#include "wheel/provenance.h"
 
 namespace kiln::validate {
 
@@ -69,7 +70,8 @@ Expected<WheelName> parse_wheel_filename(const std::string& filename);
 // What a caller needs before validating (e.g. to pick a torch): the name and kiln.json, if any.
 struct WheelSummary {
   WheelName name;
-  nlohmann::json provenance;  // null when the wheel has no readable kiln.json
+  std::optional<wheel::Provenance> provenance;  // absent when the wheel has no readable kiln.json
+  std::string provenance_error;                 // why its kiln.json does not read ("" if it does)
 };
 // Fails (bad input) only when the path is not a readable file with a wheel's name.
 Expected<WheelSummary> summarize(const std::filesystem::path& wheel);

@@ -128,6 +128,18 @@ std::set<std::string> dist_info_dirs(const archive::ZipReader& zip) {
   return out;
 }
 
+// kiln.json's text into `provenance`, or why it does not read into `error`.
+void read_provenance(std::string_view text, std::optional<wheel::Provenance>& provenance,
+                     std::string& error) {
+  auto p = wheel::parse_provenance(text);
+  provenance.reset();
+  error.clear();
+  if (p)
+    provenance = std::move(*p);
+  else
+    error = p.error().message;
+}
+
 }  // namespace
 
 namespace {
@@ -220,10 +232,8 @@ Expected<LoadedWheel> load_opened(LoadedWheel w, Expected<archive::ZipReader> zi
       w.binaries.push_back(std::move(b));
     }
   }
-  if (w.texts.count("kiln.json")) {
-    auto j = nlohmann::json::parse(w.texts["kiln.json"], nullptr, false);
-    if (!j.is_discarded() && j.is_object()) w.provenance = std::move(j);
-  }
+  if (w.texts.count("kiln.json"))
+    read_provenance(w.texts["kiln.json"], w.provenance, w.provenance_error);
   return w;
 }
 
@@ -243,8 +253,7 @@ Expected<WheelSummary> summarize(const fs::path& path) {
     if (!e) continue;
     auto text = zip->read(*e, 16 << 20);
     if (!text) continue;
-    auto j = nlohmann::json::parse(*text, nullptr, false);
-    if (!j.is_discarded() && j.is_object()) s.provenance = std::move(j);
+    read_provenance(*text, s.provenance, s.provenance_error);
   }
   return s;
 }

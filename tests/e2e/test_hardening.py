@@ -121,6 +121,54 @@ class HardeningTest(SourceTestCase):
         self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
         self.assertIn("RECORD lists demo/a.py../../victim, which is not in the wheel", proc.stdout + proc.stderr)
 
+    def test_validate_json_stays_json_with_a_name_that_is_not_utf8(self):
+        # RECORD names a path whose bytes are not UTF-8: the report quotes it, and --json must
+        # still print a JSON document (the bytes replaced), not die mid-way.
+        data = wheel_bytes({"demo/__init__.py": b"", "demo/a.py": b"y"})
+        buf = io.BytesIO()
+        with zipfile.ZipFile(io.BytesIO(data)) as z, zipfile.ZipFile(buf, "w") as out:
+            for item in z.infolist():
+                body = z.read(item)
+                if item.filename.endswith("RECORD"):
+                    body = body.replace(b"demo/a.py,", b"demo/a\xff.py,", 1)
+                out.writestr(item, body)
+        path = self.tmp / "demo-1.0.0-py3-none-any.whl"
+        path.write_bytes(buf.getvalue())
+        proc = self.kiln("--json", "validate", str(path))
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        doc = json.loads(proc.stdout)
+        archive = next(c for c in doc["wheels"][0]["checks"] if c["id"] == "archive")
+        self.assertIn("fail: RECORD lists demo/a\ufffd.py, which is not in the wheel (installers would remove "
+                      "that path on uninstall)", archive["details"])
+
+    def test_validate_lib_dir_takes_one_directory(self):
+        # --lib-dir DIR is one directory per flag: the wheels after it stay wheels.
+        wheels = []
+        for name in ("demo-1.0.0-py3-none-any.whl", "other/demo-1.0.0-py3-none-any.whl"):
+            path = self.tmp / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(wheel_bytes({"demo/__init__.py": b""}))
+            wheels.append(str(path))
+        proc = self.kiln("--json", "validate", "--lib-dir", str(self.tmp), "--lib-dir", str(self.tmp), *wheels)
+        self.assertEqual(proc.returncode, 1, proc.stderr)  # (their METADATA has no Requires-Python)
+        self.assertEqual([w["wheel"] for w in json.loads(proc.stdout)["wheels"]], wheels)
+
+    def test_validate_refuses_a_wrong_typed_provenance_by_name(self):
+        # kiln.json whose fields have other types than kiln writes: a failed check naming the
+        # field, not a crash in the JSON library.
+        info = "demo-1.0.0.dist-info"
+        for provenance, field in (({"inputs": {"toolchain": {"python": "3.11"}}}, "inputs.toolchain.python"),
+                                  ({"inputs": {"target": {"cuda": "13.0"}}}, "inputs.target.cuda"),
+                                  ({"tools": {"torch": "2.11"}}, "tools.torch")):
+            with self.subTest(field=field):
+                path = self.tmp / "demo-1.0.0-py3-none-any.whl"
+                path.write_bytes(wheel_bytes({"demo/__init__.py": b"",
+                                              f"{info}/kiln.json": json.dumps(provenance).encode()}))
+                proc = self.kiln("validate", str(path))
+                self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+                self.assertIn(f"fail: kiln.json: {field} is a string, not an object", proc.stdout)
+                self.assertNotIn("type_error", proc.stdout + proc.stderr)
+
     # -- 3. gc and build roots -------------------------------------------------------------------
     def test_gc_removes_only_its_own_build_roots(self):
         self.local_archive("demo-1.0.0.tar.gz", self.good_sdist())

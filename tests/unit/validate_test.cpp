@@ -435,6 +435,33 @@ TEST_F(Validate, ProvenanceTorchPinAndLabel) {
                   "does not name the build's CUDA and torch (want 'cu130torch2.11')");
 }
 
+TEST_F(Validate, AWrongTypedProvenanceFailsNamingTheField) {
+  std::string tag = cat("cp311-cp311-", platform_of({"ext.so"}));
+  for (auto [prov, message] : std::vector<std::pair<nlohmann::json, std::string>>{
+           {{{"tools", {{"torch", "2.11"}}}}, "kiln.json: tools.torch is a string, not an object"},
+           {{{"inputs", {{"toolchain", {{"python", "3.11"}}}}}},
+            "kiln.json: inputs.toolchain.python is a string, not an object"},
+           {{{"tools", {{"torch", {{"version", "2.11.0"}}}}},
+             {"inputs", {{"target", {{"cuda", "13.0"}}}}}},
+            "kiln.json: inputs.target.cuda is a string, not an object"},
+           {{{"archs", 90}}, "kiln.json: archs is an integer, not a string"}}) {
+    fs::path w = write(cat("typed", counter_++),
+                       {{"ext.cpython-311-x86_64-linux-gnu.so", bytes("ext.so"), true}}, tag,
+                       prov.dump(), "1.0+cu130torch2.11", {"torch==2.11.*"});
+    Options o;
+    o.torch = fake_torch();
+    Report r = run(w, o);
+    EXPECT_EQ(check(r, "metadata").verdict, Verdict::Fail) << said(r, "metadata");
+    EXPECT_CONTAINS(said(r, "metadata"), message);
+    WheelSummary s = summarize(w).value();
+    EXPECT_FALSE(s.provenance);
+    EXPECT_EQ(s.provenance_error, message);
+  }
+  // Not JSON at all.
+  fs::path garbage = write("garbage", {{"demo_pkg/__init__.py", "", false}}, "", "{\"kiln\": ");
+  EXPECT_CONTAINS(said(run(garbage), "metadata"), "fail: kiln.json is not valid JSON");
+}
+
 TEST_F(Validate, CorruptZipsFailTheArchiveCheck) {
   fs::path good = pure();
   std::string b = read_file(good).value();

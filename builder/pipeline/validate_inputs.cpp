@@ -1,0 +1,126 @@
+#include "pipeline/validate_inputs.h"
+
+#include <algorithm>
+
+#include "core/log.h"
+#include "core/strings.h"
+#include "fetch/source.h"
+#include "toolchain/cuda.h"
+
+namespace kiln::pipeline {
+
+namespace fs = std::filesystem;
+
+Expected<manifest::Target> target_for_torch(const manifest::Repository& repo,
+                                            const std::string& version) {
+  std::vector<std::string> seen;
+  for (const auto& name : repo.target_names()) {
+    auto t = repo.target(name);
+    if (!t) continue;
+    seen.push_back(cat(name, " (torch ", t->torch_version, ")"));
+    if (t->torch_version == version && t->torch_source == manifest::Target::TorchSource::Pypi)
+      return *t;
+  }
+  return Error::bad_input(cat("--torch-version ", version, ": no target under ",
+                              repo.dir().string(), "/targets pins torch ", version,
+                              " from PyPI (targets: ", join(seen, ", "), ")"));
+}
+
+ValidateInputs::ValidateInputs(fs::path cache, bool offline, std::string index_url,
+                               std::optional<manifest::Target> target)
+    : store_(std::move(cache)),
+      offline_(offline),
+      index_url_(std::move(index_url)),
+      target_(std::move(target)) {}
+
+Expected<validate::Options> ValidateInputs::options_for(const validate::WheelSummary& summary,
+                                                        validate::Options base) {
+  KILN_CHECK(choose_torch(summary, base));
+  add_wheel_toolkit(summary, base);
+  return base;
+}
+
+// The pinned torch wheel's sysroot: from the cache's sysroots, else fetched and unpacked there.
+Expected<toolchain::TorchSysroot> ValidateInputs::pinned(const std::string& file,
+                                                         const std::string& sha256) {
+  if (auto it = sysroots_.find(sha256); it != sysroots_.end()) return it->second;
+  fs::path dir = store_.sysroots() / cat("torch-", sha256.substr(0, 16)) / "torch";
+  std::error_code ec;
+  toolchain::TorchSysroot t;
+  if (fs::exists(dir / "version.py", ec)) {
+    KILN_TRY(t, toolchain::read_torch_sysroot(dir));
+    t.identity_sha256 = sha256;
+  } else {
+    if (!fetching_) {
+      KILN_TRY(fetching_, Fetching::create(store_.root(), offline_, index_url_));
+    }
+    log::info(cat("fetching ", file, " to check against its libraries"));
+    KILN_TRY(fetch::Fetched got,
+             fetch::fetch_index_file(fetching_->context(), "torch", file, sha256));
+    KILN_TRY(t, toolchain::torch_from_wheel(got.path, sha256, store_.sysroots()));
+  }
+  sysroots_.emplace(sha256, t);
+  return t;
+}
+
+// Sets options.torch (or options.torch_problem) for a compiled wheel.
+Expected<void> ValidateInputs::choose_torch(const validate::WheelSummary& summary,
+                                            validate::Options& options) {
+  const auto& platforms = summary.name.platform_tags;
+  if (std::find(platforms.begin(), platforms.end(), "any") != platforms.end()) return {};
+  if (target_) {
+    const manifest::Target& t = *target_;
+    if (t.torch_source == manifest::Target::TorchSource::Environment) {
+      KILN_TRY(options.torch, toolchain::torch_from_environment(t.interpreter()));
+      options.torch_note = cat("target ", t.name, ", from ", t.interpreter());
+      return {};
+    }
+    for (const auto& abi : summary.name.abi_tags)
+      for (const auto& w : t.torch_wheels)
+        if (w.python_tag == abi) {
+          KILN_TRY(options.torch, pinned(w.file, w.sha256));
+          options.torch_note = cat("target ", t.name);
+          return {};
+        }
+    return Error::bad_input(
+        cat("target ", t.name, " pins no torch wheel for ", join(summary.name.abi_tags, ".")));
+  }
+  if (!summary.provenance || !summary.provenance->facts.torch) return {};
+  const auto& pin = *summary.provenance->facts.torch;
+  if (pin.file.empty() || pin.sha256.size() != 64) {
+    options.torch_problem =
+        "the provenance names no pinned torch wheel (torch from an environment): give --target";
+    return {};
+  }
+  auto t = pinned(pin.file, pin.sha256);
+  if (!t) {
+    options.torch_problem = cat("cannot get the torch it was built against: ", t.error().message);
+    return {};
+  }
+  options.torch = *t;
+  options.torch_note = "the pinned torch of its provenance";
+  return {};
+}
+
+// A wheel built with a CUDA toolkit from wheels finds the CUDA runtime in that toolkit, when the
+// cache has it (so it validates on a machine without a CUDA toolkit).
+void ValidateInputs::add_wheel_toolkit(const validate::WheelSummary& summary,
+                                       validate::Options& options) const {
+  if (!summary.provenance || !summary.provenance->facts.cuda) return;
+  const auto& cuda = *summary.provenance->facts.cuda;
+  if (cuda.toolkit != "wheels" || !cuda.wheels) return;
+  toolchain::CudaRequest request;
+  request.toolkit = "wheels";
+  request.version = cuda.version;
+  for (const auto& w : *cuda.wheels) request.wheels.push_back({w.file, w.sha256});
+  fs::path lib = store_.toolkits() / toolchain::wheel_toolkit_name(request) / "lib";
+  std::error_code ec;
+  if (!fs::is_directory(lib, ec)) return;
+  std::vector<fs::path> dirs = {lib};
+  for (const auto& d :
+       options.library_dirs.empty() ? validate::default_library_dirs() : options.library_dirs)
+    dirs.push_back(d);
+  options.library_dirs = std::move(dirs);
+}
+
+}  // namespace kiln::pipeline

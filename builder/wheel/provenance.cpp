@@ -1,0 +1,229 @@
+#include "wheel/provenance.h"
+
+#include <limits>
+
+#include "core/error.h"
+#include "core/strings.h"
+
+namespace kiln::wheel {
+
+using json = nlohmann::json;
+
+namespace {
+
+std::string a_type(const json& v) {
+  switch (v.type()) {
+    case json::value_t::object:
+      return "an object";
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::string:
+      return "a string";
+    case json::value_t::boolean:
+      return "a boolean";
+    case json::value_t::null:
+      return "null";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+      return "an integer";
+    case json::value_t::number_float:
+      return "a number";
+    default:
+      return "binary";
+  }
+}
+
+// Reading throws this internally; provenance_from_json returns it.
+[[noreturn]] void wrong(const std::string& path, const json& v, const char* want) {
+  raise(Error::bad_input(cat("kiln.json: ", path, " is ", a_type(v), ", not ", want)));
+}
+
+// One object of kiln.json, its members read at their paths ("tools.torch.version"); an absent
+// member leaves the output as it was.
+class Object {
+ public:
+  Object(const json& j, std::string path) : j_(&j), path_(std::move(path)) {
+    if (!j.is_object()) wrong(path_, j, "an object");
+  }
+  const json* get(const char* key) const {
+    auto it = j_->find(key);
+    return it == j_->end() ? nullptr : &*it;
+  }
+  std::string at(const char* key) const { return path_.empty() ? key : cat(path_, ".", key); }
+  void read(const char* key, std::string& out) const {
+    if (const json* v = get(key)) out = string(*v, at(key));
+  }
+  void read(const char* key, std::optional<std::string>& out) const {
+    if (const json* v = get(key)) out = string(*v, at(key));
+  }
+  void read(const char* key, bool& out) const {
+    if (const json* v = get(key)) {
+      if (!v->is_boolean()) wrong(at(key), *v, "a boolean");
+      out = v->get<bool>();
+    }
+  }
+  void read(const char* key, int& out) const {
+    if (const json* v = get(key)) {
+      if (!v->is_number_integer()) wrong(at(key), *v, "an integer");
+      constexpr std::int64_t lo = std::numeric_limits<int>::min(),
+                             hi = std::numeric_limits<int>::max();
+      bool fits = v->is_number_unsigned()
+                      ? v->get<std::uint64_t>() <= static_cast<std::uint64_t>(hi)
+                      : v->get<std::int64_t>() >= lo && v->get<std::int64_t>() <= hi;
+      if (!fits) raise(Error::bad_input(cat("kiln.json: ", at(key), " is out of range")));
+      out = v->get<int>();
+    }
+  }
+  void read(const char* key, std::vector<std::string>& out) const {
+    if (const json* v = get(key)) {
+      if (!v->is_array()) wrong(at(key), *v, "an array of strings");
+      out.clear();
+      for (std::size_t i = 0; i < v->size(); ++i)
+        out.push_back(string((*v)[i], cat(at(key), "[", i, "]")));
+    }
+  }
+  std::optional<Object> object(const char* key) const {
+    if (const json* v = get(key)) return Object(*v, at(key));
+    return std::nullopt;
+  }
+
+ private:
+  static std::string string(const json& v, const std::string& path) {
+    if (!v.is_string()) wrong(path, v, "a string");
+    return v.get<std::string>();
+  }
+  const json* j_;
+  std::string path_;
+};
+
+InputFacts::Cuda read_cuda(const Object& o) {
+  InputFacts::Cuda c;
+  o.read("toolkit", c.toolkit);
+  o.read("version", c.version);
+  if (const json* w = o.get("wheels")) {
+    if (!w->is_array()) wrong(o.at("wheels"), *w, "an array");
+    c.wheels.emplace();
+    for (std::size_t i = 0; i < w->size(); ++i) {
+      Object e((*w)[i], cat(o.at("wheels"), "[", i, "]"));
+      InputFacts::CudaWheel cw;
+      e.read("file", cw.file);
+      e.read("sha256", cw.sha256);
+      c.wheels->push_back(std::move(cw));
+    }
+  }
+  return c;
+}
+
+InputFacts read_facts(const Object& in) {
+  InputFacts f;
+  if (auto tc = in.object("toolchain")) {
+    if (auto py = tc->object("python")) {
+      f.python.emplace();
+      py->read("abi_tag", f.python->abi_tag);
+      py->read("ext_suffix", f.python->ext_suffix);
+    }
+    if (auto torch = tc->object("torch")) {
+      f.torch.emplace();
+      torch->read("file", f.torch->file);
+      torch->read("sha256", f.torch->sha256);
+    }
+    if (auto cuda = tc->object("cuda")) f.cuda = read_cuda(*cuda);
+  }
+  if (auto target = in.object("target"))
+    if (auto cuda = target->object("cuda")) cuda->read("version", f.target_cuda);
+  return f;
+}
+
+BuiltTools read_tools(const Object& o) {
+  BuiltTools t;
+  o.read("nvcc", t.nvcc);
+  o.read("cxx", t.cxx);
+  o.read("python", t.python);
+  if (auto torch = o.object("torch")) {
+    torch->read("version", t.torch.version);
+    torch->read("cuda", t.torch.cuda);
+    torch->read("cxx11_abi", t.torch.cxx11_abi);
+    torch->read("abi_flags", t.torch.abi_flags);
+    torch->read("sha256", t.torch.sha256);
+  }
+  return t;
+}
+
+Provenance read_provenance(const json& j) {
+  if (!j.is_object()) raise(Error::bad_input(cat("kiln.json is ", a_type(j), ", not an object")));
+  Object top(j, "");
+  Provenance p;
+  top.read("kiln", p.kiln);
+  top.read("recipe", p.recipe);
+  top.read("build_key", p.build_key);
+  top.read("backend", p.backend);
+  if (auto inputs = top.object("inputs")) {
+    p.facts = read_facts(*inputs);
+    p.inputs = *top.get("inputs");
+  }
+  top.read("archs", p.archs);
+  if (auto tools = top.object("tools")) p.tools = read_tools(*tools);
+  if (auto platform = top.object("platform")) {
+    p.platform.emplace();
+    platform->read("tag", p.platform->tag);
+    platform->read("limited_by", p.platform->limited_by);
+    platform->read("highest", p.platform->highest);
+  }
+  if (auto st = top.object("setuptools")) {
+    p.setuptools.emplace();
+    st->read("built_wheel", p.setuptools->built_wheel);
+    st->read("torch_cuda_arch_list", p.setuptools->torch_cuda_arch_list);
+  }
+  return p;
+}
+
+}  // namespace
+
+json to_json(const Provenance& p) {
+  json j = {{"kiln", p.kiln},
+            {"recipe", p.recipe},
+            {"build_key", p.build_key},
+            {"backend", p.backend},
+            {"inputs", p.inputs}};
+  if (p.archs) j["archs"] = *p.archs;
+  if (p.tools) {
+    const BuiltTorch& t = p.tools->torch;
+    j["tools"] = {{"nvcc", p.tools->nvcc},
+                  {"cxx", p.tools->cxx},
+                  {"python", p.tools->python},
+                  {"torch",
+                   {{"version", t.version},
+                    {"cuda", t.cuda},
+                    {"cxx11_abi", t.cxx11_abi},
+                    {"abi_flags", t.abi_flags},
+                    {"sha256", t.sha256}}}};
+  }
+  if (p.platform)
+    j["platform"] = {{"tag", p.platform->tag},
+                     {"limited_by", p.platform->limited_by},
+                     {"highest", p.platform->highest}};
+  if (p.setuptools)
+    j["setuptools"] = {{"built_wheel", p.setuptools->built_wheel},
+                       {"torch_cuda_arch_list", p.setuptools->torch_cuda_arch_list}};
+  return j;
+}
+
+std::string provenance_text(const Provenance& p) {
+  return to_json(p).dump(2) + "\n";
+}
+
+Expected<Provenance> provenance_from_json(const json& j) {
+  try {
+    return read_provenance(j);
+  } catch (const KilnError& e) {
+    return e.error();
+  }
+}
+
+Expected<Provenance> parse_provenance(std::string_view text) {
+  json j = json::parse(text.begin(), text.end(), nullptr, false);
+  if (j.is_discarded()) return Error::bad_input("kiln.json is not valid JSON");
+  return provenance_from_json(j);
+}
+
+}  // namespace kiln::wheel
