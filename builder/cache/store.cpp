@@ -172,12 +172,14 @@ namespace {
 // An object cache entry's first line: "kiln-object 1 <sha256 of the rest>".
 constexpr std::string_view kObjectMagic = "kiln-object 1 ";
 constexpr std::size_t kObjectHeader = kObjectMagic.size() + 64 + 1;
+constexpr std::string_view kNoObjectHeader =
+    "no kiln-object header (written by an older kiln, or truncated)";
 
 // The bytes an object cache entry holds, or what is wrong with it.
 Expected<std::string_view> object_payload(std::string_view entry) {
   if (entry.size() < kObjectHeader || !entry.starts_with(kObjectMagic) ||
       entry[kObjectHeader - 1] != '\n')
-    return Error::failed("no kiln-object header (truncated, or not written by kiln)");
+    return Error::failed(std::string(kNoObjectHeader));
   std::string_view recorded = entry.substr(kObjectMagic.size(), 64);
   std::string_view bytes = entry.substr(kObjectHeader);
   if (sha256_hex(bytes) != recorded)
@@ -258,33 +260,36 @@ std::vector<std::string> Store::object_files() const {
   return out;
 }
 
-std::vector<VerifyProblem> Store::verify_objects(std::size_t& checked) const {
-  std::vector<VerifyProblem> problems;
-  checked = 0;
+ObjectsVerified Store::verify_objects() const {
+  ObjectsVerified out;
   for (const auto& rel : object_files()) {
     fs::path path = root_ / rel;
     std::string name = fs::path(rel).filename().string();
     struct stat st {};
     if (::lstat(path.c_str(), &st) != 0) continue;  // removed meanwhile
-    ++checked;
+    ++out.checked;
     if (!S_ISREG(st.st_mode)) {
-      problems.push_back({rel, "not a regular file"});
+      out.damaged.push_back({rel, "not a regular file"});
       continue;
     }
     if (name.size() < 64 || !is_sha256_hex(name.substr(0, 64)) ||
         name.substr(0, 2) != fs::path(rel).parent_path().filename().string()) {
-      problems.push_back({rel, "not an object cache entry's name (<sha256><suffix>)"});
+      out.damaged.push_back({rel, "not an object cache entry's name (<sha256><suffix>)"});
       continue;
     }
     auto data = read_file(path);
     if (!data) {
-      problems.push_back({rel, data.error().message});
+      out.damaged.push_back({rel, data.error().message});
       continue;
     }
-    if (auto payload = object_payload(*data); !payload)
-      problems.push_back({rel, payload.error().message});
+    if (auto payload = object_payload(*data); !payload) {
+      if (payload.error().message == kNoObjectHeader)
+        out.stale.push_back(rel);
+      else
+        out.damaged.push_back({rel, payload.error().message});
+    }
   }
-  return problems;
+  return out;
 }
 
 Expected<Staging> Store::staging(std::string_view prefix) const {
@@ -427,7 +432,7 @@ Expected<std::uint64_t> Store::gc(bool all) const {
       std::error_code rm;
       if (fs::remove(root_ / rel, rm)) ++removed;
     } else if (!load_or_remove(root_ / rel, problem, gone) && gone) {
-      log::info(cat("removed the damaged object ", rel, ": ", problem));
+      log::info(cat("removed ", rel, ": ", problem));
       ++removed;
     }
   }

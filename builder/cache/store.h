@@ -61,6 +61,17 @@ struct VerifyProblem {
   std::string message;
 };
 
+// What Store::verify_objects found in the object cache.
+struct ObjectsVerified {
+  std::size_t checked = 0;
+  // Damaged: bytes that no longer hash to the sha256 their header records, or a file that is no
+  // entry (not a regular file, not named <sha256><suffix>).
+  std::vector<VerifyProblem> damaged;
+  // Entries without a kiln-object header ("objects/<key[0:2]>/<file>"): written by a kiln from
+  // before entries had one (or truncated into it); never used, and removed by gc.
+  std::vector<std::string> stale;
+};
+
 class Store {
  public:
   explicit Store(std::filesystem::path root) : root_(std::move(root)) {}
@@ -89,14 +100,13 @@ class Store {
   std::vector<Entry> list() const;
   // Rehashes every entry; each problem names the key and what is wrong.
   std::vector<VerifyProblem> verify() const;
-  // Rehashes every object cache entry against the sha256 its header records; `checked` is set to
-  // the number of entries. Each problem names the object ("objects/ab/ab….o") and what is wrong.
-  std::vector<VerifyProblem> verify_objects(std::size_t& checked) const;
+  // Rehashes every object cache entry against the sha256 its header records.
+  ObjectsVerified verify_objects() const;
   // Removes a damaged entry so the next build rebuilds it.
   Expected<void> remove(const std::string& key) const;
-  // Removes staging leftovers (what <cache>/tmp holds that no live process has locked) and damaged
-  // object cache entries; with `all`, every entry as well, except those a build holds the key's
-  // lock of (they are kept and named), and every object cache entry.
+  // Removes staging leftovers (what <cache>/tmp holds that no live process has locked) and object
+  // cache entries no build would use (damaged, or stale); with `all`, every entry as well, except
+  // those a build holds the key's lock of (they are kept and named), and every object cache entry.
   Expected<std::uint64_t> gc(bool all) const;
 
   // The object cache: what a compile job made (an object, ".o"; a device part's files packed into

@@ -49,30 +49,35 @@ std::function<int()> configure_cache(CLI::App& sub, Context& ctx) {
     if (*action == "verify") {
       auto problems = store.verify();
       std::size_t n = store.list().size();
-      std::size_t objects = 0;
-      auto damaged_objects = store.verify_objects(objects);
+      cache::ObjectsVerified objects = store.verify_objects();
       if (ctx.json) {
         nlohmann::json out = nlohmann::json::array(), object_out = nlohmann::json::array();
         for (const auto& p : problems) out.push_back({{"key", p.key}, {"problem", p.message}});
-        for (const auto& p : damaged_objects)
+        for (const auto& p : objects.damaged)
           object_out.push_back({{"path", p.key}, {"problem", p.message}});
         std::cout << nlohmann::json{{"entries", n},
                                     {"problems", out},
-                                    {"objects", objects},
-                                    {"object_problems", object_out}}
+                                    {"objects", objects.checked},
+                                    {"object_problems", object_out},
+                                    {"stale_objects", objects.stale}}
                          .dump(2)
                   << "\n";
       }
       for (const auto& p : problems) log::error(cat("cache entry ", p.key, ": ", p.message));
-      for (const auto& p : damaged_objects)
+      for (const auto& p : objects.damaged)
         log::error(cat("cache object ", p.key, ": ", p.message,
                        " (a build that needs it, or kiln cache gc, removes it)"));
       if (!ctx.json) {
         log::info(cat("verified ", n, " cache entries: ", problems.size(), " damaged"));
-        log::info(
-            cat("verified ", objects, " cached objects: ", damaged_objects.size(), " damaged"));
+        std::string stale = objects.stale.empty()
+                                ? std::string()
+                                : cat(", ", objects.stale.size(),
+                                      " stale (from an older kiln, never used; kiln cache gc "
+                                      "removes them)");
+        log::info(cat("verified ", objects.checked, " cached objects: ", objects.damaged.size(),
+                      " damaged", stale));
       }
-      return problems.empty() && damaged_objects.empty() ? 0 : 1;
+      return problems.empty() && objects.damaged.empty() ? 0 : 1;
     }
     std::uint64_t removed = store.gc(*all).value();
     std::uint64_t roots = pipeline::remove_abandoned_build_roots(store);

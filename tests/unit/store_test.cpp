@@ -264,9 +264,14 @@ TEST(Store, VerifyReportsDamagedObjectsAndGcRemovesThem) {
   store.store_object(gone, ".o", "gone bytes").value();
   // A temporary of a store_object in flight is no entry.
   std::ofstream(store.object_path(good, ".o").parent_path() / ("." + good + ".o.tmp-abc")) << "x";
-  std::size_t checked = 0;
-  EXPECT_TRUE(store.verify_objects(checked).empty());
-  EXPECT_EQ(checked, 3u);
+  // An entry from a kiln whose objects had no header: stale, not damage.
+  const std::string old = sha256_hex("old");
+  fs::create_directories(store.object_path(old, ".o").parent_path());
+  std::ofstream(store.object_path(old, ".o")) << "\177ELF raw object";
+  ObjectsVerified v = store.verify_objects();
+  EXPECT_TRUE(v.damaged.empty());
+  EXPECT_EQ(v.stale, std::vector<std::string>{cat("objects/", old.substr(0, 2), "/", old, ".o")});
+  EXPECT_EQ(v.checked, 4u);
   // Objects are not wheel entries.
   EXPECT_TRUE(store.verify().empty());
   EXPECT_TRUE(store.list().empty());
@@ -278,11 +283,11 @@ TEST(Store, VerifyReportsDamagedObjectsAndGcRemovesThem) {
   };
   flip(bad, ".dev");
   flip(gone, ".o");
-  auto problems = store.verify_objects(checked);
-  EXPECT_EQ(checked, 3u);
-  ASSERT_EQ(problems.size(), 2u);
-  EXPECT_LT(problems[0].key, problems[1].key);
-  for (const auto& p : problems) {
+  v = store.verify_objects();
+  EXPECT_EQ(v.checked, 4u);
+  ASSERT_EQ(v.damaged.size(), 2u);
+  EXPECT_LT(v.damaged[0].key, v.damaged[1].key);
+  for (const auto& p : v.damaged) {
     EXPECT_TRUE(p.key == cat("objects/", bad.substr(0, 2), "/", bad, ".dev") ||
                 p.key == cat("objects/", gone.substr(0, 2), "/", gone, ".o"))
         << p.key;
@@ -292,12 +297,14 @@ TEST(Store, VerifyReportsDamagedObjectsAndGcRemovesThem) {
   // A build that finds a damaged object removes it (and stores it anew).
   EXPECT_FALSE(store.load_object(gone, ".o"));
   EXPECT_FALSE(fs::exists(store.object_path(gone, ".o")));
-  // gc removes the damaged ones, and keeps the whole ones and the temporary.
-  EXPECT_EQ(store.gc(false).value(), 1u);
+  // gc removes the damaged and the stale ones, and keeps the whole ones and the temporary.
+  EXPECT_EQ(store.gc(false).value(), 2u);
   EXPECT_FALSE(fs::exists(store.object_path(bad, ".dev")));
+  EXPECT_FALSE(fs::exists(store.object_path(old, ".o")));
   EXPECT_EQ(store.load_object(good, ".o"), "good bytes");
-  EXPECT_TRUE(store.verify_objects(checked).empty());
-  EXPECT_EQ(checked, 1u);
+  v = store.verify_objects();
+  EXPECT_TRUE(v.damaged.empty() && v.stale.empty());
+  EXPECT_EQ(v.checked, 1u);
   // gc --all removes every object entry.
   EXPECT_EQ(store.gc(true).value(), 1u);
   EXPECT_FALSE(fs::exists(store.object_path(good, ".o")));
