@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -19,31 +20,110 @@ namespace kiln::cache {
 
 namespace fs = std::filesystem;
 
-std::optional<Entry> Store::lookup(const std::string& key) const {
+namespace {
+
+// A name that stays inside its directory: no separator, no control character, not "." or "..".
+bool is_plain_name(std::string_view name) {
+  if (name.empty() || name == "." || name == ".." || name.size() > 255) return false;
+  for (char c : name)
+    if (c == '/' || c == '\\' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return false;
+  return true;
+}
+
+// The whole of an open file.
+std::optional<std::string> read_fd(int fd) {
+  std::string data;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::nullopt;
+    if (n == 0) return data;
+    data.append(buf, static_cast<std::size_t>(n));
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> Store::keys() const {
+  std::vector<std::string> keys;
+  std::error_code ec;
+  for (const auto& d : fs::directory_iterator(wheels(), ec)) {
+    std::string key = d.path().filename().string();
+    if (!key.empty() && key[0] != '.') keys.push_back(key);
+  }
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+// Each step opens relative to the entry directory without following a symlink: a stranger's cache
+// (kiln serve reads any) cannot point a read outside the entry, not even by swapping a file
+// between a check and an open.
+EntryRead Store::read_entry(const std::string& key) const {
+  using State = EntryRead::State;
+  EntryRead out;
+  auto unusable = [&](std::string why) {
+    out.state = State::Unusable;
+    out.reason = std::move(why);
+    return std::move(out);
+  };
   fs::path dir = entry_dir(key);
-  auto text = read_file(dir / "entry.json");
-  if (!text) return std::nullopt;
+  UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (dir_fd.get() < 0) {
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0) return out;  // missing (or removed meanwhile)
+    if (!S_ISDIR(st.st_mode)) return unusable("not a directory (symlinks are not followed)");
+    out.state = State::Incomplete;  // a directory this process cannot open
+    return out;
+  }
+  struct stat st {};
+  if (::fstatat(dir_fd.get(), "entry.json", &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    out.state = State::Incomplete;  // not committed whole, or a hand's doing: nothing to report
+    return out;
+  }
+  if (!S_ISREG(st.st_mode)) return unusable("entry.json is not a regular file");
+  UniqueFd json_fd(
+      ::openat(dir_fd.get(), "entry.json", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (json_fd.get() < 0) {
+    out.state = State::Incomplete;  // removed meanwhile, or unreadable
+    return out;
+  }
+  if (::fstat(json_fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+    return unusable("entry.json is not a regular file");
+  auto text = read_fd(json_fd.get());
+  if (!text) {
+    out.state = State::Incomplete;
+    return out;
+  }
   nlohmann::json info = nlohmann::json::parse(*text, nullptr, false);
-  // entry.json is kiln's, but a damaged one must read as incomplete, never name a file elsewhere.
-  if (info.is_discarded() || !info.is_object() || !info.contains("wheel") ||
-      !info["wheel"].is_string() || !info.contains("sha256") || !info["sha256"].is_string())
-    return std::nullopt;
-  std::string name = info["wheel"].get<std::string>();
-  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
-      name.find('\0') != std::string::npos)
-    return std::nullopt;
-  Entry e;
+  if (info.is_discarded() || !info.is_object()) return unusable("entry.json is not a JSON object");
+  auto str = [&](const char* field) -> std::string {
+    return info.contains(field) && info[field].is_string() ? info[field].get<std::string>() : "";
+  };
+  Entry& e = out.entry;
   e.key = key;
   e.dir = dir;
+  std::string name = str("wheel");
+  if (!is_plain_name(name) || !name.ends_with(".whl"))
+    return unusable(cat("entry.json names no plain .whl file ('", name, "')"));
   e.wheel = dir / name;
-  e.sha256 = info["sha256"].get<std::string>();
-  e.size = info.contains("size") && info["size"].is_number_unsigned()
-               ? info["size"].get<std::uint64_t>()
-               : 0;
+  e.sha256 = str("sha256");
+  if (info.contains("size") && info["size"].is_number_unsigned())
+    e.size = info["size"].get<std::uint64_t>();
+  if (::fstatat(dir_fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+    return unusable(cat(name, " is missing or not a regular file"));
+  if (static_cast<std::uint64_t>(st.st_size) != e.size)
+    return unusable(cat(name, ": size ", st.st_size, " is not the recorded ", e.size));
+  if (!is_sha256_hex(e.sha256)) return unusable("entry.json records no sha256");
   e.info = std::move(info);
-  std::error_code ec;
-  if (!fs::is_regular_file(e.wheel, ec)) return std::nullopt;
-  return e;
+  out.state = State::Usable;
+  return out;
+}
+
+std::optional<Entry> Store::lookup(const std::string& key) const {
+  EntryRead read = read_entry(key);
+  if (!read) return std::nullopt;
+  return std::move(read.entry);
 }
 
 std::optional<std::string> Store::damage(const Entry& e) const {
@@ -62,13 +142,25 @@ std::optional<std::string> Store::damage(const Entry& e) const {
 
 std::optional<Entry> Store::lookup_verified(const std::string& key, std::string& removed) const {
   removed.clear();
-  auto e = lookup(key);
+  EntryRead read = read_entry(key);
   std::optional<std::string> problem;
-  if (e)
-    problem = damage(*e);
-  else if (std::error_code ec; fs::exists(entry_dir(key), ec))
-    problem = "the entry is incomplete";
-  if (!problem) return e;
+  switch (read.state) {
+    case EntryRead::State::Usable:
+      problem = damage(read.entry);
+      break;
+    case EntryRead::State::Missing:
+      break;
+    case EntryRead::State::Incomplete:
+      problem = "the entry is incomplete";
+      break;
+    case EntryRead::State::Unusable:
+      problem = read.reason;
+      break;
+  }
+  if (!problem) {
+    if (!read) return std::nullopt;
+    return std::move(read.entry);
+  }
   removed = *problem;
   auto gone = remove(key);
   if (!gone) removed += cat(" (and it could not be removed: ", gone.error().message, ")");
@@ -76,8 +168,49 @@ std::optional<Entry> Store::lookup_verified(const std::string& key, std::string&
 }
 
 namespace {
+
 // An object cache entry's first line: "kiln-object 1 <sha256 of the rest>".
 constexpr std::string_view kObjectMagic = "kiln-object 1 ";
+constexpr std::size_t kObjectHeader = kObjectMagic.size() + 64 + 1;
+constexpr std::string_view kNoObjectHeader =
+    "no kiln-object header (written by an older kiln, or truncated)";
+
+// The bytes an object cache entry holds, or what is wrong with it.
+Expected<std::string_view> object_payload(std::string_view entry) {
+  if (entry.size() < kObjectHeader || !entry.starts_with(kObjectMagic) ||
+      entry[kObjectHeader - 1] != '\n')
+    return Error::failed(std::string(kNoObjectHeader));
+  std::string_view recorded = entry.substr(kObjectMagic.size(), 64);
+  std::string_view bytes = entry.substr(kObjectHeader);
+  if (sha256_hex(bytes) != recorded)
+    return Error::failed(
+        cat("its bytes do not match the sha256 its header records (", recorded, ")"));
+  return bytes;
+}
+
+bool same_file(const struct stat& a, const struct stat& b) {
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino && a.st_size == b.st_size &&
+         a.st_mtim.tv_sec == b.st_mtim.tv_sec && a.st_mtim.tv_nsec == b.st_mtim.tv_nsec;
+}
+
+// Reads an object cache entry; when it is damaged, says why in `problem` and removes it, unless it
+// was replaced meanwhile (a concurrent build stored it anew). Returns the payload when it is whole.
+std::optional<std::string> load_or_remove(const fs::path& path, std::string& problem,
+                                          bool& removed) {
+  removed = false;
+  struct stat before {
+  }, after{};
+  if (::stat(path.c_str(), &before) != 0) return std::nullopt;  // a miss
+  auto data = read_file(path);
+  if (!data) return std::nullopt;
+  auto payload = object_payload(*data);
+  if (payload) return std::string(*payload);
+  problem = payload.error().message;
+  removed =
+      ::stat(path.c_str(), &after) == 0 && same_file(before, after) && ::unlink(path.c_str()) == 0;
+  return std::nullopt;
+}
+
 }  // namespace
 
 fs::path Store::object_path(const std::string& key, std::string_view suffix) const {
@@ -90,7 +223,7 @@ Expected<void> Store::store_object(const std::string& key, std::string_view suff
   fs::path path = object_path(key, suffix);
   KILN_CHECK(ensure_directory(path.parent_path()));
   std::string entry;
-  entry.reserve(kObjectMagic.size() + 65 + bytes.size());
+  entry.reserve(kObjectHeader + bytes.size());
   entry.append(kObjectMagic).append(sha256_hex(bytes)).append("\n").append(bytes);
   return write_file_atomic(path, entry);
 }
@@ -98,19 +231,65 @@ Expected<void> Store::store_object(const std::string& key, std::string_view suff
 std::optional<std::string> Store::load_object(const std::string& key,
                                               std::string_view suffix) const {
   if (!is_sha256_hex(key)) return std::nullopt;
-  auto data = read_file(object_path(key, suffix));
-  const std::size_t header = kObjectMagic.size() + 64 + 1;
-  if (!data || data->size() < header || !data->starts_with(kObjectMagic) ||
-      (*data)[header - 1] != '\n')
-    return std::nullopt;
-  std::string_view recorded = std::string_view(*data).substr(kObjectMagic.size(), 64);
-  std::string bytes = data->substr(header);
-  if (sha256_hex(bytes) != recorded) {
-    log::verbose(cat("object cache: ", object_path(key, suffix).string(),
-                     " does not match its recorded sha256; building it again"));
-    return std::nullopt;
-  }
+  std::string problem;
+  bool removed = false;
+  auto bytes = load_or_remove(object_path(key, suffix), problem, removed);
+  if (!problem.empty())
+    log::verbose(cat("object cache: ", object_path(key, suffix).string(), ": ", problem,
+                     removed ? "; removed, " : "; ", "building it again"));
   return bytes;
+}
+
+std::vector<std::string> Store::object_files() const {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& shard : fs::directory_iterator(objects(), ec)) {
+    std::string prefix = shard.path().filename().string();
+    std::error_code kind;
+    if (prefix.size() != 2 || !is_hex(prefix) || !shard.is_directory(kind) ||
+        shard.is_symlink(kind))
+      continue;
+    std::error_code inner;
+    for (const auto& f : fs::directory_iterator(shard.path(), inner)) {
+      std::string name = f.path().filename().string();
+      if (name.starts_with(".")) continue;  // write_file_atomic's temporaries
+      out.push_back(cat("objects/", prefix, "/", name));
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+ObjectsVerified Store::verify_objects() const {
+  ObjectsVerified out;
+  for (const auto& rel : object_files()) {
+    fs::path path = root_ / rel;
+    std::string name = fs::path(rel).filename().string();
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) continue;  // removed meanwhile
+    ++out.checked;
+    if (!S_ISREG(st.st_mode)) {
+      out.damaged.push_back({rel, "not a regular file"});
+      continue;
+    }
+    if (name.size() < 64 || !is_sha256_hex(name.substr(0, 64)) ||
+        name.substr(0, 2) != fs::path(rel).parent_path().filename().string()) {
+      out.damaged.push_back({rel, "not an object cache entry's name (<sha256><suffix>)"});
+      continue;
+    }
+    auto data = read_file(path);
+    if (!data) {
+      out.damaged.push_back({rel, data.error().message});
+      continue;
+    }
+    if (auto payload = object_payload(*data); !payload) {
+      if (payload.error().message == kNoObjectHeader)
+        out.stale.push_back(rel);
+      else
+        out.damaged.push_back({rel, payload.error().message});
+    }
+  }
+  return out;
 }
 
 Expected<Staging> Store::staging(std::string_view prefix) const {
@@ -133,8 +312,16 @@ Expected<Staging> Store::staging(std::string_view prefix) const {
       cat("cannot create a staging directory in ", tmp_root().string(), ": it keeps disappearing"));
 }
 
+fs::path Store::lock_path(std::string_view name) const {
+  return root_ / "locks" / cat(name, ".lock");
+}
+
+fs::path Store::last_inputs(const std::string& target, const std::string& normalized_name) const {
+  return root_ / "last" / target / cat(normalized_name, ".json");
+}
+
 Expected<Lock> Store::lock(const std::string& key) const {
-  return FileLock::acquire(root_ / "locks" / (key + ".lock"));
+  return FileLock::acquire(lock_path(key));
 }
 
 Expected<Entry> Store::commit(const std::string& key, const fs::path& wheel,
@@ -178,10 +365,8 @@ Expected<Entry> Store::commit(const std::string& key, const fs::path& wheel,
 
 std::vector<Entry> Store::list() const {
   std::vector<Entry> out;
-  std::error_code ec;
-  for (const auto& d : fs::directory_iterator(root_ / "wheels", ec)) {
-    if (auto e = lookup(d.path().filename().string())) out.push_back(std::move(*e));
-  }
+  for (const auto& key : keys())
+    if (auto e = lookup(key)) out.push_back(std::move(*e));
   std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) {
     auto field = [](const Entry& e, const char* name) {
       return e.info.value(name, nlohmann::json()).dump();
@@ -194,18 +379,22 @@ std::vector<Entry> Store::list() const {
 
 std::vector<VerifyProblem> Store::verify() const {
   std::vector<VerifyProblem> problems;
-  std::error_code ec;
-  for (const auto& d : fs::directory_iterator(root_ / "wheels", ec)) {
-    std::string key = d.path().filename().string();
-    auto e = lookup(key);
-    if (!e) {
-      problems.push_back({key, "entry is incomplete (no entry.json or no wheel)"});
-      continue;
+  for (const auto& key : keys()) {  // sorted
+    EntryRead read = read_entry(key);
+    switch (read.state) {
+      case EntryRead::State::Usable:
+        if (auto problem = damage(read.entry)) problems.push_back({key, *problem});
+        break;
+      case EntryRead::State::Missing:
+        break;  // removed meanwhile
+      case EntryRead::State::Incomplete:
+        problems.push_back({key, "entry is incomplete (no entry.json)"});
+        break;
+      case EntryRead::State::Unusable:
+        problems.push_back({key, read.reason});
+        break;
     }
-    if (auto problem = damage(*e)) problems.push_back({key, *problem});
   }
-  std::sort(problems.begin(), problems.end(),
-            [](const auto& a, const auto& b) { return a.key < b.key; });
   return problems;
 }
 
@@ -234,9 +423,22 @@ Expected<std::uint64_t> Store::gc(bool all) const {
     auto n = fs::remove_all(path, rm);
     if (!rm) removed += static_cast<std::uint64_t>(n);
   }
+  // Object cache entries: with `all` every one; else the damaged ones (a build would only ever
+  // remove one it needs again).
+  for (const auto& rel : object_files()) {
+    std::string problem;
+    bool gone = false;
+    if (all) {
+      std::error_code rm;
+      if (fs::remove(root_ / rel, rm)) ++removed;
+    } else if (!load_or_remove(root_ / rel, problem, gone) && gone) {
+      log::info(cat("removed ", rel, ": ", problem));
+      ++removed;
+    }
+  }
   if (all) {
     for (const auto& e : list()) {
-      auto lock = FileLock::try_acquire(root_ / "locks" / (e.key + ".lock"), /*create=*/true);
+      auto lock = FileLock::try_acquire(lock_path(e.key), /*create=*/true);
       if (!lock) {  // never delete what a build holds
         log::info(cat("kept ", e.wheel.filename().string(), ": a build holds its key (",
                       e.key.substr(0, 16), ")"));

@@ -1,7 +1,9 @@
-// The cache's layout, owned here: the content-addressed wheel store,
-// <cache>/wheels/<build key>/{<wheel>, entry.json}, whose entries appear whole (staged in
-// <cache>/tmp, renamed into place) and are locked per key so two concurrent builds of one key build
-// it once; the object cache, <cache>/objects/<key[0:2]>/<key><suffix>; and the other folders.
+// The cache's layout, owned here: every path inside a cache is made, and every cache entry is read,
+// through Store. The content-addressed wheel store, <cache>/wheels/<build key>/{<wheel>,
+// entry.json}, whose entries appear whole (staged in <cache>/tmp, renamed into place) and are
+// locked per key (<cache>/locks/<key>.lock) so two concurrent builds of one key build it once; the
+// object cache, <cache>/objects/<key[0:2]>/<key><suffix>; the last build's key inputs per package,
+// <cache>/last/<target>/<package>.json; and the other folders.
 #pragma once
 
 #include <cstdint>
@@ -40,9 +42,34 @@ struct Staging {
   const std::filesystem::path& path() const { return dir.path(); }
 };
 
+// What Store::read_entry found at <cache>/wheels/<key>.
+struct EntryRead {
+  enum class State {
+    Usable,      // `entry` holds it
+    Missing,     // no entry directory (never committed, or removed meanwhile)
+    Incomplete,  // a directory without entry.json (or one that cannot be read): nothing to use
+    Unusable,    // the entry is there but cannot be used: `reason` says why
+  };
+  State state = State::Missing;
+  Entry entry;
+  std::string reason;  // one line, without the key
+  explicit operator bool() const { return state == State::Usable; }
+};
+
 struct VerifyProblem {
-  std::string key;
+  std::string key;  // a build key, or for an object "objects/<key[0:2]>/<file>"
   std::string message;
+};
+
+// What Store::verify_objects found in the object cache.
+struct ObjectsVerified {
+  std::size_t checked = 0;
+  // Damaged: bytes that no longer hash to the sha256 their header records, or a file that is no
+  // entry (not a regular file, not named <sha256><suffix>).
+  std::vector<VerifyProblem> damaged;
+  // Entries without a kiln-object header ("objects/<key[0:2]>/<file>"): written by a kiln from
+  // before entries had one (or truncated into it); never used, and removed by gc.
+  std::vector<std::string> stale;
 };
 
 class Store {
@@ -50,6 +77,14 @@ class Store {
   explicit Store(std::filesystem::path root) : root_(std::move(root)) {}
   const std::filesystem::path& root() const { return root_; }
 
+  // The keys of <cache>/wheels, sorted (names beginning with '.' left out).
+  std::vector<std::string> keys() const;
+  // One entry as every reader takes it (a build's cache hit, ls, verify, gc, the index): the entry
+  // directory, entry.json and the wheel each what they claim to be and none a symlink (nothing
+  // outside the entry is opened, whoever made the cache), entry.json an object naming a plain *.whl
+  // file, that file of the recorded size, and a sha256 recorded. Does not rehash (damage() does).
+  EntryRead read_entry(const std::string& key) const;
+  // read_entry's entry when it is usable.
   std::optional<Entry> lookup(const std::string& key) const;
   // What is wrong with a committed entry (its wheel missing, resized or rehashed to another
   // sha256), or nullopt when it is whole.
@@ -65,10 +100,13 @@ class Store {
   std::vector<Entry> list() const;
   // Rehashes every entry; each problem names the key and what is wrong.
   std::vector<VerifyProblem> verify() const;
+  // Rehashes every object cache entry against the sha256 its header records.
+  ObjectsVerified verify_objects() const;
   // Removes a damaged entry so the next build rebuilds it.
   Expected<void> remove(const std::string& key) const;
-  // Removes staging leftovers (what <cache>/tmp holds that no live process has locked); with `all`,
-  // every entry as well, except those a build holds the key's lock of (they are kept and named).
+  // Removes staging leftovers (what <cache>/tmp holds that no live process has locked) and object
+  // cache entries no build would use (damaged, or stale); with `all`, every entry as well, except
+  // those a build holds the key's lock of (they are kept and named), and every object cache entry.
   Expected<std::uint64_t> gc(bool all) const;
 
   // The object cache: what a compile job made (an object, ".o"; a device part's files packed into
@@ -79,13 +117,20 @@ class Store {
   Expected<void> store_object(const std::string& key, std::string_view suffix,
                               std::string_view bytes) const;
   // An entry's bytes, when they hash to the recorded sha256. A missing, truncated or otherwise
-  // damaged entry is a miss (nullopt): its job runs again and stores it anew, and the damaged bytes
-  // are never used.
+  // damaged entry is a miss (nullopt): a damaged one is removed, its job runs again and stores it
+  // anew, and the damaged bytes are never used.
   std::optional<std::string> load_object(const std::string& key, std::string_view suffix) const;
 
   // A fresh, locked staging directory under <cache>/tmp: "<tmp>/<prefix>XXXXXX".
   Expected<Staging> staging(std::string_view prefix) const;
   std::filesystem::path tmp_root() const { return root_ / "tmp"; }
+  std::filesystem::path wheels() const { return root_ / "wheels"; }
+  // <cache>/locks/<name>.lock: a key's lock is named after the key; other locks (build roots')
+  // carry a prefix of their own.
+  std::filesystem::path lock_path(std::string_view name) const;
+  // Where a build records the key inputs of its package for `--explain`'s next diff.
+  std::filesystem::path last_inputs(const std::string& target,
+                                    const std::string& normalized_name) const;
   std::filesystem::path downloads() const { return root_ / "downloads"; }
   std::filesystem::path sysroots() const { return root_ / "sysroots"; }
   std::filesystem::path toolkits() const { return root_ / "toolkits"; }
@@ -99,7 +144,10 @@ class Store {
   }  // the setuptools backend's environments
 
  private:
-  std::filesystem::path entry_dir(const std::string& key) const { return root_ / "wheels" / key; }
+  std::filesystem::path entry_dir(const std::string& key) const { return wheels() / key; }
+  // The object cache's entries, each as "objects/<key[0:2]>/<file>" (temporaries, ".<file>.tmp-…",
+  // left out), sorted.
+  std::vector<std::string> object_files() const;
   std::filesystem::path root_;
 };
 

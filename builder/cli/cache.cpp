@@ -18,10 +18,11 @@ std::function<int()> configure_cache(CLI::App& sub, Context& ctx) {
   sub.require_subcommand(1);
   CLI::App* ls = sub.add_subcommand("ls", "List the cached wheels");
   CLI::App* verify =
-      sub.add_subcommand("verify", "Rehash every cached wheel; exit 1 on any damage");
-  CLI::App* gc = sub.add_subcommand(
-      "gc", "Remove what killed processes left (staging, build roots); --all: every wheel too");
-  gc->add_flag("--all", *all, "Remove every cached wheel as well");
+      sub.add_subcommand("verify", "Rehash every cached wheel and object; exit 1 on any damage");
+  CLI::App* gc = sub.add_subcommand("gc",
+                                    "Remove what killed processes left (staging, build roots) and "
+                                    "damaged objects; --all: every wheel and object too");
+  gc->add_flag("--all", *all, "Remove every cached wheel and object as well");
   for (CLI::App* s : {ls, verify, gc}) s->callback([action, s] { *action = s->get_name(); });
   return [&ctx, action, all] {
     cache::Store store(ctx.cache_path());
@@ -48,15 +49,35 @@ std::function<int()> configure_cache(CLI::App& sub, Context& ctx) {
     if (*action == "verify") {
       auto problems = store.verify();
       std::size_t n = store.list().size();
+      cache::ObjectsVerified objects = store.verify_objects();
       if (ctx.json) {
-        nlohmann::json out = nlohmann::json::array();
+        nlohmann::json out = nlohmann::json::array(), object_out = nlohmann::json::array();
         for (const auto& p : problems) out.push_back({{"key", p.key}, {"problem", p.message}});
-        std::cout << nlohmann::json{{"entries", n}, {"problems", out}}.dump(2) << "\n";
+        for (const auto& p : objects.damaged)
+          object_out.push_back({{"path", p.key}, {"problem", p.message}});
+        std::cout << nlohmann::json{{"entries", n},
+                                    {"problems", out},
+                                    {"objects", objects.checked},
+                                    {"object_problems", object_out},
+                                    {"stale_objects", objects.stale}}
+                         .dump(2)
+                  << "\n";
       }
       for (const auto& p : problems) log::error(cat("cache entry ", p.key, ": ", p.message));
-      if (!ctx.json)
+      for (const auto& p : objects.damaged)
+        log::error(cat("cache object ", p.key, ": ", p.message,
+                       " (a build that needs it, or kiln cache gc, removes it)"));
+      if (!ctx.json) {
         log::info(cat("verified ", n, " cache entries: ", problems.size(), " damaged"));
-      return problems.empty() ? 0 : 1;
+        std::string stale = objects.stale.empty()
+                                ? std::string()
+                                : cat(", ", objects.stale.size(),
+                                      " stale (from an older kiln, never used; kiln cache gc "
+                                      "removes them)");
+        log::info(cat("verified ", objects.checked, " cached objects: ", objects.damaged.size(),
+                      " damaged", stale));
+      }
+      return problems.empty() && objects.damaged.empty() ? 0 : 1;
     }
     std::uint64_t removed = store.gc(*all).value();
     std::uint64_t roots = pipeline::remove_abandoned_build_roots(store);

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cache/store.h"
 #include "core/fs.h"
 #include "core/hash.h"
 #include "core/strings.h"
@@ -156,71 +157,32 @@ Expected<std::string> read_wheel_metadata(const fs::path& wheel, std::string_vie
 
 ScanResult scan_cache(const fs::path& cache_root, std::map<std::string, std::string>& metadata) {
   ScanResult out;
-  fs::path wheels = cache_root / "wheels";
-  std::error_code ec;
-  std::vector<std::string> keys;
-  for (const auto& d : fs::directory_iterator(wheels, ec)) {
-    std::string key = d.path().filename().string();
-    if (!key.empty() && key[0] != '.') keys.push_back(key);
-  }
-  std::sort(keys.begin(), keys.end());
-  for (const auto& key : keys) {
-    auto skip = [&](std::string_view why) {
-      out.skipped.push_back(cat("cache entry ", key, ": ", why));
-    };
-    fs::path dir = wheels / key;
-    struct stat st {};
-    if (::lstat(dir.c_str(), &st) != 0) continue;  // removed meanwhile
-    if (!S_ISDIR(st.st_mode)) {
-      skip("not a directory (symlinks are not followed)");
+  const cache::Store store(cache_root);
+  for (const auto& key : store.keys()) {
+    cache::EntryRead read = store.read_entry(key);
+    if (read.state == cache::EntryRead::State::Unusable) {
+      out.skipped.push_back(cat("cache entry ", key, ": ", read.reason));
       continue;
     }
-    fs::path json_path = dir / "entry.json";
-    if (::lstat(json_path.c_str(), &st) != 0) continue;  // incomplete: not served
-    if (!S_ISREG(st.st_mode)) {
-      skip("entry.json is not a regular file");
-      continue;
-    }
-    auto text = read_file(json_path);
-    if (!text) continue;
-    nlohmann::json info = nlohmann::json::parse(*text, nullptr, false);
-    auto str = [&](const char* field) -> std::string {
-      return info.is_object() && info.contains(field) && info[field].is_string()
-                 ? info[field].get<std::string>()
-                 : "";
-    };
-    if (!info.is_object()) {
-      skip("entry.json is not a JSON object");
-      continue;
-    }
+    if (!read) continue;  // removed meanwhile, or incomplete: not served
+    const cache::Entry& entry = read.entry;
     WheelEntry e;
     e.key = key;
-    e.dir = dir;
-    e.target = str("target");
-    e.filename = str("wheel");
-    e.sha256 = str("sha256");
-    if (info.contains("size") && info["size"].is_number_unsigned())
-      e.size = info["size"].get<std::uint64_t>();
-    if (info.contains("committed_at") && info["committed_at"].is_number_integer())
-      e.committed_at = info["committed_at"].get<std::int64_t>();
-    if (!is_plain_name(e.filename) || !e.filename.ends_with(".whl")) {
-      skip(cat("entry.json names no plain .whl file ('", e.filename, "')"));
-      continue;
-    }
-    fs::path wheel = dir / e.filename;
-    if (::lstat(wheel.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
-      skip(cat(e.filename, " is missing or not a regular file"));
-      continue;
-    }
-    if (static_cast<std::uint64_t>(st.st_size) != e.size) {
-      skip(cat(e.filename, ": size ", st.st_size, " is not the recorded ", e.size));
-      continue;
-    }
+    e.dir = entry.dir;
+    e.target = entry.info.contains("target") && entry.info["target"].is_string()
+                   ? entry.info["target"].get<std::string>()
+                   : "";
+    e.filename = entry.wheel.filename().string();
+    e.sha256 = entry.sha256;
+    e.size = entry.size;
+    if (entry.info.contains("committed_at") && entry.info["committed_at"].is_number_integer())
+      e.committed_at = entry.info["committed_at"].get<std::int64_t>();
+    const fs::path& wheel = entry.wheel;
     auto cached = metadata.find(e.sha256);
     if (cached == metadata.end()) {
       auto md = read_wheel_metadata(wheel, e.filename);
       if (!md) {
-        skip(md.error().message);
+        out.skipped.push_back(cat("cache entry ", key, ": ", md.error().message));
         continue;
       }
       cached = metadata.emplace(e.sha256, std::move(*md)).first;
@@ -236,7 +198,7 @@ CacheIndex::CacheIndex(fs::path cache_root) : root_(std::move(cache_root)) {}
 CacheIndex::Signature CacheIndex::stat_wheels() const {
   Signature s;
   struct stat st {};
-  fs::path wheels = root_ / "wheels";
+  fs::path wheels = cache::Store(root_).wheels();
   if (::stat(wheels.c_str(), &st) != 0) return s;
   s.exists = true;
   s.mtime_ns = to_ns(st.st_mtim);

@@ -48,8 +48,9 @@ class WheelVerifier {
   std::map<std::string, Identity> verified_;  // by path
 };
 
-// The entries of a cache as the index sees them: only complete entries (entry.json present, the
-// wheel a regular file of the recorded size, neither a symlink); METADATA read through `metadata`
+// The entries of a cache as the index sees them: only complete entries, as cache::Store::read_entry
+// reads them (entry.json present, the wheel a regular file of the recorded size, neither a symlink,
+// a sha256 recorded); METADATA read through `metadata`
 // (sha256 of the wheel -> METADATA bytes), which keeps what it reads. Unusable entries are
 // returned in `skipped`.
 struct ScanResult {

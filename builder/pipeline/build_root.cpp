@@ -27,7 +27,7 @@ bool is_root_name(const std::string& name) {
 
 // Beside the key locks: <cache>/locks/build-<name>.lock.
 fs::path lock_path(const cache::Store& store, const std::string& name) {
-  return store.root() / "locks" / cat("build-", name, ".lock");
+  return store.lock_path(cat("build-", name));
 }
 
 // Where this process's build roots are: /tmp/kiln-build in kiln's namespace (entered for the first

@@ -453,7 +453,7 @@ Expected<ItemResult> run_item(Run& run, const resolve::PlanItem& item) {
   ir.target = item.target_name;
   ir.key = item.key;
   ir.backend = manifest::backend_name(m.backend);
-  fs::path last = run.options.cache / "last" / item.target_name / (m.normalized_name() + ".json");
+  fs::path last = run.store.last_inputs(item.target_name, m.normalized_name());
 
   KILN_TRY(cache::Lock lock, run.store.lock(item.key));
   std::string damaged;

@@ -7,6 +7,7 @@
 
 #include "core/fs.h"
 #include "core/hash.h"
+#include "core/strings.h"
 
 namespace kiln::cache {
 
@@ -102,12 +103,8 @@ TEST(Store, DamagedEntryJsonReadsAsIncompleteAndNamesNothingElsewhere) {
         R"({"wheel": "x-1.0-py3-none-any.whl", "sha256": "x", "size": "big"})"}) {
     std::ofstream(e.dir / "entry.json", std::ios::trunc) << text;
     SCOPED_TRACE(text);
-    auto found = store.lookup(kKey);
-    if (found) {  // the last: a readable name and hash, an unusable size (ignored); verify rehashes
-      EXPECT_EQ(found->wheel, e.wheel);
-      EXPECT_EQ(found->size, 0u);
-    }
-    EXPECT_TRUE(store.list().size() <= 1);
+    EXPECT_FALSE(store.lookup(kKey));  // the last: a size that is not the file's
+    EXPECT_TRUE(store.list().empty());
     auto problems = store.verify();
     ASSERT_EQ(problems.size(), 1u);
     EXPECT_EQ(problems[0].key, kKey);
@@ -176,6 +173,141 @@ TEST(Store, ObjectsRecordTheirSha256AndADamagedOneIsAMiss) {
   // Keys are sha256 digests: nothing else names a file.
   EXPECT_FALSE(store.store_object("../x", ".o", bytes));
   EXPECT_FALSE(store.load_object("../x", ".o"));
+}
+
+}  // namespace kiln::cache
+
+namespace kiln::cache {
+
+TEST(Store, ReadEntrySaysWhyAnEntryCannotBeUsed) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-store-").value();
+  Store store(dir.path() / "cache");
+  using State = EntryRead::State;
+  EXPECT_EQ(store.read_entry(kKey).state, State::Missing);
+  const std::string name = "x-1.0-py3-none-any.whl";
+  Entry e = store.commit(kKey, make_wheel(dir.path() / "out", name, "wheel bytes"), {}).value();
+  EntryRead whole = store.read_entry(kKey);
+  ASSERT_TRUE(whole);
+  EXPECT_EQ(whole.entry.wheel, e.wheel);
+  EXPECT_EQ(whole.entry.size, 11u);
+  EXPECT_EQ(whole.entry.sha256, sha256_hex("wheel bytes"));
+  const std::string good = read_file(e.dir / "entry.json").value();
+  const nlohmann::json info = nlohmann::json::parse(good);
+  auto with = [&](const char* field, nlohmann::json value) {
+    nlohmann::json changed = info;
+    changed[field] = std::move(value);
+    return changed.dump();
+  };
+  std::ofstream(dir.path() / "cache" / "secret.whl") << "outside the entry";
+  fs::create_symlink(dir.path() / "cache" / "secret.whl", e.dir / "linked.whl");
+  // A (entry.json text, reason) per shape; the entry's wheel itself stays as committed.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"not json", "entry.json is not a JSON object"},
+      {"[1]", "entry.json is not a JSON object"},
+      {with("wheel", 7), "entry.json names no plain .whl file ('')"},
+      {with("wheel", "../secret.whl"), "entry.json names no plain .whl file ('../secret.whl')"},
+      {with("wheel", "x-1.0-py3-none-any.tar"),
+       "entry.json names no plain .whl file ('x-1.0-py3-none-any.tar')"},
+      {with("wheel", "y.whl"), "y.whl is missing or not a regular file"},
+      {with("wheel", "linked.whl"), "linked.whl is missing or not a regular file"},
+      {with("size", 12), name + ": size 11 is not the recorded 12"},
+      {with("size", "big"), name + ": size 11 is not the recorded 0"},
+      {with("sha256", "x"), "entry.json records no sha256"},
+  };
+  for (const auto& [text, reason] : cases) {
+    SCOPED_TRACE(text);
+    write_file_atomic(e.dir / "entry.json", text).value();
+    EntryRead read = store.read_entry(kKey);
+    EXPECT_EQ(read.state, State::Unusable);
+    EXPECT_EQ(read.reason, reason);
+    EXPECT_FALSE(store.lookup(kKey));
+    auto problems = store.verify();  // verify names the same reason
+    ASSERT_EQ(problems.size(), 1u);
+    EXPECT_EQ(problems[0].message, reason);
+  }
+  // entry.json a symlink (to a whole entry.json elsewhere): not followed.
+  std::ofstream(dir.path() / "elsewhere.json") << good;
+  fs::remove(e.dir / "entry.json");
+  fs::create_symlink(dir.path() / "elsewhere.json", e.dir / "entry.json");
+  EXPECT_EQ(store.read_entry(kKey).reason, "entry.json is not a regular file");
+  // No entry.json: incomplete, nothing more to say.
+  fs::remove(e.dir / "entry.json");
+  EXPECT_EQ(store.read_entry(kKey).state, State::Incomplete);
+  // The entry directory a symlink to a whole entry elsewhere.
+  write_file_atomic(e.dir / "entry.json", good).value();
+  fs::rename(e.dir, dir.path() / "moved");
+  fs::create_directory_symlink(dir.path() / "moved", e.dir);
+  EXPECT_EQ(store.read_entry(kKey).reason, "not a directory (symlinks are not followed)");
+  // lookup_verified removes it (the link, not what it points to) and says why.
+  std::string removed;
+  EXPECT_FALSE(store.lookup_verified(kKey, removed));
+  EXPECT_EQ(removed, "not a directory (symlinks are not followed)");
+  EXPECT_FALSE(fs::exists(fs::symlink_status(e.dir)));
+  EXPECT_TRUE(fs::exists(dir.path() / "moved" / name));
+}
+
+TEST(Store, OwnsThePathsOfLocksAndLastInputs) {
+  Store store("/c");
+  EXPECT_EQ(store.wheels(), fs::path("/c/wheels"));
+  EXPECT_EQ(store.lock_path(kKey), fs::path("/c/locks/" + kKey + ".lock"));
+  EXPECT_EQ(store.lock_path("build-0123"), fs::path("/c/locks/build-0123.lock"));
+  EXPECT_EQ(store.last_inputs("default", "causal_conv1d"),
+            fs::path("/c/last/default/causal_conv1d.json"));
+}
+
+TEST(Store, VerifyReportsDamagedObjectsAndGcRemovesThem) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-store-").value();
+  Store store(dir.path() / "cache");
+  const std::string good = sha256_hex("good"), bad = sha256_hex("bad"), gone = sha256_hex("gone");
+  store.store_object(good, ".o", "good bytes").value();
+  store.store_object(bad, ".dev", "bad bytes").value();
+  store.store_object(gone, ".o", "gone bytes").value();
+  // A temporary of a store_object in flight is no entry.
+  std::ofstream(store.object_path(good, ".o").parent_path() / ("." + good + ".o.tmp-abc")) << "x";
+  // An entry from a kiln whose objects had no header: stale, not damage.
+  const std::string old = sha256_hex("old");
+  fs::create_directories(store.object_path(old, ".o").parent_path());
+  std::ofstream(store.object_path(old, ".o")) << "\177ELF raw object";
+  ObjectsVerified v = store.verify_objects();
+  EXPECT_TRUE(v.damaged.empty());
+  EXPECT_EQ(v.stale, std::vector<std::string>{cat("objects/", old.substr(0, 2), "/", old, ".o")});
+  EXPECT_EQ(v.checked, 4u);
+  // Objects are not wheel entries.
+  EXPECT_TRUE(store.verify().empty());
+  EXPECT_TRUE(store.list().empty());
+
+  auto flip = [&](const std::string& key, const char* suffix) {
+    std::string entry = read_file(store.object_path(key, suffix)).value();
+    entry.back() ^= 1;
+    write_file_atomic(store.object_path(key, suffix), entry).value();
+  };
+  flip(bad, ".dev");
+  flip(gone, ".o");
+  v = store.verify_objects();
+  EXPECT_EQ(v.checked, 4u);
+  ASSERT_EQ(v.damaged.size(), 2u);
+  EXPECT_LT(v.damaged[0].key, v.damaged[1].key);
+  for (const auto& p : v.damaged) {
+    EXPECT_TRUE(p.key == cat("objects/", bad.substr(0, 2), "/", bad, ".dev") ||
+                p.key == cat("objects/", gone.substr(0, 2), "/", gone, ".o"))
+        << p.key;
+    EXPECT_NE(p.message.find("do not match the sha256 its header records"), std::string::npos)
+        << p.message;
+  }
+  // A build that finds a damaged object removes it (and stores it anew).
+  EXPECT_FALSE(store.load_object(gone, ".o"));
+  EXPECT_FALSE(fs::exists(store.object_path(gone, ".o")));
+  // gc removes the damaged and the stale ones, and keeps the whole ones and the temporary.
+  EXPECT_EQ(store.gc(false).value(), 2u);
+  EXPECT_FALSE(fs::exists(store.object_path(bad, ".dev")));
+  EXPECT_FALSE(fs::exists(store.object_path(old, ".o")));
+  EXPECT_EQ(store.load_object(good, ".o"), "good bytes");
+  v = store.verify_objects();
+  EXPECT_TRUE(v.damaged.empty() && v.stale.empty());
+  EXPECT_EQ(v.checked, 1u);
+  // gc --all removes every object entry.
+  EXPECT_EQ(store.gc(true).value(), 1u);
+  EXPECT_FALSE(fs::exists(store.object_path(good, ".o")));
 }
 
 }  // namespace kiln::cache
