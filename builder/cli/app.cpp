@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/context.h"
+#include "cli/usage.h"
 #include "core/fs.h"
 #include "core/log.h"
 #include "core/strings.h"
@@ -52,6 +53,15 @@ std::vector<manifest::Target> Context::targets(const std::vector<std::string>& n
 
 fs::path Context::cache_path() const {
   return absolute_path(cache_dir);
+}
+
+fs::path Context::existing_cache() const {
+  fs::path path = cache_path();
+  std::error_code ec;
+  if (!fs::is_directory(path, ec))
+    raise(Error::bad_input(cat("no cache at ", path.string(),
+                               " (give --cache DIR or set KILN_CACHE; `kiln build` makes one)")));
+  return path;
 }
 
 void Context::report_broken_manifests() const {
@@ -106,8 +116,11 @@ int run(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;  // --help and --version succeed; every usage error is exit 2
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    Usage usage = usage_error(app, e, argc, argv);  // --help and --version above; the rest exit 2
+    log::error(usage.message);
+    log::raw(usage.hint);
+    return 2;
   }
   log::set_verbosity(ctx.verbosity);
   for (auto& [sub, fn] : subs) {

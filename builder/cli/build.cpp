@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli/context.h"
+#include "cli/usage.h"
 #include "core/strings.h"
 #include "pipeline/pipeline.h"
 #include "resolve/plan.h"
@@ -29,7 +30,7 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
                  "Build with this backend instead of the manifests' (native, setuptools, pure)")
       ->check(CLI::IsMember({"native", "setuptools", "pure"}));
   sub.add_option("-j,--jobs", opts->jobs, "Parallel jobs (default: one per core)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_count());
   sub.add_flag("--explain", opts->explain, "Say why each package is built (which input changed)");
   sub.add_flag("--offline", opts->offline,
                "Never use the network; fail when something is not cached");

@@ -25,7 +25,8 @@ std::function<int()> configure_cache(CLI::App& sub, Context& ctx) {
   gc->add_flag("--all", *all, "Remove every cached wheel and object as well");
   for (CLI::App* s : {ls, verify, gc}) s->callback([action, s] { *action = s->get_name(); });
   return [&ctx, action, all] {
-    cache::Store store(ctx.cache_path());
+    // gc of a cache that is not there has nothing to collect; ls and verify would say nothing true.
+    cache::Store store(*action == "gc" ? ctx.cache_path() : ctx.existing_cache());
     if (*action == "ls") {
       auto entries = store.list();
       if (ctx.json) {

@@ -29,6 +29,9 @@ struct Context {
   std::vector<manifest::Target> targets(const std::vector<std::string>& names,
                                         const std::string& archs);
   std::filesystem::path cache_path() const;
+  // The cache a command only reads (cache ls, cache verify, index export): an error when it does
+  // not exist, rather than an empty answer about a mistyped path.
+  std::filesystem::path existing_cache() const;
   // A warning for each manifest the repository could not load (when it was loaded).
   void report_broken_manifests() const;
 

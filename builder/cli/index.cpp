@@ -29,7 +29,7 @@ std::function<int()> configure_index(CLI::App& sub, Context& ctx) {
   exp->add_flag("--copy", opts->copy,
                 "Copy the wheels (default: hard links into the cache where possible)");
   return [&ctx, opts] {
-    index::CacheIndex cache_index(ctx.cache_path());
+    index::CacheIndex cache_index(ctx.existing_cache());
     auto model = cache_index.current();
     for (const auto& s : model->skipped) log::warn(cat("not exported: ", s));
     index::ExportOptions eo;
