@@ -1,9 +1,12 @@
-// kiln serve [--host H] [--port P] [--token-file F]: the cache as a PEP 503/691 index, one
+// kiln serve [--host H] [--port P] [--token-file F] [--json]: the cache as a PEP 503/691 index, one
 // sub-index per target, until SIGINT/SIGTERM.
 #include <CLI/CLI.hpp>
 
 #include <csignal>
+#include <iostream>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/context.h"
 #include "core/fs.h"
@@ -15,6 +18,8 @@
 
 namespace kiln::cli {
 
+namespace fs = std::filesystem;
+
 namespace {
 
 std::string read_token(const std::string& path) {
@@ -25,6 +30,20 @@ std::string read_token(const std::string& path) {
     raise(Error::bad_input(
         cat("--token-file ", path, ": the token must be one line without spaces")));
   return token;
+}
+
+// Only this machine reaches a loopback address.
+bool loopback(const std::string& host) {
+  return host == "localhost" || host.starts_with("127.") || host == "::1" || host == "[::1]";
+}
+
+// --json: one line on stdout once the server answers, for scripts that start it.
+void print_ready(const index::IndexModel& model, const std::string& url, const fs::path& cache) {
+  nlohmann::json indexes = nlohmann::json::object();
+  for (const auto& [name, t] : model.targets)
+    indexes[name] = cat(url, index::percent_encode(name), "/simple/");
+  std::cout << nlohmann::json{{"url", url}, {"cache", cache.string()}, {"indexes", indexes}}.dump()
+            << std::endl;
 }
 
 void print_targets(const index::IndexModel& model, const std::string& url) {
@@ -67,6 +86,9 @@ std::function<int()> configure_serve(CLI::App& sub, Context& ctx) {
     so.port = static_cast<std::uint16_t>(opts->port);
     so.threads = opts->threads;
     if (!opts->token_file.empty()) so.token = read_token(opts->token_file);
+    if (so.token.empty() && !loopback(opts->host))
+      log::warn(cat("serving on ", opts->host, " without --token-file: anyone who reaches this ",
+                    "machine can download every cached wheel"));
     so.log = [](std::string_view line) { log::info(line); };
 
     index::CacheIndex cache_index(ctx.cache_path());
@@ -76,6 +98,7 @@ std::function<int()> configure_serve(CLI::App& sub, Context& ctx) {
     std::string url = server->url();
     log::info(cat("serving ", url, " from ", ctx.cache_path().string()));
     print_targets(*model, url);
+    if (ctx.json) print_ready(*model, url, ctx.cache_path());
     if (!so.token.empty())
       log::info("requests need the token (pip/uv: put it in the URL as http://kiln:TOKEN@host/)");
     while (!interrupted()) {

@@ -153,6 +153,17 @@ Response not_found() {
   return text(404, "404 not found");
 }
 
+// "/simple/…" without a target of that name: where pip users look first. kiln serves one index per
+// target, so the answer (still a 404: no client takes it for a project list) names them.
+Response no_such_index(const IndexModel& model) {
+  std::string body =
+      "404 not found: kiln serves one index per target; give one of these as the "
+      "index URL (--index-url):";
+  for (const auto& [name, t] : model.targets) body += cat("\n/", percent_encode(name), "/simple/");
+  if (model.targets.empty()) body += "\n(none yet: the cache holds no wheels)";
+  return text(404, std::move(body));
+}
+
 std::string join_path(const std::vector<std::string>& segments, bool trailing_slash) {
   std::string out;
   for (const auto& s : segments) out += cat("/", percent_encode(s));
@@ -450,6 +461,7 @@ Response handle(const Request& req, const IndexModel& model, const HandlerOption
     return r;
   }
   const Target* target = model.target(seg[0]);
+  if (!target && seg[0] == "simple") return no_such_index(model);
   if (!target || seg.size() > 4) return not_found();
   if (seg.size() == 1) return redirect({seg[0], "simple"}, true);
   if (seg[1] != "simple") return not_found();

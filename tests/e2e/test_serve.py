@@ -9,6 +9,7 @@ import http.server
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import socket
@@ -233,6 +234,12 @@ class ServeTest(KilnTestCase):
         self.assertEqual((status, headers["location"]), (301, "/default/simple/"))
         self.assertEqual(self.curl(f"{index}no-such-project/")[0], 404)
         self.assertEqual(self.curl(f"{base}no-such-target/simple/")[0], 404)
+        # /simple/ (no target of that name): a 404 that names each target's index.
+        for path in ("simple/", "simple/causal-conv1d/"):
+            status, _, body = self.curl(f"{base}{path}")
+            self.assertEqual(status, 404)
+            self.assertIn(b"kiln serves one index per target", body)
+            self.assertIn(b"\n/default/simple/", body)
         self.assertEqual(self.curl(f"{index}causal-conv1d/no-such-file.whl")[0], 404)
         self.assertEqual(self.curl(f"{index}causal-conv1d/", "-X", "POST")[0], 405)
         status, _, root = self.curl(base)
@@ -451,6 +458,27 @@ class ServeTest(KilnTestCase):
         refused = self.kiln("--cache", str(cache), "index", "export", str(self.tmp / "precious"), check=2)
         self.assertIn("is not a kiln index export", refused.stderr)
         self.assertEqual(os.listdir(self.tmp / "precious"), ["keep"])
+
+    def test_json_ready_line_and_a_warning_for_an_open_address(self):
+        cache = self.fresh_cache("ready")
+        err = self.tmp / "ready.err"
+        with open(err, "w") as stderr:
+            proc = subprocess.Popen([KILN, "--cache", str(cache), "--json", "serve", "--port", "0",
+                                     "--host", "0.0.0.0"], stdout=subprocess.PIPE, stderr=stderr, text=True)
+        self.addCleanup(proc.stdout.close)
+        self.addCleanup(proc.wait)
+        self.addCleanup(proc.terminate)
+        readable, _, _ = select.select([proc.stdout], [], [], 60)
+        self.assertTrue(readable, "no ready line on stdout: " + err.read_text())
+        ready = json.loads(proc.stdout.readline())
+        self.assertEqual(sorted(ready), ["cache", "indexes", "url"])
+        self.assertRegex(ready["url"], r"^http://0\.0\.0\.0:\d+/$")
+        self.assertEqual((ready["cache"], ready["indexes"]), (str(cache), {}))
+        self.assertIn("kiln: warning: serving on 0.0.0.0 without --token-file", err.read_text())
+        port = ready["url"].rsplit(":", 1)[1].rstrip("/")
+        status, _, body = self.curl(f"http://127.0.0.1:{port}/simple/")
+        self.assertEqual(status, 404)
+        self.assertIn(b"(none yet: the cache holds no wheels)", body)
 
     def test_token_file(self):
         cache = self.fresh_cache("c")

@@ -379,4 +379,21 @@ TEST(IndexHandler, TokenGuardsEveryPath) {
   EXPECT_EQ(get("/default/simple/", {{"Authorization", "s3cret-token"}}, "GET", opts).status, 401);
 }
 
+TEST(IndexHandle, SimpleWithoutATargetNamesEveryTargetsIndex) {
+  for (const char* path : {"/simple/", "/simple", "/simple/causal-conv1d/"}) {
+    Response r = get(path);
+    EXPECT_EQ(r.status, 404) << path;
+    EXPECT_EQ(r.body,
+              "404 not found: kiln serves one index per target; give one of these as the index URL "
+              "(--index-url):\n/default/simple/\n/default-sm90-sm120-ptx120/simple/\n")
+        << path;
+  }
+  Request request;
+  request.method = "GET";
+  request.path = "/simple/";
+  Response none = handle(request, build_model({}), {});
+  EXPECT_EQ(none.status, 404);
+  EXPECT_NE(none.body.find("(none yet: the cache holds no wheels)"), std::string::npos);
+}
+
 }  // namespace kiln::index
