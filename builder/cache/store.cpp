@@ -200,14 +200,18 @@ std::optional<std::string> load_or_remove(const fs::path& path, std::string& pro
   removed = false;
   struct stat before {
   }, after{};
-  if (::stat(path.c_str(), &before) != 0) return std::nullopt;  // a miss
-  auto data = read_file(path);
-  if (!data) return std::nullopt;
-  auto payload = object_payload(*data);
-  if (payload) return std::string(*payload);
-  problem = payload.error().message;
+  if (::lstat(path.c_str(), &before) != 0) return std::nullopt;  // a miss
+  if (S_ISREG(before.st_mode)) {  // (a FIFO there would block the read; a link leads elsewhere)
+    auto data = read_file(path);
+    if (!data) return std::nullopt;
+    auto payload = object_payload(*data);
+    if (payload) return std::string(*payload);
+    problem = payload.error().message;
+  } else {
+    problem = "not a regular file";
+  }
   removed =
-      ::stat(path.c_str(), &after) == 0 && same_file(before, after) && ::unlink(path.c_str()) == 0;
+      ::lstat(path.c_str(), &after) == 0 && same_file(before, after) && ::unlink(path.c_str()) == 0;
   return std::nullopt;
 }
 

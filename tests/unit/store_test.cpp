@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <fstream>
 #include <thread>
 
@@ -253,6 +255,25 @@ TEST(Store, OwnsThePathsOfLocksAndLastInputs) {
   EXPECT_EQ(store.lock_path("build-0123"), fs::path("/c/locks/build-0123.lock"));
   EXPECT_EQ(store.last_inputs("default", "causal_conv1d"),
             fs::path("/c/last/default/causal_conv1d.json"));
+}
+
+// A FIFO where an object belongs would block a build that read it; a link would lead out of the
+// cache. Both are misses, removed (the link, not what it names), and the read never blocks.
+TEST(Store, AnObjectThatIsNoRegularFileIsAMissAndRemoved) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-store-").value();
+  Store store(dir.path() / "cache");
+  const std::string fifo = sha256_hex("fifo"), link = sha256_hex("link");
+  fs::create_directories(store.object_path(fifo, ".o").parent_path());
+  fs::create_directories(store.object_path(link, ".o").parent_path());
+  ASSERT_EQ(::mkfifo(store.object_path(fifo, ".o").c_str(), 0644), 0);
+  const fs::path outside = dir.path() / "outside";
+  write_file_atomic(outside, "not an object").value();
+  fs::create_symlink(outside, store.object_path(link, ".o"));
+  EXPECT_FALSE(store.load_object(fifo, ".o"));
+  EXPECT_FALSE(store.load_object(link, ".o"));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(store.object_path(fifo, ".o"))));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(store.object_path(link, ".o"))));
+  EXPECT_EQ(read_file(outside).value(), "not an object");
 }
 
 TEST(Store, VerifyReportsDamagedObjectsAndGcRemovesThem) {
