@@ -35,6 +35,7 @@ struct BuildRequest {
   // The build root's lock, inherited by every compiler so that an orphaned job keeps it locked.
   int root_lock_fd = -1;
   std::filesystem::path env;  // the setuptools backend's environment (ensure_build_env)
+  int manylinux = 28;         // the glibc minor of the wheel's floor (compat.h)
 };
 
 struct BuildOutput {

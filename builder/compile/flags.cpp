@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "compile/compat.h"
+
 namespace kiln::compile {
 
 namespace {
@@ -25,6 +27,7 @@ bool has_std_flag(const std::vector<std::string>& flags) {
 
 std::vector<std::string> include_flags(const NativeContext& ctx, const manifest::Extension& ext) {
   std::vector<std::string> flags;
+  if (ctx.manylinux < kCompatBelow) flags.push_back("-I" + compat_dir(ctx.root).string());
   for (const auto& dir : ext.include_dirs)
     flags.push_back("-I" + (ctx.root / "src" / dir).string());
   // Through the fixed root, so recorded header paths do not depend on the cache's location.

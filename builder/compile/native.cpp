@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "compile/backend.h"
+#include "compile/compat.h"
 #include "compile/job_graph.h"
 #include "compile/nvcc_split.h"
 #include "compile/object_cache.h"
@@ -65,8 +66,8 @@ Expected<void> fix_mtimes(const fs::path& tree) {
   return {};
 }
 
-// The build root's fixed views the flags refer to (torch/, python/, cuda/), its output folders,
-// and the sources' mtimes.
+// The build root's fixed views the flags refer to (torch/, python/, cuda/), the floor's compat
+// headers, its output folders, and the sources' mtimes.
 Expected<void> prepare_root(const NativeContext& ctx) {
   for (const auto& [link, target] :
        {std::pair<std::string, fs::path>{"torch", ctx.torch.root},
@@ -78,6 +79,7 @@ Expected<void> prepare_root(const NativeContext& ctx) {
     if (ec)
       return Error::failed(cat("cannot link ", (ctx.root / link).string(), ": ", ec.message()));
   }
+  KILN_CHECK(write_compat_headers(ctx.root, ctx.manylinux));
   KILN_CHECK(ensure_directory(ctx.root / "obj"));
   KILN_CHECK(ensure_directory(ctx.root / "out"));
   KILN_CHECK(ensure_directory(ctx.cache->objects()));
@@ -175,6 +177,7 @@ NativeContext native_context(const BuildRequest& request) {
   ctx.jobs = request.jobs;
   ctx.shards = request.shards;
   ctx.root_lock_fd = request.root_lock_fd;
+  ctx.manylinux = request.manylinux;
   return ctx;
 }
 

@@ -48,6 +48,7 @@ struct NativeContext {
   // The build root's lock: every compiler and linker inherits it, so when kiln dies (SIGKILL) the
   // root stays locked until its orphaned jobs have exited, and the next build never races them.
   int root_lock_fd = -1;
+  int manylinux = 28;  // the glibc minor of the wheel's floor (compat.h)
 };
 
 struct BuiltModule {

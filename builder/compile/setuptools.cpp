@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "compile/compat.h"
 #include "compile/backend.h"
 #include "core/clock.h"
 #include "core/fs.h"
@@ -35,7 +36,11 @@ const std::vector<std::string> kUnsetForBuild = {"CXXFLAGS",
                                                  "TORCH_EXTENSIONS_DIR",
                                                  "TORCH_NVCC_FLAGS",
                                                  "CUDA_PATH",
-                                                 "CUDACXX"};
+                                                 "CUDACXX",
+                                                 "CPATH",
+                                                 "C_INCLUDE_PATH",
+                                                 "CPLUS_INCLUDE_PATH",
+                                                 "LIBRARY_PATH"};
 
 std::vector<std::pair<std::string, std::string>> python_env() {
   return {{"PIP_CONFIG_FILE", "/dev/null"},       {"PIP_NO_INDEX", "1"}, {"PIP_NO_CACHE_DIR", "1"},
@@ -262,6 +267,10 @@ Expected<SetuptoolsResult> build_setuptools(const SetuptoolsContext& ctx) {
            {"SOURCE_DATE_EPOCH", std::to_string(kZipEpoch)},
            {"PYTHONHASHSEED", "0"}})
     job.env.push_back(kv);
+  // The floor's compat headers through CPATH: g++ reads it for every compile, nvcc's host passes
+  // and preprocessing included, before the system's include directories.
+  KILN_TRY(fs::path compat, write_compat_headers(ctx.root, ctx.manylinux));
+  if (!compat.empty()) job.env.push_back({"CPATH", compat.string()});
   job.env_unset = unset_list(true);
   job.cwd = ctx.root / "src";
   job.log = ctx.root / "logs" / "setuptools.log";
@@ -331,6 +340,7 @@ class SetuptoolsBackend final : public Backend {
     ctx.cxx = request.toolchain->cxx;
     ctx.archs = request.archs;
     ctx.jobs = request.jobs;
+    ctx.manylinux = request.manylinux;
     KILN_TRY(SetuptoolsResult built, build_setuptools(ctx));
     BuildOutput out;
     out.files = std::move(built.files);

@@ -45,7 +45,8 @@ struct SetuptoolsContext {
   toolchain::CudaToolkit cuda;
   toolchain::HostCompiler cxx;
   manifest::ArchList archs;
-  int jobs = 0;  // 0: one per core
+  int jobs = 0;        // 0: one per core
+  int manylinux = 28;  // the glibc minor of the wheel's floor (compat.h)
 };
 
 struct SetuptoolsResult {

@@ -6,6 +6,7 @@
 #include "core/fs.h"
 #include "core/hash.h"
 #include "core/strings.h"
+#include "manifest/license.h"
 #include "manifest/limits.h"
 #include "manifest/toml_reader.h"
 #include "manifest/version.h"
@@ -197,6 +198,9 @@ void read_package(const SourceText& source, TableReader& pkg, Manifest& m) {
   if (m.summary.find('\n') != std::string::npos)
     pkg.fail("summary", "'package.summary' must be one line");
   m.license = pkg.required_string("license");
+  if (auto problem = license_expression_problem(m.license); !problem.empty())
+    pkg.fail("license", cat("bad license '", printable_excerpt(m.license), "': ", problem,
+                            "; expected an SPDX expression, e.g. \"MIT\" or \"BSD-3-Clause\""));
   m.requires_python = pkg.required_string("requires-python");
   pkg.check_length("requires-python", m.requires_python, kMaxRequirementBytes);
   if (!is_valid_specifier_set(m.requires_python))
@@ -208,13 +212,18 @@ void read_package(const SourceText& source, TableReader& pkg, Manifest& m) {
   m.readme = pkg.string("readme").value_or("");
   if (!m.readme.empty() && !is_tree_path(m.readme))
     pkg.fail("readme", cat("'", m.readme, "' must be a relative path inside the source tree"));
-  m.requires_dist = pkg.strings("dependencies").value_or(std::vector<std::string>{});
-  pkg.check_lengths("dependencies", m.requires_dist, kMaxRequirementBytes);
-  for (std::size_t i = 0; i < m.requires_dist.size(); ++i) {
-    if (!is_valid_requirement(m.requires_dist[i]))
-      fail_at(
-          source, pkg.element_position("dependencies", i),
-          cat("bad requirement '", m.requires_dist[i], "': expected PEP 508, e.g. 'einops>=0.6'"));
+  if (pkg.has("dependencies"))
+    pkg.fail("dependencies",
+             "'package.dependencies' is no more: a wheel's requirements are the sdist's own "
+             "(its PKG-INFO); list only what kiln must add, each with its reason, in "
+             "'extra-dependencies'");
+  m.extra_dependencies = pkg.strings("extra-dependencies").value_or(std::vector<std::string>{});
+  pkg.check_lengths("extra-dependencies", m.extra_dependencies, kMaxRequirementBytes);
+  for (std::size_t i = 0; i < m.extra_dependencies.size(); ++i) {
+    if (!is_valid_requirement(m.extra_dependencies[i]))
+      fail_at(source, pkg.element_position("extra-dependencies", i),
+              cat("bad requirement '", m.extra_dependencies[i],
+                  "': expected PEP 508, e.g. 'einops>=0.6'"));
   }
 }
 
@@ -308,7 +317,7 @@ Manifest parse(const std::string& text, const std::filesystem::path& file,
   if (!package) top.fail_missing("package");
   TableReader pkg(source, *package, "package",
                   {"name", "version", "summary", "license", "license-files", "readme",
-                   "requires-python", "homepage", "dependencies"});
+                   "requires-python", "homepage", "dependencies", "extra-dependencies"});
   read_package(source, pkg, m);
   check_file_place(pkg, file, m);
 
@@ -391,7 +400,7 @@ nlohmann::json Manifest::canonical() const {
               {"readme", readme},
               {"requires_python", requires_python},
               {"homepage", homepage},
-              {"dependencies", requires_dist},
+              {"extra_dependencies", extra_dependencies},
               {"source", src},
               {"patches", patches_json},
               {"backend", backend_name(backend)},

@@ -77,7 +77,9 @@ struct Manifest {
   Backend backend = Backend::Native;
   std::vector<Extension> extensions;       // native
   std::vector<std::string> packages;       // Python packages to ship (native, pure)
-  std::vector<std::string> requires_dist;  // runtime requirements; torch is pinned by kiln
+  // Requirements kiln adds to the sdist's own (its PKG-INFO's), each for a reason the manifest
+  // states; a bare torch requirement is pinned by kiln to the target's minor.
+  std::vector<std::string> extra_dependencies;
 
   std::string normalized_name() const;
   // Every field that can change the built bytes, in a fixed order (comments, layout and the

@@ -1,6 +1,8 @@
 #include "manifest/target.h"
 
 #include <algorithm>
+#include <charconv>
+#include <climits>
 
 #include "core/fs.h"
 #include "core/hash.h"
@@ -21,6 +23,18 @@ void read_archs(const TableReader& t, Target& target) {
     at.column += 1 + static_cast<int>(error.offset);  // past the opening quote
     fail_at(t.source(), at, error.message);
   }
+}
+
+// manylinux = "2_28": the glibc floor of the target's compiled wheels (2.17 to 2.99).
+void read_manylinux(const TableReader& t, Target& target) {
+  auto floor = t.string("manylinux");
+  if (!floor) return;
+  std::string arch;
+  int minor = manylinux_minor(cat("manylinux_", *floor, "_x86_64"), arch);
+  if (!floor->starts_with("2_") || arch != "x86_64" || minor < 17 || minor > 99)
+    t.fail("manylinux", cat("bad manylinux floor '", printable_excerpt(*floor),
+                            "': expected a glibc version as 2_<minor>, 2_17 to 2_99, e.g. \"2_28\""));
+  target.manylinux = minor;
 }
 
 void read_cuda_wheels(const SourceText& source, const TableReader& cr, Target& t) {
@@ -64,9 +78,10 @@ Target parse(const std::string& text, const std::string& name, const std::string
 
   const toml::table* target = top.table("target");
   if (!target) top.fail_missing("target");
-  TableReader tr(source, *target, "target", {"description", "archs"});
+  TableReader tr(source, *target, "target", {"description", "archs", "manylinux"});
   t.description = tr.string("description").value_or("");
   read_archs(tr, t);
+  read_manylinux(tr, t);
 
   const toml::table* python = top.table("python");
   if (!python) top.fail_missing("python");
@@ -197,6 +212,47 @@ bool is_cuda_version(std::string_view version) {  // NN.N
          version[2] == '.' && is_ascii_digit(version[3]);
 }
 
+namespace {
+
+bool is_platform_arch_char(char c) {
+  return is_ascii_lower(c) || is_ascii_digit(c) || c == '_';
+}
+
+}  // namespace
+
+int manylinux_minor(std::string_view tag, std::string& arch) {
+  Scanner s(tag);
+  int minor = -1;
+  if (s.skip("manylinux_2_")) {  // PEP 600: manylinux_2_<minor>_<arch>
+    std::string_view digits = s.take_while(is_ascii_digit);
+    if (digits.empty() || !s.skip('_')) return -1;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), minor);
+    if (ec != std::errc()) minor = INT_MAX;  // more than an int holds: promises every glibc
+  } else if (s.skip("manylinux")) {          // PEP 513, 571, 599
+    minor = s.skip("1_") ? 5 : s.skip("2010_") ? 12 : s.skip("2014_") ? 17 : -1;
+    if (minor < 0) return -1;
+  } else {
+    return -1;
+  }
+  std::string_view arch_part = s.take_while(is_platform_arch_char);
+  if (arch_part.empty() || !s.done()) return -1;
+  arch = std::string(arch_part);
+  return minor;
+}
+
+int wheel_manylinux_floor(std::string_view wheel_file) {
+  std::vector<std::string> fields = split(wheel_file, "-", /*skip_empty=*/false);
+  if (fields.size() < 5 || !fields.back().ends_with(".whl")) return -1;
+  std::string platforms = fields.back().substr(0, fields.back().size() - 4);
+  int floor = -1;
+  for (const auto& tag : split(platforms, ".")) {
+    std::string arch;
+    int minor = manylinux_minor(tag, arch);
+    if (minor >= 0 && (floor < 0 || minor < floor)) floor = minor;
+  }
+  return floor;
+}
+
 std::string Target::interpreter() const {
   return python_interpreter.empty() ? cat("python", python_version) : python_interpreter;
 }
@@ -220,7 +276,8 @@ nlohmann::json Target::canonical() const {
             {"wheels", wheels}}},
           {"cuda", cuda},
           {"cxx", cxx},
-          {"archs", archs.canonical()}};
+          {"archs", archs.canonical()},
+          {"manylinux", manylinux}};
 }
 
 Expected<Target> parse_target(const std::string& text, const std::string& name,

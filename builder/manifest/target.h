@@ -50,6 +50,9 @@ struct Target {
 
   std::string cxx = "g++";
   ArchList archs;
+  // The glibc minor of the compiled wheels' manylinux floor ([target] manylinux = "2_28"); -1:
+  // the pinned torch wheel's own, or the environment torch's (resolve::ResolvedTarget::manylinux).
+  int manylinux = -1;
 
   // The interpreter kiln runs: the explicit one, else python<version>.
   std::string interpreter() const;
@@ -72,5 +75,11 @@ bool is_wheel_file_name(std::string_view file);
 bool is_python_version(std::string_view version);
 bool is_cpython_tag(std::string_view tag);
 bool is_cuda_version(std::string_view version);
+// The glibc minor of a manylinux platform tag (manylinux_2_28_x86_64 -> 28, as large as an int
+// holds; manylinux1/2010/2014 -> 5/12/17) with its architecture in `arch`, or -1 when it is none.
+int manylinux_minor(std::string_view tag, std::string& arch);
+// The lowest glibc minor a wheel file name's platform tags name ("...-manylinux_2_28_x86_64.whl"
+// -> 28), or -1 when it names no manylinux tag.
+int wheel_manylinux_floor(std::string_view wheel_file);
 
 }  // namespace kiln::manifest

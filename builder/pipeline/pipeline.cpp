@@ -27,6 +27,7 @@
 #include "wheel/metadata.h"
 #include "wheel/provenance.h"
 #include "wheel/tags.h"
+#include "wheel/upstream.h"
 #include "wheel/writer.h"
 
 #ifndef KILN_VERSION
@@ -208,14 +209,20 @@ wheel::BuiltTorch built_torch(const toolchain::TorchSysroot& t) {
 Expected<void> finish_compiled(const manifest::Manifest& m, const resolve::ResolvedTarget& rt,
                                const Toolchain& tc, const std::vector<elf::ElfInfo>& elves,
                                wheel::WheelSpec& spec, wheel::Provenance& provenance) {
-  KILN_TRY(wheel::PlatformTag platform, wheel::manylinux_tag(elves));
+  KILN_TRY(wheel::PlatformTag needed, wheel::manylinux_tag(elves));
+  auto floored = wheel::at_floor(needed, rt.manylinux);
+  if (!floored)
+    return Error::failed(cat(m.name, " for target ", rt.target.name, ": ", floored.error().message));
+  const wheel::PlatformTag& platform = *floored;
   spec.version = cat(m.version, "+", wheel::local_label(rt.target.cuda_version, tc.torch.version));
   spec.tag = cat(tc.python.python_tag, "-", tc.python.abi_tag, "-", platform.tag);
-  spec.metadata.requires_dist = wheel::pin_torch(m.requires_dist, rt.target.torch_minor(), true);
+  spec.metadata.requires_dist =
+      wheel::pin_torch(spec.metadata.requires_dist, rt.target.torch_minor(), true);
   provenance.archs = rt.target.archs.canonical();
   provenance.tools = wheel::BuiltTools{tc.cuda.version_text, tc.cxx.version_text, tc.python.version,
                                        built_torch(tc.torch)};
-  provenance.platform = wheel::BuiltPlatform{platform.tag, platform.limiting, platform.highest};
+  provenance.platform =
+      wheel::BuiltPlatform{platform.tag, platform.limiting, platform.highest, platform.needs};
   return {};
 }
 
@@ -275,16 +282,21 @@ std::vector<std::string> explain_miss(const fs::path& last, const json& inputs) 
   return why;
 }
 
-// The wheel's spec before a backend ran: metadata and licenses.
-Expected<wheel::WheelSpec> base_spec(const manifest::Manifest& m, const fs::path& src) {
+// The wheel's spec before a backend ran: metadata (the manifest's name, summary, license and
+// Requires-Python; the sdist's own requirements, extras, classifiers, URLs, people and entry
+// points, with the manifest's extra-dependencies) and licenses.
+Expected<wheel::WheelSpec> base_spec(const manifest::Manifest& m, const fs::path& src,
+                                     const wheel::UpstreamMetadata& upstream) {
   wheel::WheelSpec spec;
   spec.distribution = manifest::wheel_name(m.name);
   spec.metadata.name = m.name;
   spec.metadata.summary = m.summary;
   spec.metadata.home_page = m.homepage;
-  spec.metadata.license = m.license;
+  spec.metadata.license_expression = m.license;
   spec.metadata.requires_python = m.requires_python;
-  for (const auto& f : m.license_files) spec.metadata.license_files.push_back("licenses/" + f);
+  spec.metadata.license_files = m.license_files;
+  wheel::apply_upstream(upstream, m.extra_dependencies, spec.metadata);
+  spec.entry_points = upstream.entry_points;
   add_description(m, src, spec.metadata);
   KILN_TRY(spec.license_files, license_entries(m, src));
   return spec;
@@ -314,6 +326,7 @@ Expected<compile::BuildRequest> build_request(Run& run, const compile::Backend& 
   request.jobs = run.options.jobs;
   request.cache = &run.store;
   request.root_lock_fd = build_root.lock_fd();
+  request.manylinux = rt.manylinux;
   if (item.inputs.contains("shards"))
     request.shards = item.inputs["shards"].get<std::map<std::string, int>>();
   if (tc)
@@ -339,7 +352,6 @@ Expected<void> finish_spec(const resolve::PlanItem& item, const resolve::Resolve
     spec.version = m.version;
     spec.tag = "py3-none-any";
     spec.root_is_purelib = true;
-    spec.metadata.requires_dist = m.requires_dist;
     return {};
   }
   std::vector<elf::ElfInfo> elves;
@@ -372,8 +384,13 @@ Expected<compile::BuildOutput> run_backend(Run& run, const compile::Backend& bac
 
 // The static checks of `kiln validate` before anything is committed: a failure fails the build.
 Expected<void> check_before_commit(const fs::path& wheel_path, const manifest::Manifest& m,
-                                   const resolve::ResolvedTarget* rt, const Toolchain* tc) {
+                                   const resolve::ResolvedTarget* rt, const Toolchain* tc,
+                                   const wheel::UpstreamMetadata& upstream) {
   validate::Options checks;
+  if (upstream.origin.empty())
+    checks.upstream_note = "the sources have no PKG-INFO";
+  else
+    checks.upstream = upstream;
   if (tc) {
     checks.torch = tc->torch;
     checks.torch_note = cat("target ", rt->target.name);
@@ -412,7 +429,8 @@ Expected<cache::Entry> build_item(Run& run, const resolve::PlanItem& item,
   KILN_CHECK(prepare_tree(m, run.fetching, build_root.path() / "scratch", src));
   check_interrupted();
 
-  KILN_TRY(wheel::WheelSpec spec, base_spec(m, src));
+  KILN_TRY(wheel::UpstreamMetadata upstream, wheel::read_upstream_metadata(src));
+  KILN_TRY(wheel::WheelSpec spec, base_spec(m, src, upstream));
   wheel::Provenance provenance;
   provenance.kiln = KILN_VERSION;
   provenance.recipe = resolve::kRecipeVersion;
@@ -433,7 +451,7 @@ Expected<cache::Entry> build_item(Run& run, const resolve::PlanItem& item,
   KILN_TRY(cache::Staging staging, run.store.staging("wheel-"));
   KILN_TRY(fs::path wheel_path, wheel::write_wheel(spec, staging.path()));
   check_interrupted();
-  KILN_CHECK(check_before_commit(wheel_path, m, rt, tc));
+  KILN_CHECK(check_before_commit(wheel_path, m, rt, tc, upstream));
   json info = {{"package", m.name},
                {"version", spec.version},
                {"target", item.target_name},

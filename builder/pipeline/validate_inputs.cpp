@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "archive/unpack.h"
+#include "core/fs.h"
+#include "core/hash.h"
 #include "core/log.h"
 #include "core/strings.h"
 #include "fetch/source.h"
@@ -37,7 +40,50 @@ Expected<validate::Options> ValidateInputs::options_for(const validate::WheelSum
                                                         validate::Options base) {
   KILN_CHECK(choose_torch(summary, base));
   add_wheel_toolkit(summary, base);
+  add_upstream(summary, base);
   return base;
+}
+
+// The sdist's PKG-INFO (and egg-info entry points), read from the download cache.
+void ValidateInputs::add_upstream(const validate::WheelSummary& summary,
+                                  validate::Options& options) const {
+  const auto& p = summary.provenance;
+  if (!p || !p->facts.source || p->facts.source->sha256.empty()) {
+    options.upstream_note = "the wheel names no downloaded source (kiln.json)";
+    return;
+  }
+  const auto& source = *p->facts.source;
+  fs::path sdist = store_.downloads() / source.sha256.substr(0, 2) / source.sha256 / source.file;
+  std::error_code ec;
+  if (!is_sha256_hex(source.sha256) || source.file.find('/') != std::string::npos ||
+      !fs::is_regular_file(sdist, ec)) {
+    options.upstream_note = cat("its sdist ", source.file, " is not in the download cache");
+    return;
+  }
+  auto upstream = read_sdist_metadata(sdist, store_.tmp_root());
+  if (!upstream)
+    options.upstream_note = cat("cannot read ", source.file, ": ", upstream.error().message);
+  else if (upstream->origin.empty())
+    options.upstream_note = cat(source.file, " has no PKG-INFO");
+  else
+    options.upstream = std::move(*upstream);
+}
+
+Expected<wheel::UpstreamMetadata> read_sdist_metadata(const fs::path& sdist,
+                                                      const fs::path& scratch) {
+  KILN_CHECK(ensure_directory(scratch));
+  KILN_TRY(TempDir tmp, TempDir::create(scratch, "sdist-"));
+  archive::UnpackOptions options;
+  options.limits.max_total_bytes = 64u << 20;
+  options.filter = [](std::string_view path) {
+    auto parts = split(path, "/", /*skip_empty=*/false);
+    return (parts.size() == 2 && parts[1] == "PKG-INFO") ||
+           (parts.size() == 3 && parts[1].ends_with(".egg-info") &&
+            parts[2] == "entry_points.txt");
+  };
+  KILN_TRY(archive::UnpackResult unpacked, archive::unpack(sdist, tmp.path() / "x", options));
+  if (unpacked.top_level.size() != 1) return wheel::UpstreamMetadata{};
+  return wheel::read_upstream_metadata(tmp.path() / "x" / unpacked.top_level.front());
 }
 
 // The pinned torch wheel's sysroot: from the cache's sysroots, else fetched and unpacked there.

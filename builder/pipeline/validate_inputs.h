@@ -23,6 +23,11 @@ namespace kiln::pipeline {
 Expected<manifest::Target> target_for_torch(const manifest::Repository& repo,
                                             const std::string& version);
 
+// The metadata an sdist says of itself: its PKG-INFO and egg-info entry points, unpacked alone
+// (safely, bounded) into a temporary directory under `scratch`.
+Expected<wheel::UpstreamMetadata> read_sdist_metadata(const std::filesystem::path& sdist,
+                                                      const std::filesystem::path& scratch);
+
 class ValidateInputs {
  public:
   // `target`: --target, or the target found for --torch-version (failing to get its torch is then
@@ -39,6 +44,7 @@ class ValidateInputs {
   Expected<toolchain::TorchSysroot> pinned(const std::string& file, const std::string& sha256);
   Expected<void> choose_torch(const validate::WheelSummary& summary, validate::Options& options);
   void add_wheel_toolkit(const validate::WheelSummary& summary, validate::Options& options) const;
+  void add_upstream(const validate::WheelSummary& summary, validate::Options& options) const;
 
   cache::Store store_;
   bool offline_;

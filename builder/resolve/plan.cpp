@@ -30,6 +30,25 @@ toolchain::CudaRequest cuda_request(const Target& target) {
 
 namespace {
 
+// The manylinux floor of an environment's torch: the lowest platform tag its dist-info's WHEEL
+// file records, or 2.28 (what torch 2.11-2.15 on PyPI need) when there is none.
+int environment_floor(const toolchain::TorchSysroot& torch) {
+  int floor = -1;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(torch.root.parent_path(), ec)) {
+    std::string name = entry.path().filename().string();
+    if (!name.starts_with("torch-") || !name.ends_with(".dist-info")) continue;
+    auto text = read_file(entry.path() / "WHEEL", 1 << 16);
+    if (!text) continue;
+    for (const auto& line : split(*text, "\n")) {
+      if (!line.starts_with("Tag:")) continue;
+      int minor = manifest::wheel_manylinux_floor(cat("torch-0-", trim(line.substr(4)), ".whl"));
+      if (minor >= 0 && (floor < 0 || minor < floor)) floor = minor;
+    }
+  }
+  return floor >= 0 ? floor : 28;
+}
+
 // The target's torch: the pinned wheel for the probed Python, or the environment's torch.
 Expected<void> resolve_torch(ResolvedTarget& rt) {
   const Target& target = rt.target;
@@ -47,11 +66,14 @@ Expected<void> resolve_torch(ResolvedTarget& rt) {
                                python.executable, "); it has: ", join(tags, ", ")));
     rt.toolchain["torch"] = {
         {"version", target.torch_version}, {"file", wheel->file}, {"sha256", wheel->sha256}};
+    int floor = manifest::wheel_manylinux_floor(wheel->file);
+    rt.manylinux = target.manylinux >= 0 ? target.manylinux : floor >= 0 ? floor : 28;
     return {};
   }
   auto torch = toolchain::torch_from_environment(python.executable);
   if (!torch) return Error::failed(cat("target ", target.name, ": ", torch.error().message));
   rt.toolchain["torch"] = {{"environment", python.executable}, {"identity", torch->identity()}};
+  rt.manylinux = target.manylinux >= 0 ? target.manylinux : environment_floor(*torch);
   rt.torch = std::move(*torch);
   return {};
 }
@@ -77,7 +99,7 @@ Expected<void> resolve_cuda(ResolvedTarget& rt) {
 // Probes the target's Python, torch, CUDA toolkit and host compiler; checks CUDA against the
 // target.
 Expected<ResolvedTarget> resolve_target(const Target& target) {
-  ResolvedTarget rt{target, json::object(), "", {}, {}, {}, {}};
+  ResolvedTarget rt{target, json::object(), "", {}, {}, {}, {}, 28};
   auto python = toolchain::probe_python(target.interpreter());
   if (!python)
     return Error::failed(cat("target ", target.name, ": ", python.error().message),
@@ -128,6 +150,7 @@ Expected<json> key_inputs(const Manifest& manifest, const ResolvedTarget& target
     // Compiled packages depend on the whole toolchain and the arch set.
     inputs["target"] = target.target.canonical();
     inputs["toolchain"] = target.toolchain;
+    inputs["manylinux"] = target.manylinux;
   }
   if (manifest.backend == Backend::Native) {
     json shards = json::object();

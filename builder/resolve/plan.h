@@ -19,8 +19,9 @@
 namespace kiln::resolve {
 
 // Bump by hand whenever kiln changes how it turns the same inputs into different bytes.
-constexpr int kRecipeVersion = 4;  // 2: nvcc in a PID namespace; 3: shards, per-arch device jobs;
-                                   // 4: the toolkit through <root>/cuda
+constexpr int kRecipeVersion = 5;  // 2: nvcc in a PID namespace; 3: shards, per-arch device jobs;
+                                   // 4: the toolkit through <root>/cuda; 5: compat headers (the
+                                   // manylinux floor), Metadata 2.4, upstream's metadata
 
 // A target with what kiln learned about its toolchain on this machine.
 // A plan of pure packages only probes nothing: then only `target` is set.
@@ -35,6 +36,9 @@ struct ResolvedTarget {
   std::optional<toolchain::CudaToolkit> cuda;
   // A torch from an environment. A pinned wheel's is unpacked when a build first needs it.
   std::optional<toolchain::TorchSysroot> torch;
+  // The glibc minor compiled wheels are built for and tagged with (manylinux_2_<minor>): the
+  // target's `manylinux`, else its torch's own floor (so they install wherever that torch does).
+  int manylinux = 28;
 };
 
 struct PlanItem {

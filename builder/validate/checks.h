@@ -12,7 +12,9 @@
 
 #include "archive/zip_reader.h"
 #include "elf/elf.h"
+#include "manifest/target.h"
 #include "validate/validate.h"
+#include "wheel/metadata.h"
 
 namespace kiln::validate {
 
@@ -51,7 +53,7 @@ Expected<LoadedWheel> load_wheel(const std::filesystem::path& path);
 Expected<LoadedWheel> load_wheel_image(std::string image, const std::string& filename);
 
 CheckResult check_archive(const LoadedWheel& wheel);
-CheckResult check_metadata(const LoadedWheel& wheel);
+CheckResult check_metadata(const LoadedWheel& wheel, const Options& options);
 CheckResult check_tags(const LoadedWheel& wheel);
 CheckResult check_elf(const LoadedWheel& wheel);
 CheckResult check_torch_abi(const LoadedWheel& wheel, const Options& options);
@@ -86,12 +88,13 @@ CheckResult skipped(std::string id, std::string why);
 // without CR or LF); a Metadata-Version kiln knows (1.0, 1.1, 1.2, 2.N); a normalised local
 // version label ([a-z0-9]+ parts joined by dots).
 bool is_metadata_header_line(std::string_view line);
-bool is_known_metadata_version(std::string_view version);
+bool is_known_metadata_version(std::string_view version);  // 1.0-1.2, 2.1-2.5
+// metadata: each field known to its Metadata-Version, and well formed (metadata_fields.cpp).
+void check_metadata_fields(const LoadedWheel& w, const wheel::ParsedMetadata& md,
+                           const std::string& metadata_version, Findings& f);
 bool is_normalized_local_label(std::string_view label);
-// tags: the glibc minor of a manylinux platform tag (manylinux_2_28_x86_64 -> 28, as large as an
-// int holds; manylinux1/2010/2014 -> 5/12/17) with its architecture in `arch`, or -1 when it is
-// not one.
-int manylinux_minor(std::string_view tag, std::string& arch);
+// tags: the glibc minor of a manylinux platform tag (manifest::manylinux_minor).
+using manifest::manylinux_minor;
 // tags: an extension module's name NAME.cpython-3<minor>[t]-<arch>-linux-gnu.so.
 struct CpythonSuffix {
   std::string minor;  // "11" of cpython-311

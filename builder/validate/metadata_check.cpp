@@ -10,6 +10,7 @@
 #include "validate/checks.h"
 #include "wheel/metadata.h"
 #include "wheel/tags.h"
+#include "wheel/upstream.h"
 
 namespace kiln::validate {
 
@@ -55,12 +56,6 @@ bool is_metadata_header_line(std::string_view line) {
   s.take_while([](char c) { return is_ascii_alnum(c) || c == '-'; });
   if (!s.skip(':')) return false;
   return s.done() || (s.skip(' ') && s.rest().find_first_of("\r\n") == std::string_view::npos);
-}
-
-bool is_known_metadata_version(std::string_view v) {
-  if (v == "1.0" || v == "1.1" || v == "1.2") return true;
-  return v.size() > 2 && v.substr(0, 2) == "2." &&
-         std::all_of(v.begin() + 2, v.end(), is_ascii_digit);
 }
 
 bool is_normalized_local_label(std::string_view label) {
@@ -179,9 +174,26 @@ void warn_unpinned_torch(const LoadedWheel& w, Findings& f) {
   if (!linker.empty()) f.warn(cat(linker, " but METADATA does not pin torch"));
 }
 
+// The wheel's requirements, extras and classifiers against its sdist's: only kiln's additions
+// (the manifest's extra-dependencies, the torch pin) may differ.
+void compare_upstream(const LoadedWheel& w, const wheel::ParsedMetadata& md,
+                      const std::string& torch_pin, const Options& options, Findings& f) {
+  if (!options.upstream) {
+    if (!options.upstream_note.empty())
+      f.data()["upstream"] = cat("not compared: ", options.upstream_note);
+    return;
+  }
+  std::vector<std::string> added;
+  if (w.provenance && w.provenance->facts.extra_dependencies)
+    added = *w.provenance->facts.extra_dependencies;
+  auto differences = wheel::upstream_differences(md, *options.upstream, added, torch_pin);
+  for (const auto& d : differences) f.fail(cat("METADATA differs from the sdist's: ", d));
+  f.data()["upstream"] = differences.empty() ? "same as the sdist's" : "differs from the sdist's";
+}
+
 }  // namespace
 
-CheckResult check_metadata(const LoadedWheel& w) {
+CheckResult check_metadata(const LoadedWheel& w, const Options& options) {
   if (!w.zip) return skipped("metadata", "the archive is unreadable");
   auto it = w.texts.find("METADATA");
   if (it == w.texts.end()) {
@@ -207,10 +219,9 @@ CheckResult check_metadata(const LoadedWheel& w) {
   if (mv.empty())
     f.fail("METADATA has no Metadata-Version");
   else if (!is_known_metadata_version(mv))
-    f.fail(cat("METADATA's Metadata-Version ", mv, " is not a known core metadata version"));
-  for (const char* single : {"Metadata-Version", "Name", "Version", "Requires-Python"})
-    if (md.all(single).size() > 1)
-      f.fail(cat("METADATA has ", md.all(single).size(), " ", single, " fields"));
+    f.fail(cat("METADATA's Metadata-Version ", printable_excerpt(mv),
+               " is not a known core metadata version"));
+  check_metadata_fields(w, md, mv, f);
   check_name(w, name, f);
   std::string local = check_version(w, version, f);
 
@@ -231,6 +242,7 @@ CheckResult check_metadata(const LoadedWheel& w) {
     check_built_torch(*w.provenance, built_torch, torch_pin, version, local, f);
   else if (torch_pin.empty())
     warn_unpinned_torch(w, f);
+  compare_upstream(w, md, torch_pin, options, f);
   return f.finish(cat(name, " ", version, ": core metadata ", mv, ", Requires-Python ", rp,
                       torch_pin.empty() ? std::string() : cat(", ", torch_pin)));
 }

@@ -2,8 +2,6 @@
 // Python/ABI tag; compiled code is not tagged "any"; the manylinux level is not lower than the
 // newest GLIBC_/GLIBCXX_/CXXABI_/GCC_ version the ELF files need (auditwheel's rule).
 #include <algorithm>
-#include <charconv>
-#include <climits>
 #include <set>
 
 #include "core/strings.h"
@@ -24,26 +22,6 @@ std::string basename(const std::string& path) {
 }
 
 }  // namespace
-
-int manylinux_minor(std::string_view tag, std::string& arch) {
-  Scanner s(tag);
-  int minor = -1;
-  if (s.skip("manylinux_2_")) {  // PEP 600: manylinux_2_<minor>_<arch>
-    std::string_view digits = s.take_while(is_ascii_digit);
-    if (digits.empty() || !s.skip('_')) return -1;
-    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), minor);
-    if (ec != std::errc()) minor = INT_MAX;  // more than an int holds: promises every glibc
-  } else if (s.skip("manylinux")) {          // PEP 513, 571, 599
-    minor = s.skip("1_") ? 5 : s.skip("2010_") ? 12 : s.skip("2014_") ? 17 : -1;
-    if (minor < 0) return -1;
-  } else {
-    return -1;
-  }
-  std::string_view arch_part = s.take_while(is_arch_char);
-  if (arch_part.empty() || !s.done()) return -1;
-  arch = std::string(arch_part);
-  return minor;
-}
 
 // NAME.cpython-3<digits>[t]-<arch>-linux-gnu.so, NAME non-empty and without a line break. Only the
 // last ".cpython-3" can start the suffix: the suffix holds no other dot than that of ".so".

@@ -12,7 +12,7 @@ Expected<Report> validate_wheel(const std::filesystem::path& path, const Options
   Report r;
   r.wheel = path;
   r.checks.push_back(check_archive(w));
-  r.checks.push_back(check_metadata(w));
+  r.checks.push_back(check_metadata(w, options));
   r.checks.push_back(check_tags(w));
   r.checks.push_back(check_elf(w));
   r.checks.push_back(check_torch_abi(w, options));

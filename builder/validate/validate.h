@@ -14,6 +14,7 @@
 #include "manifest/arch.h"
 #include "toolchain/torch.h"
 #include "wheel/provenance.h"
+#include "wheel/upstream.h"
 
 namespace kiln::validate {
 
@@ -54,6 +55,11 @@ struct Options {
   std::vector<std::filesystem::path> library_dirs;
   // A Python (with torch) to import the wheel's modules with: adds the "import" check.
   std::string import_with;
+  // The sdist's own metadata (from the download cache, through the provenance): "metadata"
+  // reports how the wheel's differs beyond what kiln adds. Absent: the comparison is skipped
+  // with `upstream_note` as the reason.
+  std::optional<wheel::UpstreamMetadata> upstream;
+  std::string upstream_note;
 };
 
 // $CUDA_HOME/lib64, /usr/local/cuda/lib64 and the system's library directories.

@@ -38,20 +38,34 @@ void add_extras(std::string_view requirement, std::set<std::string>& extras) {
 }  // namespace
 
 std::string CoreMetadata::render() const {
-  std::string out = "Metadata-Version: 2.1\n";
-  out += cat("Name: ", one_line(name), "\n");
-  out += cat("Version: ", one_line(version), "\n");
-  if (!summary.empty()) out += cat("Summary: ", one_line(summary), "\n");
-  if (!home_page.empty()) out += cat("Home-page: ", one_line(home_page), "\n");
-  if (!license.empty()) out += cat("License: ", one_line(license), "\n");
-  for (const auto& f : license_files) out += cat("License-File: ", one_line(f), "\n");
-  if (!requires_python.empty()) out += cat("Requires-Python: ", one_line(requires_python), "\n");
-  std::set<std::string> extras;
+  std::string out = "Metadata-Version: 2.4\n";
+  auto field = [&out](std::string_view header, const std::string& value) {
+    if (!value.empty()) out += cat(header, ": ", one_line(value), "\n");
+  };
+  field("Name", name);
+  field("Version", version);
+  field("Summary", summary);
+  field("Keywords", keywords);
+  field("Home-page", home_page);
+  field("Author", author);
+  field("Author-email", author_email);
+  field("Maintainer", maintainer);
+  field("Maintainer-email", maintainer_email);
+  field("License-Expression", license_expression);
+  for (const auto& f : license_files) field("License-File", f);
+  for (const auto& c : classifiers) field("Classifier", c);
+  for (const auto& u : project_urls) field("Project-URL", u);
+  field("Requires-Python", requires_python);
+  std::set<std::string> named;
   for (const auto& r : requires_dist) {
-    out += cat("Requires-Dist: ", one_line(r), "\n");
-    add_extras(r, extras);
+    field("Requires-Dist", r);
+    add_extras(r, named);
   }
-  for (const auto& e : extras) out += cat("Provides-Extra: ", e, "\n");
+  std::set<std::string> written;
+  for (const auto& e : provides_extra)
+    if (written.insert(e).second) field("Provides-Extra", e);
+  for (const auto& e : named)
+    if (written.insert(e).second) field("Provides-Extra", e);
   if (!description_content_type.empty())
     out += cat("Description-Content-Type: ", one_line(description_content_type), "\n");
   if (!description.empty()) {

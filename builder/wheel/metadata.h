@@ -1,4 +1,4 @@
-// Core metadata (METADATA, version 2.1, email-header format), WHEEL and RECORD texts.
+// Core metadata (METADATA, version 2.4, email-header format), WHEEL and RECORD texts.
 #pragma once
 
 #include <string>
@@ -11,15 +11,21 @@ struct CoreMetadata {
   std::string name;     // display name
   std::string version;  // with local label when there is one
   std::string summary;
+  std::string keywords;
   std::string home_page;
-  std::string license;
-  std::vector<std::string> license_files;  // paths under .dist-info/licenses/
+  std::string author, author_email, maintainer, maintainer_email;
+  std::string license_expression;          // SPDX (PEP 639)
+  std::vector<std::string> license_files;  // paths relative to .dist-info/licenses/
+  std::vector<std::string> classifiers;
+  std::vector<std::string> project_urls;  // "Label, URL"
   std::string requires_python;
   std::vector<std::string> requires_dist;
-  std::string description;  // the body; may be empty
+  std::vector<std::string> provides_extra;  // besides those requires_dist's markers name
+  std::string description;                  // the body; may be empty
   std::string description_content_type;
 
-  // Provides-Extra lines are derived from `extra == "x"` markers in requires_dist.
+  // Metadata-Version 2.4. Provides-Extra: provides_extra, then each other extra an
+  // `extra == "x"` marker in requires_dist names.
   std::string render() const;
 };
 

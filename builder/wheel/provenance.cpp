@@ -82,6 +82,9 @@ class Object {
         out.push_back(string((*v)[i], cat(at(key), "[", i, "]")));
     }
   }
+  void read(const char* key, std::optional<std::vector<std::string>>& out) const {
+    if (get(key)) read(key, out.emplace());
+  }
   std::optional<Object> object(const char* key) const {
     if (const json* v = get(key)) return Object(*v, at(key));
     return std::nullopt;
@@ -131,6 +134,14 @@ InputFacts read_facts(const Object& in) {
   }
   if (auto target = in.object("target"))
     if (auto cuda = target->object("cuda")) cuda->read("version", f.target_cuda);
+  if (auto package = in.object("package")) {
+    if (auto source = package->object("source")) {
+      f.source.emplace();
+      source->read("file", f.source->file);
+      source->read("sha256", f.source->sha256);
+    }
+    package->read("extra_dependencies", f.extra_dependencies);
+  }
   return f;
 }
 
@@ -168,6 +179,7 @@ Provenance read_provenance(const json& j) {
     platform->read("tag", p.platform->tag);
     platform->read("limited_by", p.platform->limited_by);
     platform->read("highest", p.platform->highest);
+    platform->read("needs", p.platform->needs);
   }
   if (auto st = top.object("setuptools")) {
     p.setuptools.emplace();
@@ -198,10 +210,12 @@ json to_json(const Provenance& p) {
                     {"abi_flags", t.abi_flags},
                     {"sha256", t.sha256}}}};
   }
-  if (p.platform)
+  if (p.platform) {
     j["platform"] = {{"tag", p.platform->tag},
                      {"limited_by", p.platform->limited_by},
                      {"highest", p.platform->highest}};
+    if (!p.platform->needs.empty()) j["platform"]["needs"] = p.platform->needs;
+  }
   if (p.setuptools)
     j["setuptools"] = {{"built_wheel", p.setuptools->built_wheel},
                        {"torch_cuda_arch_list", p.setuptools->torch_cuda_arch_list}};

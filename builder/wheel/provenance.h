@@ -36,6 +36,7 @@ struct BuiltPlatform {
   std::string tag;                   // "manylinux_2_34_x86_64"
   std::string limited_by;            // "GLIBC_2.32" ("" when none)
   std::vector<std::string> highest;  // highest needed version per family
+  std::string needs;  // the tag those versions need, at most `tag` (the target's floor)
 };
 
 // "setuptools": what the package's own build made (the setuptools backend only).
@@ -66,6 +67,12 @@ struct InputFacts {
   std::optional<TorchPin> torch;
   std::optional<Cuda> cuda;
   std::optional<std::string> target_cuda;  // inputs.target.cuda.version
+  struct Source {  // inputs.package.source: a downloaded archive's (empty for git and local)
+    std::string file, sha256;
+  };
+  std::optional<Source> source;
+  // inputs.package.extra_dependencies: what kiln added to the sdist's requirements.
+  std::optional<std::vector<std::string>> extra_dependencies;
 };
 
 struct Provenance {

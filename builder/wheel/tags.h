@@ -14,10 +14,16 @@ struct PlatformTag {
   std::string tag;       // "manylinux_2_28_x86_64"
   std::string limiting;  // the version that decided it, e.g. "GLIBC_2.32" ("" when none)
   std::vector<std::string> highest;  // highest needed version per family, e.g. "GLIBCXX_3.4.21"
+  std::string needs;  // at_floor: the tag the files' symbols need ("manylinux_2_17_x86_64")
 };
 
 // Fails when a needed version is newer than every known policy.
 Expected<PlatformTag> manylinux_tag(const std::vector<elf::ElfInfo>& files);
+
+// The tag of a wheel for a target whose floor is glibc 2.<floor_minor>: that floor's tag (the
+// wheel installs wherever the target's torch does), with `needed`'s tag, the level its files
+// need, in `needs`. Fails, naming the symbol and what would fix it, when they need a newer glibc.
+Expected<PlatformTag> at_floor(const PlatformTag& needed, int floor_minor);
 
 // "GLIBC_2.32" -> the oldest policy glibc minor covering it (e.g. 32), or -1 if none.
 int policy_glibc_minor_for(const std::string& version_name);

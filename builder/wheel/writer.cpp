@@ -53,6 +53,8 @@ Expected<std::filesystem::path> write_wheel(const WheelSpec& spec,
   }
   if (!spec.provenance_json.empty())
     meta.push_back({info + "/kiln.json", spec.provenance_json, false});
+  if (!spec.entry_points.empty())
+    meta.push_back({info + "/entry_points.txt", spec.entry_points, false});
   std::sort(meta.begin(), meta.end(),
             [](const WheelEntry& a, const WheelEntry& b) { return a.path < b.path; });
 

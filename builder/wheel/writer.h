@@ -29,6 +29,7 @@ struct WheelSpec {
   std::vector<WheelEntry> files;          // package files (any order; sorted on write)
   std::vector<WheelEntry> license_files;  // path = name under .dist-info/licenses/
   std::string provenance_json;            // written as .dist-info/kiln.json
+  std::string entry_points;               // written as .dist-info/entry_points.txt when set
 };
 
 // Writes <out_dir>/<wheel filename> atomically and returns its path.

@@ -19,7 +19,7 @@ version = "1.0"
 summary = "A package with long strings"
 license = "MIT"
 requires-python = ">=3.9"
-dependencies = ["einops"]
+extra-dependencies = ["einops"]
 
 [source]
 pypi = "long"
@@ -52,8 +52,8 @@ class LongStringsTest(KilnTestCase):
     def test_long_manifest_fields_get_located_errors(self):
         cases = {
             "name": ('name = "long"', 'name = "' + "a" * LONG + '"', r"2:8: 'package\.name' is longer than 200 bytes"),
-            "dependencies": ('["einops"]', '["einops", "torch>=' + "2." * (LONG // 2) + '0"]',
-                             r"7:27: an entry of 'package\.dependencies' is longer than 4096 bytes"),
+            "extra-dependencies": ('["einops"]', '["einops", "torch>=' + "2." * (LONG // 2) + '0"]',
+                                   r"7:33: an entry of 'package\.extra-dependencies' is longer than 4096 bytes"),
             "requires-python": ('">=3.9"', '">=3.' + "9" * LONG + '"',
                                 r"6:19: 'package\.requires-python' is longer than 4096 bytes"),
             "packages": ('["long"]', '["' + "l" * LONG + '"]',

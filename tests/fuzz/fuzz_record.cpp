@@ -17,7 +17,7 @@ KILN_FUZZ_TARGET(record) {
   }
   kiln::validate::Options options;
   std::vector<kiln::validate::CheckResult> results = {
-      kiln::validate::check_archive(*wheel), kiln::validate::check_metadata(*wheel),
+      kiln::validate::check_archive(*wheel), kiln::validate::check_metadata(*wheel, {}),
       kiln::validate::check_tags(*wheel), kiln::validate::check_elf(*wheel)};
   for (auto& r : kiln::validate::check_gpu_code(*wheel, options)) results.push_back(std::move(r));
   for (const auto& r : results) {

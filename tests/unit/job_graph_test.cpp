@@ -12,6 +12,8 @@
 #include <set>
 
 #include "cache/store.h"
+#include "compile/compat.h"
+#include "compile/flags.h"
 #include "compile/object_cache.h"
 #include "compile/runner.h"
 #include "core/fs.h"
@@ -295,6 +297,28 @@ TEST_F(JobGraphTest, SourcesBecomeShardsInLinkOrder) {
   ASSERT_EQ(units.size(), 4u);
   EXPECT_EQ(units[2].name, "causal_conv1d_bwd.cu");
   EXPECT_TRUE(units[2].defines.empty());
+}
+
+// Floors below glibc 2.32 put kiln's compat headers first on every host compile's include path
+// (g++ and nvcc, whose -I reaches its host passes); newer floors do without.
+TEST_F(JobGraphTest, CompatHeadersForFloorsBelowGlibc232) {
+  const std::string compat = "-I" + compat_dir(ctx_.root).string();
+  auto has_compat = [&](const std::vector<std::string>& argv) {
+    return std::find(argv.begin(), argv.end(), compat) != argv.end();
+  };
+  const manifest::Extension& ext = manifest_.extensions[0];
+  ctx_.manylinux = 28;
+  EXPECT_TRUE(has_compat(cxx_compile_argv(ctx_, ext, {}, "a.cpp", "a.o")));
+  EXPECT_TRUE(has_compat(nvcc_flags(ctx_, ext, {})));
+  fs::path dir = write_compat_headers(ctx_.root, 28).value();
+  EXPECT_EQ(dir, compat_dir(ctx_.root));
+  std::string header = read_file(dir / "sys" / "single_threaded.h").value();
+  EXPECT_NE(header.find("static const char __libc_single_threaded"), std::string::npos);
+  EXPECT_NE(header.find("#define _SYS_SINGLE_THREADED_H"), std::string::npos);
+  ctx_.manylinux = 34;
+  EXPECT_FALSE(has_compat(cxx_compile_argv(ctx_, ext, {}, "a.cpp", "a.o")));
+  EXPECT_FALSE(has_compat(nvcc_flags(ctx_, ext, {})));
+  EXPECT_EQ(write_compat_headers(ctx_.root / "other", 34).value(), fs::path());
 }
 
 TEST_F(JobGraphTest, ColdBuildIsPerArchDeviceJobsFrontEndsHostsFatBinariesAndALink) {

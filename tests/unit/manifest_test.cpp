@@ -21,7 +21,7 @@ version = "1.0.0"
 summary = "A demo extension"
 license = "MIT"
 requires-python = ">=3.9"
-dependencies = ["einops", "torch"]
+extra-dependencies = ["einops", "torch"]
 
 [source]
 pypi = "demo"
@@ -80,7 +80,7 @@ TEST_F(ManifestTest, ValidManifestParses) {
   EXPECT_EQ(m.patches[0].sha256, sha256_hex("--- a/x\n+++ b/x\n"));
   ASSERT_EQ(m.extensions.size(), 1u);
   EXPECT_EQ(m.extensions[0].sources.size(), 2u);
-  EXPECT_EQ(m.requires_dist, (std::vector<std::string>{"einops", "torch"}));
+  EXPECT_EQ(m.extra_dependencies, (std::vector<std::string>{"einops", "torch"}));
 }
 
 TEST_F(ManifestTest, CanonicalIgnoresCommentsAndLayout) {
@@ -196,19 +196,31 @@ INSTANTIATE_TEST_SUITE_P(
                 "manifests/demo/1.0.0.toml:23:22: '-gencode=arch=compute_90,code=sm_90' selects "
                 "architectures: archs come from the target, not the manifest"},
         BadCase{"bad requirement", "\"einops\", \"torch\"", "\"einops\", \"torch >= banana\"",
-                "manifests/demo/1.0.0.toml:7:27: bad requirement 'torch >= banana': expected PEP "
+                "manifests/demo/1.0.0.toml:7:33: bad requirement 'torch >= banana': expected PEP "
                 "508, e.g. 'einops>=0.6'"},
         BadCase{
             "bad requires-python", "\">=3.9\"", "\"3.9+\"",
             "manifests/demo/1.0.0.toml:6:19: bad version specifier '3.9+': expected e.g. '>=3.9'"},
-        BadCase{"wrong array type", "dependencies = [\"einops\", \"torch\"]",
-                "dependencies = \"einops\"",
-                "manifests/demo/1.0.0.toml:7:16: 'package.dependencies' must be an array of "
+        BadCase{"wrong array type", "extra-dependencies = [\"einops\", \"torch\"]",
+                "extra-dependencies = \"einops\"",
+                "manifests/demo/1.0.0.toml:7:22: 'package.extra-dependencies' must be an array of "
                 "strings, not a string"},
-        BadCase{"wrong element type", "dependencies = [\"einops\", \"torch\"]",
-                "dependencies = [\"einops\", 3]",
-                "manifests/demo/1.0.0.toml:7:27: 'package.dependencies' must hold only strings, "
-                "not an integer"},
+        BadCase{"wrong element type", "extra-dependencies = [\"einops\", \"torch\"]",
+                "extra-dependencies = [\"einops\", 3]",
+                "manifests/demo/1.0.0.toml:7:33: 'package.extra-dependencies' must hold only "
+                "strings, not an integer"},
+        BadCase{"dependencies are the sdist's", "extra-dependencies = [\"einops\", \"torch\"]",
+                "dependencies = [\"einops\"]",
+                "manifests/demo/1.0.0.toml:7:16: 'package.dependencies' is no more: a wheel's "
+                "requirements are the sdist's own (its PKG-INFO); list only what kiln must add, "
+                "each with its reason, in 'extra-dependencies'"},
+        BadCase{"license not SPDX", "license = \"MIT\"", "license = \"MIT License\"",
+                "manifests/demo/1.0.0.toml:5:11: bad license 'MIT License': not an SPDX "
+                "expression (license names joined by AND, OR, WITH and parentheses); expected an "
+                "SPDX expression, e.g. \"MIT\" or \"BSD-3-Clause\""},
+        BadCase{"license unknown", "license = \"MIT\"", "license = \"Banana-1.0\"",
+                "manifests/demo/1.0.0.toml:5:11: bad license 'Banana-1.0': unknown SPDX license "
+                "'banana-1.0'; expected an SPDX expression, e.g. \"MIT\" or \"BSD-3-Clause\""},
         BadCase{"duplicate extension", "nvcc-flags = [\"-O3\"]\n",
                 "nvcc-flags = [\"-O3\"]\n\n[[build.extension]]\nname = \"demo_cuda\"\nsources = "
                 "[\"csrc/other.cu\"]\n",
@@ -319,8 +331,8 @@ TEST_F(ManifestTest, LongStringsGetLocatedErrorsNamingTheCap) {
       {"name = \"demo\"", "name = \"", "\"", "2:8", "'package.name'", 200},
       {"version = \"1.0.0\"", "version = \"1.", "\"", "3:11", "'package.version'", 128},
       {"\">=3.9\"", "\">=3.", "\"", "6:19", "'package.requires-python'", 4096},
-      {"[\"einops\", \"torch\"]", "[\"einops\", \"torch>=", "\"]", "7:27",
-       "an entry of 'package.dependencies'", 4096},
+      {"[\"einops\", \"torch\"]", "[\"einops\", \"torch>=", "\"]", "7:33",
+       "an entry of 'package.extra-dependencies'", 4096},
       {"pypi = \"demo\"", "pypi = \"", "\"", "10:8", "'source.pypi'", 200},
       {"packages = [\"demo\"]", "packages = [\"", "\"]", "18:13", "an entry of 'build.packages'",
        200},

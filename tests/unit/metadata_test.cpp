@@ -1,5 +1,9 @@
 #include "wheel/metadata.h"
 
+#include "core/fs.h"
+#include "core/strings.h"
+#include "wheel/upstream.h"
+
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -12,20 +16,26 @@ TEST(Metadata, RendersCoreMetadataWithExtras) {
   m.name = "causal-conv1d";
   m.version = "1.7.0+cu130torch2.11";
   m.summary = "Causal conv";
-  m.license = "BSD-3-Clause";
-  m.license_files = {"licenses/LICENSE"};
+  m.license_expression = "BSD-3-Clause";
+  m.license_files = {"LICENSE"};
+  m.classifiers = {"Programming Language :: Python :: 3"};
+  m.project_urls = {"Homepage, https://example.org"};
   m.requires_python = ">=3.9";
   m.requires_dist = {"torch==2.11.*", "einops", "triton>=3.3; extra == \"cuda\""};
+  m.provides_extra = {"test"};
   m.description = "# Title\nbody";
   m.description_content_type = "text/markdown";
   std::string text = m.render();
   EXPECT_EQ(text,
-            "Metadata-Version: 2.1\nName: causal-conv1d\nVersion: 1.7.0+cu130torch2.11\nSummary: "
+            "Metadata-Version: 2.4\nName: causal-conv1d\nVersion: 1.7.0+cu130torch2.11\nSummary: "
             "Causal conv\n"
-            "License: BSD-3-Clause\nLicense-File: licenses/LICENSE\nRequires-Python: >=3.9\n"
+            "License-Expression: BSD-3-Clause\nLicense-File: LICENSE\n"
+            "Classifier: Programming Language :: Python :: 3\n"
+            "Project-URL: Homepage, https://example.org\nRequires-Python: >=3.9\n"
             "Requires-Dist: torch==2.11.*\nRequires-Dist: einops\nRequires-Dist: triton>=3.3; "
             "extra == \"cuda\"\n"
-            "Provides-Extra: cuda\nDescription-Content-Type: text/markdown\n\n# Title\nbody\n");
+            "Provides-Extra: test\nProvides-Extra: cuda\n"
+            "Description-Content-Type: text/markdown\n\n# Title\nbody\n");
   auto parsed = parse_metadata(text);
   EXPECT_EQ(parsed.first("name"), "causal-conv1d");
   EXPECT_EQ(parsed.all("Requires-Dist").size(), 3u);
@@ -88,6 +98,62 @@ TEST(Metadata, RecordAndWheelFile) {
   EXPECT_EQ(render_wheel_file("kiln 0.1.0", false, "cp311-cp311-manylinux_2_28_x86_64"),
             "Wheel-Version: 1.0\nGenerator: kiln 0.1.0\nRoot-Is-Purelib: false\nTag: "
             "cp311-cp311-manylinux_2_28_x86_64\n");
+}
+
+// A PKG-INFO like flash-linear-attention's: what the wheel keeps and what it may add.
+const char* kPkgInfo =
+    "Metadata-Version: 2.4\nName: demo\nVersion: 1.0\nLicense: MIT License\n        \n"
+    "        Copyright\nClassifier: License :: OSI Approved :: MIT License\n"
+    "Classifier: Programming Language :: Python :: 3\nProject-URL: Homepage, https://x\n"
+    "Requires-Dist: torch\nRequires-Dist: transformers<6,>=5.6.2\nProvides-Extra: cuda\n"
+    "Requires-Dist: triton>=3.3; extra == \"cuda\"\nProvides-Extra: test\n"
+    "Requires-Dist: pytest; extra == \"test\"\n\nREADME\n";
+
+TEST(Upstream, ReadsAndKeepsTheSdistsMetadata) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "upstream-").value();
+  ASSERT_TRUE(write_file_atomic(dir.path() / "PKG-INFO", kPkgInfo));
+  fs::create_directories(dir.path() / "demo.egg-info");
+  ASSERT_TRUE(write_file_atomic(dir.path() / "demo.egg-info" / "entry_points.txt",
+                                "[console_scripts]\ndemo = demo:main\n"));
+  UpstreamMetadata up = read_upstream_metadata(dir.path()).value();
+  EXPECT_EQ(up.origin, "PKG-INFO");
+  EXPECT_EQ(up.provides_extra, (std::vector<std::string>{"cuda", "test"}));
+  EXPECT_EQ(up.entry_points, "[console_scripts]\ndemo = demo:main\n");
+
+  CoreMetadata md;
+  md.license_expression = "MIT";
+  apply_upstream(up, {"packaging", "transformers<6, >=5.6.2"}, md);
+  EXPECT_EQ(md.requires_dist,
+            (std::vector<std::string>{"torch", "transformers<6,>=5.6.2", "triton>=3.3; extra == \"cuda\"",
+                                      "pytest; extra == \"test\"", "packaging"}));
+  EXPECT_EQ(md.classifiers, (std::vector<std::string>{"Programming Language :: Python :: 3"}));
+  EXPECT_EQ(md.project_urls, (std::vector<std::string>{"Homepage, https://x"}));
+
+  // What kiln writes compares equal: the torch pin and the added requirement are allowed.
+  md.name = "demo";
+  md.version = "1.0";
+  md.requires_dist = pin_torch(md.requires_dist, "2.11", true);
+  ParsedMetadata wheel_md = parse_metadata(md.render());
+  EXPECT_EQ(upstream_differences(wheel_md, up, {"packaging"}, "torch==2.11.*"),
+            std::vector<std::string>{});
+  // A dropped requirement (and with it an extra) and a requirement of nobody's are reported;
+  // spaces inside a requirement do not count.
+  md.requires_dist = {"torch==2.11.*", "transformers <6, >=5.6.2", "triton>=3.3; extra == \"cuda\"",
+                      "banana", "packaging"};
+  md.provides_extra = {"cuda"};
+  auto diff = upstream_differences(parse_metadata(md.render()), up, {"packaging"}, "torch==2.11.*");
+  EXPECT_EQ(diff, (std::vector<std::string>{
+                      "Requires-Dist 'pytest; extra == \"test\"' of the sdist is missing",
+                      "Requires-Dist 'banana' is not the sdist's",
+                      "Provides-Extra 'test' of the sdist is missing"}))
+      << join(diff, "\n");
+}
+
+TEST(Upstream, TreeWithoutPkgInfoOrWithALinkHasNone) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "upstream-").value();
+  EXPECT_EQ(read_upstream_metadata(dir.path()).value().origin, "");
+  fs::create_symlink("/etc/passwd", dir.path() / "PKG-INFO");
+  EXPECT_EQ(read_upstream_metadata(dir.path()).value().origin, "");
 }
 
 }  // namespace kiln::wheel

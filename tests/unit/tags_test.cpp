@@ -38,6 +38,26 @@ TEST(Tags, ManylinuxFollowsTheNewestNeededVersion) {
             "manylinux_2_5_x86_64");
 }
 
+// A wheel is tagged with its target's floor when its files need no newer glibc; else the build
+// fails, naming the symbol and the key that would raise the floor.
+TEST(Tags, AtFloor) {
+  auto needed = manylinux_tag({needs({{"libc.so.6", "GLIBC_2.17"}, {"libstdc++.so.6", "GLIBCXX_3.4.21"}})});
+  auto at = at_floor(needed.value(), 28);
+  ASSERT_TRUE(at) << at.error().message;
+  EXPECT_EQ(at->tag, "manylinux_2_28_x86_64");
+  EXPECT_EQ(at->needs, "manylinux_2_24_x86_64");  // GLIBCXX_3.4.21
+  auto single = manylinux_tag({needs({{"libc.so.6", "GLIBC_2.32"}})});
+  EXPECT_EQ(single.value().tag, "manylinux_2_34_x86_64");
+  auto refused = at_floor(single.value(), 28);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("need manylinux_2_34_x86_64 (GLIBC_2.32), newer than the "
+                                         "target's floor manylinux_2_28_x86_64"),
+            std::string::npos)
+      << refused.error().message;
+  EXPECT_NE(refused.error().message.find("[target] manylinux = \"2_34\""), std::string::npos);
+  EXPECT_EQ(at_floor(single.value(), 34).value().tag, "manylinux_2_34_x86_64");
+}
+
 TEST(Tags, LocalLabel) {
   EXPECT_EQ(local_label("13.0", "2.11.0+cu130"), "cu130torch2.11");
   EXPECT_EQ(local_label("12.8", "2.10.0"), "cu128torch2.10");

@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "core/fs.h"
+#include "core/strings.h"
 #include "manifest/repository.h"
 
 namespace kiln::manifest {
@@ -89,6 +90,26 @@ TEST(Target, BadInput) {
   EXPECT_EQ(
       error_of(edit("[torch]\nversion = \"2.11.0\"", "[torch]\nversion = \"2.11.0\"\n[torch.x]")),
       "targets/t.toml:10:8: unknown key 'torch.x' (expected one of: source, version, wheel)");
+}
+
+// [target] manylinux: the compiled wheels' glibc floor, 2_17 to 2_99; absent: -1 (the torch's).
+TEST(Target, ManylinuxFloor) {
+  EXPECT_EQ(parse_target(kTarget, "t", "x").value().manylinux, -1);
+  Target t = parse_target(edit("archs = \"9.0\"", "archs = \"9.0\"\nmanylinux = \"2_31\""), "t", "x")
+                 .value();
+  EXPECT_EQ(t.manylinux, 31);
+  EXPECT_NE(t.canonical().dump(), parse_target(kTarget, "t", "x").value().canonical().dump());
+  for (const char* bad : {"2_16", "2_100", "2.28", "3_28", "2_28_x86_64", "2_", "manylinux_2_28"})
+    EXPECT_EQ(error_of(edit("archs = \"9.0\"", cat("archs = \"9.0\"\nmanylinux = \"", bad, "\""))),
+              cat("targets/t.toml:4:13: bad manylinux floor '", bad,
+                  "': expected a glibc version as 2_<minor>, 2_17 to 2_99, e.g. \"2_28\""))
+        << bad;
+  EXPECT_EQ(wheel_manylinux_floor("torch-2.11.0-cp311-cp311-manylinux_2_28_x86_64.whl"), 28);
+  EXPECT_EQ(wheel_manylinux_floor(
+                "nvidia_cuda_nvcc-13.0.88-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl"),
+            17);
+  EXPECT_EQ(wheel_manylinux_floor("torch-2.11.0-cp311-cp311-win_amd64.whl"), -1);
+  EXPECT_EQ(wheel_manylinux_floor("torch.whl"), -1);
 }
 
 TEST(Target, CudaWheels) {
