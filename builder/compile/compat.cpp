@@ -7,7 +7,8 @@ namespace kiln::compile {
 namespace {
 
 // The same include guard as glibc's header, so that one of the two is ever read.
-constexpr const char* kSingleThreaded = R"(/* kiln: glibc's <sys/single_threaded.h> without its GLIBC_2.32 symbol. */
+constexpr const char* kSingleThreaded =
+    R"(/* kiln: glibc's <sys/single_threaded.h> without its GLIBC_2.32 symbol. */
 #ifndef _SYS_SINGLE_THREADED_H
 #define _SYS_SINGLE_THREADED_H
 static const char __libc_single_threaded __attribute__((__unused__)) = 0;

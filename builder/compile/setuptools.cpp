@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <map>
 
-#include "compile/compat.h"
 #include "compile/backend.h"
+#include "compile/compat.h"
 #include "core/clock.h"
 #include "core/fs.h"
 #include "core/lock.h"

@@ -75,8 +75,8 @@ struct Manifest {
   std::vector<Patch> patches;
 
   Backend backend = Backend::Native;
-  std::vector<Extension> extensions;       // native
-  std::vector<std::string> packages;       // Python packages to ship (native, pure)
+  std::vector<Extension> extensions;  // native
+  std::vector<std::string> packages;  // Python packages to ship (native, pure)
   // Requirements kiln adds to the sdist's own (its PKG-INFO's), each for a reason the manifest
   // states; a bare torch requirement is pinned by kiln to the target's minor.
   std::vector<std::string> extra_dependencies;

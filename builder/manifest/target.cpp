@@ -32,8 +32,9 @@ void read_manylinux(const TableReader& t, Target& target) {
   std::string arch;
   int minor = manylinux_minor(cat("manylinux_", *floor, "_x86_64"), arch);
   if (!floor->starts_with("2_") || arch != "x86_64" || minor < 17 || minor > 99)
-    t.fail("manylinux", cat("bad manylinux floor '", printable_excerpt(*floor),
-                            "': expected a glibc version as 2_<minor>, 2_17 to 2_99, e.g. \"2_28\""));
+    t.fail("manylinux",
+           cat("bad manylinux floor '", printable_excerpt(*floor),
+               "': expected a glibc version as 2_<minor>, 2_17 to 2_99, e.g. \"2_28\""));
   target.manylinux = minor;
 }
 

@@ -212,7 +212,8 @@ Expected<void> finish_compiled(const manifest::Manifest& m, const resolve::Resol
   KILN_TRY(wheel::PlatformTag needed, wheel::manylinux_tag(elves));
   auto floored = wheel::at_floor(needed, rt.manylinux);
   if (!floored)
-    return Error::failed(cat(m.name, " for target ", rt.target.name, ": ", floored.error().message));
+    return Error::failed(
+        cat(m.name, " for target ", rt.target.name, ": ", floored.error().message));
   const wheel::PlatformTag& platform = *floored;
   spec.version = cat(m.version, "+", wheel::local_label(rt.target.cuda_version, tc.torch.version));
   spec.tag = cat(tc.python.python_tag, "-", tc.python.abi_tag, "-", platform.tag);

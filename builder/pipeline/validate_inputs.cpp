@@ -78,8 +78,7 @@ Expected<wheel::UpstreamMetadata> read_sdist_metadata(const fs::path& sdist,
   options.filter = [](std::string_view path) {
     auto parts = split(path, "/", /*skip_empty=*/false);
     return (parts.size() == 2 && parts[1] == "PKG-INFO") ||
-           (parts.size() == 3 && parts[1].ends_with(".egg-info") &&
-            parts[2] == "entry_points.txt");
+           (parts.size() == 3 && parts[1].ends_with(".egg-info") && parts[2] == "entry_points.txt");
   };
   KILN_TRY(archive::UnpackResult unpacked, archive::unpack(sdist, tmp.path() / "x", options));
   if (unpacked.top_level.size() != 1) return wheel::UpstreamMetadata{};

@@ -25,22 +25,38 @@ struct Field {
 };
 
 constexpr std::array<Field, 32> kFields = {{
-    {"metadata-version", "1.0", true},   {"name", "1.0", true},
-    {"version", "1.0", true},            {"dynamic", "2.2", false},
-    {"platform", "1.0", false},          {"supported-platform", "1.1", false},
-    {"summary", "1.0", true},            {"description", "1.0", true},
-    {"description-content-type", "2.1", true}, {"keywords", "1.0", true},
-    {"home-page", "1.0", true},          {"download-url", "1.1", true},
-    {"author", "1.0", true},             {"author-email", "1.0", true},
-    {"maintainer", "1.2", true},         {"maintainer-email", "1.2", true},
-    {"license", "1.0", true},            {"license-expression", "2.4", true},
-    {"license-file", "2.4", false},      {"classifier", "1.1", false},
-    {"requires-dist", "1.2", false},     {"requires-python", "1.2", true},
-    {"requires-external", "1.2", false}, {"project-url", "1.2", false},
-    {"provides-extra", "2.1", false},    {"provides-dist", "1.2", false},
-    {"obsoletes-dist", "1.2", false},    {"import-name", "2.5", false},
-    {"import-namespace", "2.5", false},  {"requires", "1.1", false},
-    {"provides", "1.1", false},          {"obsoletes", "1.1", false},
+    {"metadata-version", "1.0", true},
+    {"name", "1.0", true},
+    {"version", "1.0", true},
+    {"dynamic", "2.2", false},
+    {"platform", "1.0", false},
+    {"supported-platform", "1.1", false},
+    {"summary", "1.0", true},
+    {"description", "1.0", true},
+    {"description-content-type", "2.1", true},
+    {"keywords", "1.0", true},
+    {"home-page", "1.0", true},
+    {"download-url", "1.1", true},
+    {"author", "1.0", true},
+    {"author-email", "1.0", true},
+    {"maintainer", "1.2", true},
+    {"maintainer-email", "1.2", true},
+    {"license", "1.0", true},
+    {"license-expression", "2.4", true},
+    {"license-file", "2.4", false},
+    {"classifier", "1.1", false},
+    {"requires-dist", "1.2", false},
+    {"requires-python", "1.2", true},
+    {"requires-external", "1.2", false},
+    {"project-url", "1.2", false},
+    {"provides-extra", "2.1", false},
+    {"provides-dist", "1.2", false},
+    {"obsoletes-dist", "1.2", false},
+    {"import-name", "2.5", false},
+    {"import-namespace", "2.5", false},
+    {"requires", "1.1", false},
+    {"provides", "1.1", false},
+    {"obsoletes", "1.1", false},
 }};
 
 constexpr std::array<const char*, 8> kVersions = {"1.0", "1.1", "1.2", "2.1",
@@ -126,7 +142,8 @@ void check_values(const LoadedWheel& w, const wheel::ParsedMetadata& md, Finding
   for (const auto& d : md.all("Dynamic")) {
     std::string name = lower(d);
     if (name == "name" || name == "version" || name == "metadata-version" || !field_named(name))
-      f.fail(cat("METADATA Dynamic '", printable_excerpt(d), "' is not a field that may be dynamic"));
+      f.fail(
+          cat("METADATA Dynamic '", printable_excerpt(d), "' is not a field that may be dynamic"));
   }
   std::set<std::string> labels;
   for (const auto& u : md.all("Project-URL")) {

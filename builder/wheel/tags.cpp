@@ -119,11 +119,16 @@ Expected<PlatformTag> at_floor(const PlatformTag& needed, int floor_minor) {
   std::string arch;
   const int needs = manifest::manylinux_minor(needed.tag, arch);
   if (needs > floor_minor)
-    return Error::failed(cat(
-        "the extension modules need ", needed.tag, " (", needed.limiting, "), newer than the "
-        "target's floor manylinux_2_", floor_minor, "_x86_64 (its torch's own): the wheel would not "
-        "install where that torch does; keep ", needed.limiting, " out of the build, or raise the "
-        "floor with [target] manylinux = \"2_", needs, "\""));
+    return Error::failed(cat("the extension modules need ", needed.tag, " (", needed.limiting,
+                             "), newer than the "
+                             "target's floor manylinux_2_",
+                             floor_minor,
+                             "_x86_64 (its torch's own): the wheel would not "
+                             "install where that torch does; keep ",
+                             needed.limiting,
+                             " out of the build, or raise the "
+                             "floor with [target] manylinux = \"2_",
+                             needs, "\""));
   PlatformTag out = needed;
   out.needs = needed.tag;
   out.tag = cat("manylinux_2_", floor_minor, "_x86_64");

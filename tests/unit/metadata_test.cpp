@@ -123,9 +123,9 @@ TEST(Upstream, ReadsAndKeepsTheSdistsMetadata) {
   CoreMetadata md;
   md.license_expression = "MIT";
   apply_upstream(up, {"packaging", "transformers<6, >=5.6.2"}, md);
-  EXPECT_EQ(md.requires_dist,
-            (std::vector<std::string>{"torch", "transformers<6,>=5.6.2", "triton>=3.3; extra == \"cuda\"",
-                                      "pytest; extra == \"test\"", "packaging"}));
+  EXPECT_EQ(md.requires_dist, (std::vector<std::string>{"torch", "transformers<6,>=5.6.2",
+                                                        "triton>=3.3; extra == \"cuda\"",
+                                                        "pytest; extra == \"test\"", "packaging"}));
   EXPECT_EQ(md.classifiers, (std::vector<std::string>{"Programming Language :: Python :: 3"}));
   EXPECT_EQ(md.project_urls, (std::vector<std::string>{"Homepage, https://x"}));
 

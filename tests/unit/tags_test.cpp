@@ -41,7 +41,8 @@ TEST(Tags, ManylinuxFollowsTheNewestNeededVersion) {
 // A wheel is tagged with its target's floor when its files need no newer glibc; else the build
 // fails, naming the symbol and the key that would raise the floor.
 TEST(Tags, AtFloor) {
-  auto needed = manylinux_tag({needs({{"libc.so.6", "GLIBC_2.17"}, {"libstdc++.so.6", "GLIBCXX_3.4.21"}})});
+  auto needed =
+      manylinux_tag({needs({{"libc.so.6", "GLIBC_2.17"}, {"libstdc++.so.6", "GLIBCXX_3.4.21"}})});
   auto at = at_floor(needed.value(), 28);
   ASSERT_TRUE(at) << at.error().message;
   EXPECT_EQ(at->tag, "manylinux_2_28_x86_64");

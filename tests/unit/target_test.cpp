@@ -95,8 +95,9 @@ TEST(Target, BadInput) {
 // [target] manylinux: the compiled wheels' glibc floor, 2_17 to 2_99; absent: -1 (the torch's).
 TEST(Target, ManylinuxFloor) {
   EXPECT_EQ(parse_target(kTarget, "t", "x").value().manylinux, -1);
-  Target t = parse_target(edit("archs = \"9.0\"", "archs = \"9.0\"\nmanylinux = \"2_31\""), "t", "x")
-                 .value();
+  Target t =
+      parse_target(edit("archs = \"9.0\"", "archs = \"9.0\"\nmanylinux = \"2_31\""), "t", "x")
+          .value();
   EXPECT_EQ(t.manylinux, 31);
   EXPECT_NE(t.canonical().dump(), parse_target(kTarget, "t", "x").value().canonical().dump());
   for (const char* bad : {"2_16", "2_100", "2.28", "3_28", "2_28_x86_64", "2_", "manylinux_2_28"})

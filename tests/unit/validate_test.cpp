@@ -378,12 +378,12 @@ TEST_F(Validate, MetadataProblems) {
       "fail: METADATA field License-Expression was introduced in metadata version 2.4, not 2.1");
   EXPECT_CONTAINS(said(meta("Metadata-Version: 2.4", "Metadata-Version: 2.0"), "metadata"),
                   "Metadata-Version 2.0 is not a known core metadata version");
-  EXPECT_CONTAINS(said(meta("Requires-Python: >=3.9\n", "Requires-Python: >=3.9\nBanana: 1\n"),
-                       "metadata"),
-                  "fail: METADATA field 'Banana' is not a core metadata field");
-  EXPECT_CONTAINS(said(meta("Name: demo-pkg\n", "Name: demo-pkg\nSummary: a\nSummary: b\n"),
-                       "metadata"),
-                  "fail: METADATA has Summary twice");
+  EXPECT_CONTAINS(
+      said(meta("Requires-Python: >=3.9\n", "Requires-Python: >=3.9\nBanana: 1\n"), "metadata"),
+      "fail: METADATA field 'Banana' is not a core metadata field");
+  EXPECT_CONTAINS(
+      said(meta("Name: demo-pkg\n", "Name: demo-pkg\nSummary: a\nSummary: b\n"), "metadata"),
+      "fail: METADATA has Summary twice");
   for (auto [field, message] : std::vector<std::pair<std::string, std::string>>{
            {"License-Expression: MIT License", "License-Expression 'MIT License': not an SPDX"},
            {"License-Expression: Banana", "unknown SPDX license 'banana'"},
@@ -397,9 +397,10 @@ TEST_F(Validate, MetadataProblems) {
            {"Project-URL: Home", "Project-URL 'Home' is not 'Label, URL'"},
            {"Project-URL: A, https://a\nProject-URL: A, https://b", "label 'A' is used twice"},
        })
-    EXPECT_CONTAINS(said(meta("Requires-Python: >=3.9\n", "Requires-Python: >=3.9\n" + field + "\n"),
-                         "metadata"),
-                    message)
+    EXPECT_CONTAINS(
+        said(meta("Requires-Python: >=3.9\n", "Requires-Python: >=3.9\n" + field + "\n"),
+             "metadata"),
+        message)
         << field;
   Report fine = meta("Requires-Python: >=3.9\n",
                      "Requires-Python: >=3.9\nLicense-Expression: mit AND (Apache-2.0 WITH "
@@ -445,9 +446,8 @@ TEST_F(Validate, LongMetadataFieldsFailTheMetadataCheck) {
     Report header = meta("Requires-Python: >=3.9\n", "Requires-Python: >=3.9\n" + big + "\n");
     EXPECT_CONTAINS(said(header, "metadata"), "is not a 'Name: value' header: xxxx");
     Report version = meta("Metadata-Version: 2.4", "Metadata-Version: 2." + std::string(size, '1'));
-    EXPECT_CONTAINS(said(version, "metadata"),
-                    "Metadata-Version 2." + std::string(58, '1') +
-                        "... is not a known core metadata version");
+    EXPECT_CONTAINS(said(version, "metadata"), "Metadata-Version 2." + std::string(58, '1') +
+                                                   "... is not a known core metadata version");
   }
   // Under the cap: the requirement is checked (in one pass).
   Report ok = meta("Requires-Python: >=3.9\n",
@@ -665,9 +665,8 @@ TEST(ValidateMatchers, AgreeWithTheRegularExpressionsTheyReplaced) {
         "Name:  x", "Name:\tx", "N\xc3\xa4: x", "Name: \xc3\xa4"})
     EXPECT_EQ(is_metadata_header_line(s), std::regex_match(s, header)) << "'" << s << "'";
   const std::regex mv(R"(^(1\.[012]|2\.[1-5])$)");  // packaging's list
-  for (std::string s : {"1.0", "1.1", "1.2", "1.3", "2.0", "2.1", "2.4", "2.5", "2.6", "2.10",
-                        "2.", "2", "2.x", "3.0",
-                        "1.0 ", "", "2.1.1", "12.1"})
+  for (std::string s : {"1.0", "1.1", "1.2", "1.3", "2.0", "2.1", "2.4", "2.5", "2.6", "2.10", "2.",
+                        "2", "2.x", "3.0", "1.0 ", "", "2.1.1", "12.1"})
     EXPECT_EQ(is_known_metadata_version(s), std::regex_match(s, mv)) << "'" << s << "'";
   const std::regex local(R"(^[a-z0-9]+(\.[a-z0-9]+)*$)");
   for (std::string s :
