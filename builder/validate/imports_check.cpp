@@ -274,7 +274,6 @@ std::vector<PyImport> scan_imports(std::string_view text, std::string_view packa
   return out;
 }
 
-}  // namespace kiln::validate
 
 namespace {
 

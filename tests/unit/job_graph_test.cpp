@@ -12,6 +12,7 @@
 #include <set>
 
 #include "cache/store.h"
+#include "compile/flags.h"
 #include "compile/object_cache.h"
 #include "compile/runner.h"
 #include "core/fs.h"
