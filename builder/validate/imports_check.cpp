@@ -112,6 +112,36 @@ std::vector<LogicalLine> logical_lines(std::string_view t) {
   return out;
 }
 
+// The words written inside the text's string literals (at most 100000): names a package may
+// import or alias dynamically (importlib, sys.modules).
+std::set<std::string> words_in_strings(std::string_view t) {
+  std::set<std::string> out;
+  std::size_t i = 0;
+  int line = 0;
+  while (i < t.size() && out.size() < 100000) {
+    char c = t[i];
+    if (c == '#') {
+      while (i < t.size() && t[i] != '\n' && t[i] != '\r') ++i;
+    } else if (c == '\'' || c == '"') {
+      std::size_t start = i;
+      skip_string(t, i, line);
+      std::string_view lit = t.substr(start, i - start);
+      for (std::size_t k = 0; k < lit.size();) {
+        if (!is_word_char(lit[k])) {
+          ++k;
+          continue;
+        }
+        std::size_t b = k;
+        while (k < lit.size() && is_word_char(lit[k])) ++k;
+        out.emplace(lit.substr(b, k - b));
+      }
+    } else {
+      ++i;
+    }
+  }
+  return out;
+}
+
 // Words, dots and punctuation of a statement.
 std::vector<std::string_view> tokens(std::string_view s) {
   std::vector<std::string_view> out;
@@ -180,7 +210,7 @@ void parse_import(std::string_view stmt, std::string_view package, PyImport base
   PyImport im = base;
   im.from = true;
   while (k < tok.size() && tok[k] == ".") ++im.level, ++k;
-  std::string name = dotted(tok, k);
+  std::string name = k < tok.size() && tok[k] == "import" ? "" : dotted(tok, k);
   if ((name.empty() && im.level == 0) || k >= tok.size() || tok[k] != "import") return;
   ++k;
   im.written = std::string(im.level, '.') + name;
@@ -274,7 +304,6 @@ std::vector<PyImport> scan_imports(std::string_view text, std::string_view packa
   return out;
 }
 
-
 namespace {
 
 // Where an entry lands in site-packages ("" for the dist-info and the other .data trees).
@@ -300,6 +329,10 @@ struct Layout {
   std::set<std::string> dirs;     // every directory holding a file: a, a.b
   std::set<std::string> tops;     // top-level modules and directories holding Python files
   std::map<std::string, std::string> extensions;  // last name part -> an extension's path
+  // A regular package -> the words in its __init__.py's strings: a submodule it names there may
+  // come from elsewhere (fla's __init__ imports 'fla.layers', which another wheel ships, and
+  // aliases 'norm.layernorm' as fla.modules.layernorm through sys.modules).
+  std::map<std::string, std::set<std::string>> string_words;
 };
 
 Layout layout_of(const LoadedWheel& w) {
@@ -329,15 +362,17 @@ Layout layout_of(const LoadedWheel& w) {
   return l;
 }
 
-// Whether `name` is written as a word in `text` (a crude "the package defines it").
-bool mentions(std::string_view text, std::string_view name) {
-  for (std::size_t at = text.find(name); at != std::string_view::npos;
+// How many times `name` is written as a word in `text`, up to 2 (a crude "the package defines
+// it": its own "from . import name" is one).
+int mentions(std::string_view text, std::string_view name) {
+  int n = 0;
+  for (std::size_t at = text.find(name); at != std::string_view::npos && n < 2;
        at = text.find(name, at + 1)) {
     bool left = at == 0 || !is_word_char(text[at - 1]);
     bool right = at + name.size() >= text.size() || !is_word_char(text[at + name.size()]);
-    if (left && right) return true;
+    n += left && right;
   }
-  return false;
+  return n;
 }
 
 std::string parent_of(const std::string& module) {
@@ -351,6 +386,9 @@ std::string missing(const Layout& l, const std::string& module) {
   std::string parent = parent_of(module);
   if (parent.empty() || !l.regular.count(parent)) return "";
   if (l.modules.count(module) || l.dirs.count(module)) return "";
+  auto named = l.string_words.find(parent);
+  if (named != l.string_words.end() && named->second.count(module.substr(parent.size() + 1)))
+    return "";
   std::string path = module;
   std::replace(path.begin(), path.end(), '.', '/');
   std::string why = cat(module, ", which is not in the wheel (no ", path, ".py, ", path,
@@ -402,7 +440,9 @@ void check_file(const Layout& l, const LoadedWheel& w, const std::string& path,
         if (name == "*" || !why.empty()) continue;
         std::string sub = cat(im.module, ".", name);
         if (l.modules.count(sub) || l.dirs.count(sub)) continue;
-        if (it == w.python_files.end() || !mentions(it->second, name)) why = missing(l, sub);
+        // In the __init__.py itself, the import statement is one mention.
+        int self = it != w.python_files.end() && it->first == path;
+        if (it == w.python_files.end() || mentions(it->second, name) <= self) why = missing(l, sub);
       }
     }
     if (!why.empty()) report(cat("imports ", why));
@@ -430,6 +470,12 @@ void check_init_symbols(const LoadedWheel& w, Findings& f) {
 CheckResult check_imports(const LoadedWheel& w) {
   if (!w.zip) return skipped("imports", "the archive is unreadable");
   Layout l = layout_of(w);
+  for (const auto& package : l.regular) {
+    std::string init = package;
+    std::replace(init.begin(), init.end(), '.', '/');
+    auto it = w.python_files.find(init + "/__init__.py");
+    if (it != w.python_files.end()) l.string_words[package] = words_in_strings(it->second);
+  }
   Findings f("imports");
   std::size_t count = 0, files = 0;
   for (const auto& [name, text] : w.python_files) {
