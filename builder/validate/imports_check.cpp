@@ -112,8 +112,8 @@ std::vector<LogicalLine> logical_lines(std::string_view t) {
   return out;
 }
 
-// The words written inside the text's string literals (at most 100000): names a package may
-// import or alias dynamically (importlib, sys.modules).
+// The words written inside the text's single-line string literals (at most 100000): names a
+// package may import or alias dynamically (importlib, sys.modules).
 std::set<std::string> words_in_strings(std::string_view t) {
   std::set<std::string> out;
   std::size_t i = 0;
@@ -124,8 +124,10 @@ std::set<std::string> words_in_strings(std::string_view t) {
       while (i < t.size() && t[i] != '\n' && t[i] != '\r') ++i;
     } else if (c == '\'' || c == '"') {
       std::size_t start = i;
+      bool triple = i + 2 < t.size() && t[i + 1] == c && t[i + 2] == c;
       skip_string(t, i, line);
-      std::string_view lit = t.substr(start, i - start);
+      // Not triple-quoted ones: docstrings name modules in prose.
+      std::string_view lit = triple ? std::string_view() : t.substr(start, i - start);
       for (std::size_t k = 0; k < lit.size();) {
         if (!is_word_char(lit[k])) {
           ++k;
