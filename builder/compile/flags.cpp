@@ -34,7 +34,7 @@ std::vector<std::string> include_flags(const NativeContext& ctx, const manifest:
   flags.push_back("-I" + (ctx.root / "torch" / "include").string());
   flags.push_back("-I" +
                   (ctx.root / "torch" / "include" / "torch" / "csrc" / "api" / "include").string());
-  flags.push_back("-I" + (ctx.root / "cuda" / "include").string());
+  if (ext.cuda()) flags.push_back("-I" + (ctx.root / "cuda" / "include").string());
   flags.push_back("-I" + (ctx.root / "python").string());
   return flags;
 }
@@ -144,16 +144,25 @@ std::vector<std::string> nvcc_compile_argv(const NativeContext& ctx, const manif
   return argv;
 }
 
-std::vector<std::string> link_argv(const NativeContext& ctx,
+bool is_cuda_link_library(const std::string& lib) {
+  return lib == "cudart" || lib == "c10_cuda" || lib == "torch_cuda";
+}
+
+std::vector<std::string> link_argv(const NativeContext& ctx, const manifest::Extension& ext,
                                    const std::vector<std::string>& objects,
                                    const std::string& output) {
   std::vector<std::string> argv = {ctx.cxx.path, "-shared", "-Wl,-O1", "-Wl,--as-needed"};
   append(argv, objects);
+  // setuptools' order: the extension's own directories and libraries before cpp_extension's.
+  for (const auto& dir : ext.library_dirs) argv.push_back("-L" + (ctx.root / "src" / dir).string());
   argv.push_back("-L" + (ctx.root / "torch" / "lib").string());
-  argv.push_back("-L" + (ctx.root / "cuda" / "lib64").string());
-  for (const auto& lib : toolchain::torch_link_libraries()) argv.push_back("-l" + lib);
+  if (ext.cuda()) argv.push_back("-L" + (ctx.root / "cuda" / "lib64").string());
+  for (const auto& lib : ext.libraries) argv.push_back("-l" + lib);
+  for (const auto& lib : toolchain::torch_link_libraries())
+    if (ext.cuda() || !is_cuda_link_library(lib)) argv.push_back("-l" + lib);
   argv.push_back("-o");
   argv.push_back(output);
+  append(argv, ext.extra_link_args);
   return argv;
 }
 

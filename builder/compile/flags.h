@@ -30,13 +30,18 @@ std::vector<std::string> nvcc_compile_argv(const NativeContext& ctx, const manif
                                            const std::string& source, const std::string& object,
                                            int threads, const std::string& keep_dir,
                                            const std::vector<std::string>& prefix);
-// A module's link, like cpp_extension's with --as-needed.
-std::vector<std::string> link_argv(const NativeContext& ctx,
+// A module's link, like cpp_extension's with --as-needed: the extension's library-dirs and
+// libraries first, torch's libraries (without cudart, c10_cuda and torch_cuda for a "cxx" kind),
+// then its extra-link-args.
+std::vector<std::string> link_argv(const NativeContext& ctx, const manifest::Extension& ext,
                                    const std::vector<std::string>& objects,
                                    const std::string& output);
 
 // "pkg.mod" + ".cpython-311-x86_64-linux-gnu.so" -> "pkg/mod.cpython-311-x86_64-linux-gnu.so".
 std::string module_path(const std::string& name, const std::string& suffix);
+
+// cudart, c10_cuda, torch_cuda: what a "cxx" extension does not link.
+bool is_cuda_link_library(const std::string& lib);
 
 void append(std::vector<std::string>& to, const std::vector<std::string>& from);
 

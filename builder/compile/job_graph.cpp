@@ -539,7 +539,7 @@ void Planner::plan_links() {
     graph_.directories.push_back(out.parent_path());
     Job link;
     link.label = cat("link ", fs::path(rel).filename().string());
-    link.argv = link_argv(ctx_, objects, out.string());
+    link.argv = link_argv(ctx_, ext, objects, out.string());
     link.env = {{"LC_ALL", "C"}};
     link.cwd = ctx_.root / "src";
     link.log = ctx_.root / "logs" / (ext.name + ".link.log");

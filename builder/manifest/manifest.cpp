@@ -34,6 +34,14 @@ bool is_tree_path(std::string_view p) {
   return true;
 }
 
+// A library for -l: not an option (no leading '-') and not a path (no '/'); letters, digits and
+// "_.+-:" (gcc's -l:libfoo.so.1 form).
+bool is_library_name(std::string_view s) {
+  return !s.empty() && s.front() != '-' && std::all_of(s.begin(), s.end(), [](char c) {
+    return is_ascii_alnum(c) || c == '_' || c == '.' || c == '+' || c == '-' || c == ':';
+  });
+}
+
 void check_sha256(const TableReader& t, std::string_view key, const std::string& value) {
   if (!is_sha256_hex(value))
     t.fail(key, cat("bad sha256 '", value, "': expected 64 lowercase hexadecimal digits"));
@@ -133,6 +141,35 @@ Shardable read_shard(const TableReader& t, const Extension& e) {
   return s;
 }
 
+// libraries, library-dirs, extra-link-args and kind.
+void read_link_keys(const TableReader& t, Extension& e) {
+  e.libraries = t.strings("libraries").value_or(std::vector<std::string>{});
+  for (std::size_t i = 0; i < e.libraries.size(); ++i)
+    if (!is_library_name(e.libraries[i]))
+      fail_at(t.source(), t.element_position("libraries", i),
+              cat("bad library name '", e.libraries[i],
+                  "': expected a name for -l (letters, digits, '_', '.', '+', '-', ':'; not "
+                  "starting with '-', no '/')"));
+  e.library_dirs = t.strings("library-dirs").value_or(std::vector<std::string>{});
+  check_tree_paths(t, "library-dirs", e.library_dirs);
+  e.extra_link_args = t.strings("extra-link-args").value_or(std::vector<std::string>{});
+  for (std::size_t i = 0; i < e.extra_link_args.size(); ++i)
+    if (e.extra_link_args[i].empty() || e.extra_link_args[i] == "-o")
+      fail_at(t.source(), t.element_position("extra-link-args", i),
+              cat("bad link argument '", e.extra_link_args[i],
+                  "': empty, or '-o' (kiln names the output)"));
+  if (t.has("kind")) {
+    e.kind = t.required_string("kind");
+    if (e.kind != "cuda" && e.kind != "cxx")
+      t.fail("kind", cat("bad extension kind '", e.kind, "': expected \"cuda\" or \"cxx\""));
+  }
+  if (!e.cuda())
+    for (std::size_t i = 0; i < e.sources.size(); ++i)
+      if (e.sources[i].ends_with(".cu"))
+        fail_at(t.source(), t.element_position("sources", i),
+                cat("'", e.sources[i], "' is a CUDA source, but the extension's kind is \"cxx\""));
+}
+
 Extension read_extension(const TableReader& t) {
   Extension e;
   e.name = t.required_string("name");
@@ -169,6 +206,7 @@ Extension read_extension(const TableReader& t) {
       fail_at(t.source(), t.element_position("nvcc-flags", i),
               cat("'", f, "' selects architectures: archs come from the target, not the manifest"));
   }
+  read_link_keys(t, e);
   for (const toml::table* shard : t.tables("shard")) {
     TableReader sr(t.source(), *shard, "build.extension.shard",
                    {"source", "units", "index-define", "count-define"});
@@ -286,9 +324,9 @@ void read_build(const SourceText& source, TableReader& br, Manifest& m) {
   auto ext_tables = br.tables("extension");
   std::set<std::string> ext_names;
   for (std::size_t i = 0; i < ext_tables.size(); ++i) {
-    TableReader er(
-        source, *ext_tables[i], "build.extension",
-        {"name", "sources", "include-dirs", "define-macros", "cxx-flags", "nvcc-flags", "shard"});
+    TableReader er(source, *ext_tables[i], "build.extension",
+                   {"name", "sources", "include-dirs", "define-macros", "cxx-flags", "nvcc-flags",
+                    "shard", "libraries", "library-dirs", "extra-link-args", "kind"});
     Extension e = read_extension(er);
     if (!ext_names.insert(e.name).second)
       er.fail("name", cat("extension '", e.name, "' is declared twice"));
@@ -385,6 +423,11 @@ nlohmann::json Manifest::canonical() const {
                     {"define_macros", e.define_macros},
                     {"cxx_flags", e.cxx_flags},
                     {"nvcc_flags", e.nvcc_flags}});
+    // Only when written: a manifest without them keeps the key it had.
+    if (!e.libraries.empty()) exts.back()["libraries"] = e.libraries;
+    if (!e.library_dirs.empty()) exts.back()["library_dirs"] = e.library_dirs;
+    if (!e.extra_link_args.empty()) exts.back()["extra_link_args"] = e.extra_link_args;
+    if (!e.kind.empty()) exts.back()["kind"] = e.kind;
     for (const auto& s : e.shards)
       exts.back()["shards"].push_back({{"source", s.source},
                                        {"units", s.units},

@@ -50,6 +50,15 @@ struct Extension {
   std::vector<std::string> define_macros;  // "NAME" or "NAME=VALUE"
   std::vector<std::string> cxx_flags;
   std::vector<std::string> nvcc_flags;
+  // Linking, like setuptools' Extension: -l<name> for each library, -L<tree>/<dir> for each
+  // library directory, then the extra arguments as they are.
+  std::vector<std::string> libraries;
+  std::vector<std::string> library_dirs;  // relative paths inside the source tree
+  std::vector<std::string> extra_link_args;
+  // "cuda" (nvcc for .cu sources, CUDA's headers and torch's CUDA libraries), "cxx" (C++ only:
+  // no CUDA headers or libraries), or "" when not written: the same as "cuda".
+  std::string kind;
+  bool cuda() const { return kind != "cxx"; }
 };
 
 enum class Backend { Native, Setuptools, Pure };

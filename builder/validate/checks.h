@@ -45,7 +45,14 @@ struct LoadedWheel {
   std::string provenance_error;                 // why its kiln.json does not read ("" if it does)
   std::vector<Binary> binaries;                 // every ELF file in the wheel
   std::vector<std::string> elf_errors;          // ELF files libelf could not read
+  // The *.py files' texts for the "imports" check, up to kMaxPythonFileBytes each and
+  // kMaxPythonBytes in all; the names of those left out (too large, or past the total).
+  std::map<std::string, std::string> python_files;
+  std::vector<std::string> python_skipped;
 };
+
+inline constexpr std::uint64_t kMaxPythonFileBytes = 16u << 20;
+inline constexpr std::uint64_t kMaxPythonBytes = 256u << 20;
 
 // Reads the archive once: hashes every entry, keeps the dist-info texts and the ELF files.
 Expected<LoadedWheel> load_wheel(const std::filesystem::path& path);
@@ -59,6 +66,9 @@ CheckResult check_elf(const LoadedWheel& wheel);
 CheckResult check_torch_abi(const LoadedWheel& wheel, const Options& options);
 // "gpu-code", and "gpu-target" when options.gpu is set.
 std::vector<CheckResult> check_gpu_code(const LoadedWheel& wheel, const Options& options);
+// "imports": the modules the wheel's Python files import from its own packages are in it, and
+// every extension module exports PyInit_<its name>. Static: nothing is run.
+CheckResult check_imports(const LoadedWheel& wheel);
 // Only when options.import_with is set.
 CheckResult check_import(const LoadedWheel& wheel, const Options& options);
 
@@ -105,6 +115,22 @@ std::optional<CpythonSuffix> cpython_suffix(std::string_view file_name);
 bool is_abi3_module(std::string_view file_name);  // NAME.abi3.so
 // elf: lib<a CUDA library>.so[.N]...
 bool is_cuda_library(std::string_view soname);
+// imports: the import statements of a Python file's text, found without running it (strings and
+// comments skipped, logical lines joined, blocks by indentation). `package` is the file's package
+// ("pkg.sub" for pkg/sub/mod.py and pkg/sub/__init__.py; "" at the top level): relative imports
+// are resolved against it. At most `max_imports` are returned.
+struct PyImport {
+  int line = 0;                    // 1-based, where the statement starts
+  std::string module;              // absolute ("" when a relative import climbs above the top)
+  std::string written;             // as written: ".x", "a.b"
+  bool from = false;               // from MODULE import NAMES
+  int level = 0;                   // leading dots of a relative import
+  std::vector<std::string> names;  // from-import names ("*" for a star import)
+  bool guarded = false;            // inside a try: block
+  bool type_checking = false;      // under if TYPE_CHECKING:
+};
+std::vector<PyImport> scan_imports(std::string_view text, std::string_view package,
+                                   std::size_t max_imports = 100000);
 // torch-abi: the N of libcudart.so.N ("" when `soname` is not one).
 std::string_view cudart_major(std::string_view soname);
 

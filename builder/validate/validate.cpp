@@ -17,6 +17,7 @@ Expected<Report> validate_wheel(const std::filesystem::path& path, const Options
   r.checks.push_back(check_elf(w));
   r.checks.push_back(check_torch_abi(w, options));
   for (auto& c : check_gpu_code(w, options)) r.checks.push_back(std::move(c));
+  r.checks.push_back(check_imports(w));
   if (!options.import_with.empty()) r.checks.push_back(check_import(w, options));
   return r;
 }

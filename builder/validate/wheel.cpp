@@ -182,6 +182,7 @@ Expected<LoadedWheel> load_opened(LoadedWheel w, Expected<archive::ZipReader> zi
     if (d == wanted || w.dist_info.empty()) w.dist_info = d;
   if (dirs.size() > 1 && !dirs.count(wanted))
     w.dist_info.clear();  // ambiguous: the archive check says so
+  std::uint64_t python_bytes = 0;
   std::set<std::string> text_names;
   for (const char* f : {"METADATA", "WHEEL", "RECORD", "kiln.json"})
     text_names.insert(cat(w.dist_info, "/", f));
@@ -191,6 +192,15 @@ Expected<LoadedWheel> load_opened(LoadedWheel w, Expected<archive::ZipReader> zi
     Member m;
     m.name = e.name;
     bool keep_text = !w.dist_info.empty() && text_names.count(e.name);
+    bool keep_python = e.name.ends_with(".py");
+    if (keep_python && (e.size > kMaxPythonFileBytes || python_bytes + e.size > kMaxPythonBytes)) {
+      keep_python = false;
+      w.python_skipped.push_back(e.name);
+    }
+    if (keep_python) {
+      python_bytes += e.size;
+      keep_text = true;
+    }
     bool maybe_elf = true;
     std::string kept;
     Sha256 h;
@@ -216,7 +226,10 @@ Expected<LoadedWheel> load_opened(LoadedWheel w, Expected<archive::ZipReader> zi
     auto digest = h.digest();
     m.record_hash = cat("sha256=", base64_urlsafe_nopad(digest.data(), digest.size()));
     w.members.push_back(std::move(m));
-    if (keep_text) w.texts[e.name.substr(w.dist_info.size() + 1)] = kept;
+    if (keep_python)
+      w.python_files[e.name] = kept;
+    else if (keep_text)
+      w.texts[e.name.substr(w.dist_info.size() + 1)] = kept;
     if (maybe_elf && kept.size() >= 4) {
       auto info = elf::read_elf(kept, e.name);
       if (!info) {

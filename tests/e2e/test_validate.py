@@ -118,7 +118,52 @@ class ValidateTest(KilnTestCase):
         suites = ET.parse(junit).getroot()
         self.assertEqual(suites.get("failures"), "0")
         names = [t.get("name") for t in suites.iter("testcase")]
-        self.assertEqual(names, ["archive", "metadata", "tags", "elf", "torch-abi", "gpu-code"])
+        self.assertEqual(names, ["archive", "metadata", "tags", "elf", "torch-abi", "gpu-code", "imports"])
+        for package, wheel in wheels.items():
+            self.assertEqual(reports[wheel.name]["imports"]["verdict"], "pass",
+                             (package, reports[wheel.name]["imports"]["details"][:5]))
+
+    def test_imports_find_a_bare_extension_name(self):
+        """torchsort's mistake: the package imports .isotonic_cpu but the extension was declared
+        with the bare name, so it sits at the top level. The static "imports" check fails it
+        without importing anything; inside the package (a dotted name) it passes; a guarded
+        import only warns."""
+        demo = self.demo()
+        so = next(n for n in zipfile.ZipFile(demo).namelist() if n.endswith(".so"))
+        relative = "from .kiln_demo_cuda import scale_add as _scale_add\nimport kiln_demo_cuda as _C"
+        guarded = ("try:\n    from .kiln_demo_cuda import scale_add as _scale_add\nexcept ImportError:\n"
+                   "    pass\nimport kiln_demo_cuda as _C")
+
+        def change(text, move):
+            def edit(entries):
+                out = []
+                for name, data in entries:
+                    if name == "kiln_demo/__init__.py":
+                        data = data.replace(b"import kiln_demo_cuda as _C", text.encode())
+                    if name == so and move:
+                        name = "kiln_demo/" + so
+                    out.append((name, data))
+                return out
+            return edit
+
+        bare = rewrite(demo, self.tmp / "bare" / demo.name, change(relative, False), fix_record=True)
+        rc, reports, _ = self.validate(bare)
+        self.assertEqual(rc, 1)
+        imports = self.only(reports)["imports"]
+        self.assertEqual(imports["verdict"], "fail")
+        self.assertIn("kiln_demo/__init__.py:12: imports kiln_demo.kiln_demo_cuda, which is not in the wheel",
+                      imports["message"])
+        self.assertIn(f"the extension {so} is elsewhere", imports["message"])
+        self.assertIn('name = "kiln_demo.kiln_demo_cuda"', imports["message"])
+
+        dotted = rewrite(demo, self.tmp / "dotted" / demo.name, change(relative, True), fix_record=True)
+        _, reports, _ = self.validate(dotted)
+        self.assertEqual(self.only(reports)["imports"]["verdict"], "pass", self.only(reports)["imports"])
+
+        warned = rewrite(demo, self.tmp / "guarded" / demo.name, change(guarded, False), fix_record=True)
+        rc, reports, _ = self.validate(warned)
+        self.assertEqual(self.only(reports)["imports"]["verdict"], "warn", self.only(reports)["imports"])
+        self.assertIn("inside try:", self.only(reports)["imports"]["message"])
 
     def test_multi_arch_fixture_agrees_with_cuobjdump(self):
         wheel = self.build("kiln-demo", "--archs", "9.0;12.0+PTX")["kiln-demo"]

@@ -321,6 +321,51 @@ TEST_F(JobGraphTest, CompatHeadersForFloorsBelowGlibc232) {
   EXPECT_EQ(write_compat_headers(ctx_.root / "other", 34).value(), fs::path());
 }
 
+TEST_F(JobGraphTest, LinkKeysAndACxxKindReachTheLink) {
+  const fs::path r = ctx_.root;
+  const std::vector<std::string> torch_cpu = {"-lc10", "-ltorch", "-ltorch_cpu", "-ltorch_python"};
+  // Without the keys: cpp_extension's link, as before.
+  std::vector<std::string> want = {"/usr/bin/g++",
+                                   "-shared",
+                                   "-Wl,-O1",
+                                   "-Wl,--as-needed",
+                                   "a.o",
+                                   "-L" + (r / "torch/lib").string(),
+                                   "-L" + (r / "cuda/lib64").string()};
+  append(want, torch_cpu);
+  append(want, {"-lcudart", "-lc10_cuda", "-ltorch_cuda", "-o", "m.so"});
+  EXPECT_EQ(link_argv(ctx_, manifest_.extensions[0], {"a.o"}, "m.so"), want);
+
+  // A C++-only extension with libraries, a library directory and extra arguments, planned: one
+  // host compile and a link with no CUDA library, directory or header.
+  manifest::Extension& e = manifest_.extensions[0];
+  e.sources = {"csrc/causal_conv1d.cpp"};
+  e.shards.clear();
+  e.kind = "cxx";
+  e.libraries = {"m"};
+  e.library_dirs = {"lib"};
+  e.extra_link_args = {"-Wl,-z,now"};
+  ctx_.shards.clear();
+  MemoryObjectCache cache;
+  JobGraph graph = plan("9.0", 2, cache);
+  EXPECT_EQ(labels(graph), (std::set<std::string>{kCxx, kLink}));
+  const fs::path out = r / "out/causal_conv1d_cuda.cpython-311-x86_64-linux-gnu.so";
+  want = {"/usr/bin/g++",
+          "-shared",
+          "-Wl,-O1",
+          "-Wl,--as-needed",
+          (r / "obj/causal_conv1d_cuda.csrc_causal_conv1d.cpp.o").string(),
+          "-L" + (r / "src/lib").string(),
+          "-L" + (r / "torch/lib").string(),
+          "-lm"};
+  append(want, torch_cpu);
+  append(want, {"-o", out.string(), "-Wl,-z,now"});
+  EXPECT_EQ(job(graph, kLink).job.argv, want);
+  const auto& compile = job(graph, kCxx).job.argv;
+  EXPECT_FALSE(contains(compile, "-I" + (r / "cuda/include").string())) << join(compile, " ");
+  EXPECT_TRUE(contains(compile, "-I" + (r / "torch/include").string())) << join(compile, " ");
+}
+
 TEST_F(JobGraphTest, ColdBuildIsPerArchDeviceJobsFrontEndsHostsFatBinariesAndALink) {
   MemoryObjectCache cache;
   JobGraph graph = plan("9.0", 16, cache);  // 4 device parts, fewer than the slots: front ends

@@ -92,6 +92,33 @@ TEST_F(ManifestTest, CanonicalIgnoresCommentsAndLayout) {
   EXPECT_NE(parse(edit("\"-O3\"", "\"-O2\"")).value().canonical().dump(), a);
 }
 
+TEST_F(ManifestTest, LinkKeysEnterTheCanonicalFormOnlyWhenWritten) {
+  // An extension without them keeps the canonical form (and the build key) it had.
+  auto plain = parse(kValid).value().canonical();
+  EXPECT_EQ(plain["extensions"][0].dump(),
+            R"({"cxx_flags":[],"define_macros":[],"include_dirs":[],"name":"demo_cuda",)"
+            R"("nvcc_flags":["-O3"],"sources":["csrc/demo.cpp","csrc/demo.cu"]})");
+  auto m = parse(edit("nvcc-flags = [\"-O3\"]",
+                      "nvcc-flags = [\"-O3\"]\nlibraries = [\"m\", \":libz.so.1\"]\n"
+                      "library-dirs = [\"lib\"]\nextra-link-args = [\"-Wl,-z,now\"]\n"
+                      "kind = \"cuda\""))
+               .value();
+  const auto& e = m.extensions[0];
+  EXPECT_EQ(e.libraries, (std::vector<std::string>{"m", ":libz.so.1"}));
+  EXPECT_EQ(e.library_dirs, std::vector<std::string>{"lib"});
+  EXPECT_EQ(e.extra_link_args, std::vector<std::string>{"-Wl,-z,now"});
+  EXPECT_TRUE(e.cuda());
+  auto c = m.canonical()["extensions"][0];
+  EXPECT_EQ(c["libraries"], nlohmann::json({"m", ":libz.so.1"}));
+  EXPECT_EQ(c["library_dirs"], nlohmann::json({"lib"}));
+  EXPECT_EQ(c["extra_link_args"], nlohmann::json({"-Wl,-z,now"}));
+  EXPECT_EQ(c["kind"], "cuda");  // written, so part of the key even when it is the default
+  auto cxx = parse(edit("sources = [\"csrc/demo.cpp\", \"csrc/demo.cu\"]",
+                        "sources = [\"csrc/demo.cpp\"]\nkind = \"cxx\""))
+                 .value();
+  EXPECT_FALSE(cxx.extensions[0].cuda());
+}
+
 TEST_F(ManifestTest, PatchBytesEnterTheCanonicalForm) {
   auto before = parse(kValid).value().canonical().dump();
   std::ofstream(root() / "patches" / "demo" / "1.0.0" / "0001-fix.patch") << "--- a/y\n+++ b/y\n";
@@ -195,6 +222,30 @@ INSTANTIATE_TEST_SUITE_P(
                 "nvcc-flags = [\"-O3\", \"-gencode=arch=compute_90,code=sm_90\"]",
                 "manifests/demo/1.0.0.toml:23:22: '-gencode=arch=compute_90,code=sm_90' selects "
                 "architectures: archs come from the target, not the manifest"},
+        BadCase{"library name that is an option", "nvcc-flags = [\"-O3\"]",
+                "nvcc-flags = [\"-O3\"]\nlibraries = [\"m\", \"-Wl,--wrap\"]",
+                "manifests/demo/1.0.0.toml:24:19: bad library name '-Wl,--wrap': expected a name "
+                "for -l (letters, digits, '_', '.', '+', '-', ':'; not starting with '-', no '/')"},
+        BadCase{"library name that is a path", "nvcc-flags = [\"-O3\"]",
+                "nvcc-flags = [\"-O3\"]\nlibraries = [\"/usr/lib/m\"]",
+                "manifests/demo/1.0.0.toml:24:14: bad library name '/usr/lib/m': expected a name "
+                "for -l (letters, digits, '_', '.', '+', '-', ':'; not starting with '-', no '/')"},
+        BadCase{"library dir outside the tree", "nvcc-flags = [\"-O3\"]",
+                "nvcc-flags = [\"-O3\"]\nlibrary-dirs = [\"../lib\"]",
+                "manifests/demo/1.0.0.toml:24:17: '../lib' must be a relative path inside the "
+                "source tree"},
+        BadCase{"empty link argument", "nvcc-flags = [\"-O3\"]",
+                "nvcc-flags = [\"-O3\"]\nextra-link-args = [\"\"]",
+                "manifests/demo/1.0.0.toml:24:20: bad link argument '': empty, or '-o' (kiln names "
+                "the output)"},
+        BadCase{"bad extension kind", "nvcc-flags = [\"-O3\"]",
+                "nvcc-flags = [\"-O3\"]\nkind = \"rocm\"",
+                "manifests/demo/1.0.0.toml:24:8: bad extension kind 'rocm': expected \"cuda\" or "
+                "\"cxx\""},
+        BadCase{"cxx kind with a CUDA source", "nvcc-flags = [\"-O3\"]",
+                "nvcc-flags = [\"-O3\"]\nkind = \"cxx\"",
+                "manifests/demo/1.0.0.toml:22:29: 'csrc/demo.cu' is a CUDA source, but the "
+                "extension's kind is \"cxx\""},
         BadCase{"bad requirement", "\"einops\", \"torch\"", "\"einops\", \"torch >= banana\"",
                 "manifests/demo/1.0.0.toml:7:33: bad requirement 'torch >= banana': expected PEP "
                 "508, e.g. 'einops>=0.6'"},

@@ -200,7 +200,10 @@ TEST_F(Validate, PureWheelFromOurWriterPasses) {
   EXPECT_EQ(check(r, "archive").data["hashes_checked"], 4);  // two files, METADATA, WHEEL
   nlohmann::json j = render_json({r});
   EXPECT_EQ(j["ok"], true);
-  EXPECT_EQ(j["wheels"][0]["checks"].size(), 6u);
+  EXPECT_EQ(j["wheels"][0]["checks"].size(), 7u);
+  EXPECT_EQ(said(r, "imports"),
+            "pass: 2 Python file(s), 0 import(s): every module imported from the wheel's own "
+            "packages is in it; every extension exports PyInit_<name>");
   std::string junit = render_junit({r});
   EXPECT_CONTAINS(junit, "<testcase classname=\"demo_pkg-1.0-py3-none-any.whl\" name=\"archive\">");
   EXPECT_CONTAINS(junit, "<skipped message=\"no ELF files (a pure wheel)\"/>");
@@ -657,6 +660,150 @@ TEST_F(Validate, GpuTargetVerdicts) {
 
 // The matchers that replaced the checks' regular expressions agree with them on short, tricky
 // names, and decide names of 1 MB in one pass (std::regex overflowed the stack on those).
+TEST_F(Validate, ImportsOfTheWheelsOwnModules) {
+  // torchsort's mistake: the package imports .isotonic_cpu, the extension was declared with the
+  // bare name and sits at the top level.
+  std::string tag = cat("cp311-cp311-", platform_of({"ext.so"}));
+  const std::string so = "ext.cpython-311-x86_64-linux-gnu.so";
+  fs::path bare = write("bare",
+                        {{"sortpkg/__init__.py", "from .ext import isotonic_kl\n", false},
+                         {so, bytes("ext.so"), true}},
+                        tag);
+  Report r = run(bare);
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(said(r, "imports"),
+            "fail: sortpkg/__init__.py:1: imports sortpkg.ext, which is not in the wheel (no "
+            "sortpkg/ext.py, sortpkg/ext/__init__.py or extension sortpkg/ext.*.so); the "
+            "extension ext.cpython-311-x86_64-linux-gnu.so is elsewhere: a module inside a "
+            "package needs a dotted extension name (name = \"sortpkg.ext\")");
+  // The dotted name: the extension inside the package.
+  fs::path dotted = write("dotted",
+                          {{"sortpkg/__init__.py", "from .ext import isotonic_kl\n", false},
+                           {"sortpkg/" + so, bytes("ext.so"), true}},
+                          tag);
+  EXPECT_EQ(check(run(dotted), "imports").verdict, Verdict::Pass) << said(run(dotted), "imports");
+  // Guarded by try: a warning.
+  fs::path guarded =
+      write("guarded",
+            {{"sortpkg/__init__.py",
+              "try:\n    from .ext import isotonic_kl\nexcept ImportError:\n    pass\n", false},
+             {so, bytes("ext.so"), true}},
+            tag);
+  Report g = run(guarded);
+  EXPECT_EQ(check(g, "imports").verdict, Verdict::Warn) << said(g, "imports");
+  EXPECT_CONTAINS(said(g, "imports"), "(inside try:, so only a warning)");
+  // A module renamed away from its PyInit_ name.
+  fs::path renamed = write(
+      "renamed",
+      {{"sortpkg/__init__.py", "", false}, {"sortpkg/other" + so.substr(3), bytes("ext.so"), true}},
+      tag);
+  EXPECT_EQ(said(run(renamed), "imports"),
+            "fail: sortpkg/other.cpython-311-x86_64-linux-gnu.so does not export PyInit_other: "
+            "Python could not import it under its file name");
+}
+
+TEST_F(Validate, ImportsAcrossWheelsSharingANamespace) {
+  // flash-linear-attention ships fla/layers and imports fla.ops, which fla-core ships: fla/ has
+  // no __init__.py here, so another wheel may provide it. A regular package's missing module is
+  // reported; attributes of a package (from pkg import name) are not modules.
+  fs::path w =
+      write("ns", {{"fla/layers/__init__.py",
+                    "from fla.ops.gla import chunk_gla\nfrom fla.layers.attn import Attention\n"
+                    "from fla.layers import helper\nimport os, numpy as np\nfrom . import attn\n",
+                    false},
+                   {"fla/layers/attn.py", "from ..ops import x\nfrom .. import y\n", false},
+                   {"fla/models/__init__.py",
+                    "from .missing import M\nfrom . import helper2\nfrom . import defined\n"
+                    "defined = 1\nfrom ... import z\n",
+                    false}});
+  Report r = run(w);
+  const auto& c = check(r, "imports");
+  EXPECT_EQ(c.verdict, Verdict::Fail);
+  EXPECT_EQ(c.details.size(), 3u) << details(r, "imports");
+  EXPECT_CONTAINS(details(r, "imports"),
+                  "fail: fla/models/__init__.py:1: imports fla.models.missing, which is not in");
+  EXPECT_CONTAINS(details(r, "imports"),
+                  "fail: fla/models/__init__.py:2: imports fla.models.helper2, which is not in");
+  EXPECT_CONTAINS(details(r, "imports"),
+                  "fail: fla/models/__init__.py:5: 'from ... import' climbs above the top-level");
+}
+
+std::vector<std::string> imports_of(std::string_view text, std::string_view package = "pkg.sub") {
+  std::vector<std::string> out;
+  for (const auto& im : scan_imports(text, package)) {
+    std::string s = cat(im.line, " ", im.module.empty() ? "?" : im.module);
+    if (im.from) s += cat(" [", join(im.names, ","), "]");
+    if (im.guarded) s += " try";
+    if (im.type_checking) s += " tc";
+    out.push_back(s);
+  }
+  return out;
+}
+
+TEST(ValidateImportScanner, StatementsAndRelativeLevels) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(imports_of("import a.b as c, d\n"), (V{"1 a.b", "1 d"}));
+  EXPECT_EQ(imports_of("from a.b import x\nfrom . import y\nfrom .mod import z as w\n"),
+            (V{"1 a.b [x]", "2 pkg.sub [y]", "3 pkg.sub.mod [z]"}));
+  EXPECT_EQ(imports_of("from ..pkg import (x,\n y,  # comment\n)\nimport q\n"),
+            (V{"1 pkg.pkg [x,y]", "4 q"}));
+  EXPECT_EQ(imports_of("from ... import x\n"), (V{"1 ? [x]"}));
+  EXPECT_EQ(imports_of("from . import x\n", ""), (V{"1 ? [x]"}));
+  EXPECT_EQ(imports_of("from .a import *\nimport a; import b\nx = 1; from c import d\n"),
+            (V{"1 pkg.sub.a [*]", "2 a", "2 b", "3 c [d]"}));
+  EXPECT_EQ(imports_of("from \\\n  x import \\\n  y\nimport z\n"), (V{"1 x [y]", "4 z"}));
+  // Not imports: identifiers that start with the words, expressions, yield from.
+  EXPECT_EQ(imports_of("important = 1\nfromage = 2\ny = yield from g()\nimport\nfrom x\n"), V{});
+}
+
+TEST(ValidateImportScanner, StringsCommentsAndLineEnds) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(imports_of("\"\"\"Docs.\nimport nothing\nfrom x import y\n\"\"\"\nimport real\n"),
+            (V{"5 real"}));
+  EXPECT_EQ(imports_of("x = '''\nimport a\n''' ; import b\n"), (V{"1 b"}));
+  EXPECT_EQ(imports_of("s = 'import a'  # import b\nt = \"from c import d\"\n"), V{});
+  EXPECT_EQ(imports_of("s = r'\\'' ; import a\nu = '\\\\'\nimport b\n"), (V{"1 a", "3 b"}));
+  EXPECT_EQ(imports_of("# import a\nimport b\r\nimport c\rimport d\r\n"), (V{"2 b", "3 c", "4 d"}));
+  EXPECT_EQ(imports_of("from . import (a,\r\n  b)\r\nimport c\r\n"), (V{"1 pkg.sub [a,b]", "3 c"}));
+  // An unterminated string ends at its line; an unterminated docstring at the end of the text.
+  EXPECT_EQ(imports_of("s = 'oops\nimport a\n\"\"\"\nimport b\n"), (V{"2 a"}));
+}
+
+TEST(ValidateImportScanner, TryAndTypeCheckingBlocks) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(imports_of("try:\n    import a\n    if x:\n        import b\nexcept ImportError:\n"
+                       "    import c\nelse:\n    import d\nimport e\n"),
+            (V{"2 a try", "4 b try", "6 c", "8 d", "9 e"}));
+  EXPECT_EQ(imports_of("if TYPE_CHECKING:\n    from a import B\nelse:\n    import c\n"
+                       "if typing.TYPE_CHECKING: import d\ntry: import e\nexcept: pass\n"),
+            (V{"2 a [B] tc", "4 c", "5 d tc", "6 e try"}));
+  EXPECT_EQ(imports_of("def f():\n\ttry:\n\t\timport a\n\texcept Exception:\n\t\tpass\n"
+                       "\timport b\n"),
+            (V{"3 a try", "6 b"}));
+  // A try whose body is only a comment and a docstring.
+  EXPECT_EQ(imports_of("try:\n    # c\n    '''doc\nimport x'''\n    import a\nfinally:\n  pass\n"),
+            (V{"5 a try"}));
+}
+
+TEST(ValidateImportScanner, LargeAndHostileTextsStayBounded) {
+  // Deep nesting, long lines, many imports, unbalanced brackets: linear, no recursion.
+  std::string deep;
+  for (int i = 0; i < 3000; ++i) deep += std::string(i, ' ') + "try:\n";
+  deep += std::string(3000, ' ') + "import a\n";
+  auto d = scan_imports(deep, "");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_TRUE(d[0].guarded);
+  std::string many;
+  for (int i = 0; i < 200000; ++i) many += "import m\n";
+  EXPECT_EQ(scan_imports(many, "", 1000).size(), 1000u);
+  std::string brackets = "from . import (" + std::string(4 << 20, '(') + "\nimport x\n";
+  EXPECT_LE(scan_imports(brackets, "p").size(), 1u);
+  std::string quotes(8 << 20, '\'');
+  EXPECT_TRUE(scan_imports(quotes, "p").empty());
+  std::string backslashes(8 << 20, '\\');
+  EXPECT_TRUE(scan_imports(backslashes, "p").empty());
+}
+
 TEST(ValidateMatchers, AgreeWithTheRegularExpressionsTheyReplaced) {
   const std::regex header(R"(^[A-Za-z0-9][A-Za-z0-9-]*:( .*|)$)");
   for (std::string s :
