@@ -26,7 +26,8 @@ void fetch_target_pins(Context& ctx, const std::vector<std::string>& packages,
   auto targets = ctx.targets(target_names, "");
   resolve::Plan plan = resolve::make_plan(ctx.repository(), packages, targets).value();
   for (const auto& rt : plan.targets) {
-    for (const auto& file : pipeline::pinned_files(plan, rt).value()) {
+    const std::vector<pipeline::PinnedFile> files = pipeline::pinned_files(plan, rt).value();
+    for (const auto& file : files) {
       fetch::Fetched got = pipeline::fetch_pinned(fetching, file).value();
       out.push_back({{"target", rt.target.name},
                      {"project", file.project},
