@@ -85,7 +85,7 @@ void DownloadProgress::start(std::string name, std::uint64_t total, std::uint64_
 void DownloadProgress::update(std::uint64_t received, std::uint64_t total) {
   received_ = received;
   if (total_ == 0 && total > 0) total_ = already_ + total;
-  if (!terminal_) return;
+  if (!terminal_ || received == 0) return;  // nothing to show before the body begins
   double now = clock_();
   if (drawn_at_ >= 0 && now - drawn_at_ < kRedrawSeconds) return;
   draw(now);

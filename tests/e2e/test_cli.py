@@ -6,7 +6,7 @@ import shutil
 import unittest
 from pathlib import Path
 
-from kilntest import SHARED_CACHE, KilnTestCase, SourceTestCase
+from kilntest import KILN, SHARED_CACHE, KilnTestCase, SourceTestCase
 
 
 class CliTest(KilnTestCase):
@@ -172,3 +172,51 @@ class FetchTargetTest(SourceTestCase):
         self.assertEqual((again["fetches"], again["pinned"][0]["downloaded"]), (0, False))
         built = json.loads(self.kiln("--json", "build", "kiln-demo", "--offline", check=0, timeout=3000).stdout)
         self.assertEqual((built["fetches"], built["items"][0]["cache_hit"]), (0, False))
+
+
+class DownloadProgressTest(SourceTestCase):
+    """A download's progress: redrawn in place on a terminal, one line per file elsewhere; never on
+    stdout."""
+
+    def fetch(self, url, terminal):
+        import json
+        import os
+        import pty
+        import subprocess
+        data = os.urandom(3 << 20)
+        (self.served / "demo-1.0.0.tar.gz").write_bytes(data)
+        self.demo_manifest(f'url = "{url}/demo-1.0.0.tar.gz"\nsha256 = "{hashlib.sha256(data).hexdigest()}"')
+        env = dict(os.environ, KILN_CACHE=str(self.tmp / f"cache-{terminal}"), TERM="xterm")
+        env.pop("KILN_MANIFESTS", None)
+        if not terminal:
+            proc = self.kiln("--json", "fetch", "demo", check=0, env={"KILN_CACHE": env["KILN_CACHE"]})
+            return proc.stdout, proc.stderr
+        parent, child = pty.openpty()
+        proc = subprocess.Popen([KILN, "--json", "fetch", "demo"], cwd=self.project, env=env,
+                                stdout=subprocess.PIPE, stderr=child)
+        os.close(child)
+        err = b""
+        while True:
+            try:
+                chunk = os.read(parent, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            err += chunk
+        stdout = proc.stdout.read().decode()
+        self.assertEqual(proc.wait(timeout=60), 0, err)
+        os.close(parent)
+        json.loads(stdout)  # stdout holds the JSON only
+        return stdout, err.decode()
+
+    def test_terminal_and_log(self):
+        url = self.server()
+        _, err = self.fetch(url, terminal=True)
+        self.assertIn("\r\x1b[K", err)  # the line redrawn in place, and cleared at the end
+        self.assertRegex(err, r"demo-1\.0\.0\.tar\.gz  [\d.]+ [kM]?B / 3\.1 MB")
+        self.assertRegex(err, r"kiln: fetched demo-1\.0\.0\.tar\.gz 3\.1 MB in \d+ s")
+        stdout, err = self.fetch(url, terminal=False)
+        self.assertNotIn("\r", err)
+        self.assertEqual(len(re.findall(r"kiln: fetched demo-1\.0\.0\.tar\.gz 3\.1 MB in \d+ s\n", err)), 1, err)
+        self.assertNotIn("fetched", stdout)
