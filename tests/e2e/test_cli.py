@@ -205,6 +205,7 @@ class DownloadProgressTest(SourceTestCase):
                 break
             err += chunk
         stdout = proc.stdout.read().decode()
+        proc.stdout.close()
         self.assertEqual(proc.wait(timeout=60), 0, err)
         os.close(parent)
         json.loads(stdout)  # stdout holds the JSON only
