@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <tuple>
 
 #include "core/fault.h"
 #include "core/fs.h"
@@ -322,6 +323,94 @@ fs::path Store::lock_path(std::string_view name) const {
 
 fs::path Store::last_inputs(const std::string& target, const std::string& normalized_name) const {
   return root_ / "last" / target / cat(normalized_name, ".json");
+}
+
+namespace {
+
+constexpr std::uint64_t kMaxLastBytes = 4u << 20;
+
+// A file in <cache>/last/<target>/, opened without following a symlink at any step.
+std::optional<std::string> read_last_file(const fs::path& root, const std::string& target,
+                                          const std::string& file) {
+  if (!is_plain_name(target) || !is_plain_name(file)) return std::nullopt;
+  UniqueFd root_fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (root_fd.get() < 0) return std::nullopt;
+  UniqueFd dir_fd(
+      ::openat(root_fd.get(), target.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (dir_fd.get() < 0) return std::nullopt;
+  UniqueFd fd(::openat(dir_fd.get(), file.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  struct stat st {};
+  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+      static_cast<std::uint64_t>(st.st_size) > kMaxLastBytes)
+    return std::nullopt;
+  auto text = read_fd(fd.get());
+  if (!text || text->size() > kMaxLastBytes) return std::nullopt;
+  return text;
+}
+
+nlohmann::json last_document(const LastBuild& last) {
+  return {{"kiln_last", 1},
+          {"build", {{"key", last.key}, {"wheel", last.wheel}, {"backend", last.backend}}},
+          {"inputs", last.inputs}};
+}
+
+}  // namespace
+
+Expected<void> Store::record_last(const LastBuild& last) const {
+  std::string text = last_document(last).dump(2) + "\n";
+  const std::string file = cat(last.package, ".json");
+  if (read_last_file(last_root(), last.target, file) == text) return {};
+  KILN_CHECK(write_file_atomic(last_inputs(last.target, last.package), text));
+  // Any change of a record changes <cache>/last itself (a rename into it), for the index's stat.
+  return write_file_atomic(last_root() / ".changed", cat(last.target, "/", file, "\n"));
+}
+
+std::optional<LastBuild> Store::read_last(const std::string& target,
+                                          const std::string& normalized_name) const {
+  auto text = read_last_file(last_root(), target, cat(normalized_name, ".json"));
+  if (!text) return std::nullopt;
+  nlohmann::json doc = nlohmann::json::parse(*text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) return std::nullopt;
+  LastBuild out;
+  out.target = target;
+  out.package = normalized_name;
+  if (doc.value("kiln_last", nlohmann::json()) != 1) {  // an older kiln's: the inputs alone
+    out.inputs = std::move(doc);
+    return out;
+  }
+  auto str = [](const nlohmann::json& j, const char* field) -> std::string {
+    return j.is_object() && j.contains(field) && j[field].is_string() ? j[field].get<std::string>()
+                                                                      : "";
+  };
+  const nlohmann::json build = doc.value("build", nlohmann::json());
+  out.key = str(build, "key");
+  out.wheel = str(build, "wheel");
+  out.backend = str(build, "backend");
+  if (!is_sha256_hex(out.key) || !is_plain_name(out.wheel) || !out.wheel.ends_with(".whl"))
+    out.key.clear(), out.wheel.clear();
+  if (doc.contains("inputs") && doc["inputs"].is_object()) out.inputs = doc["inputs"];
+  return out;
+}
+
+std::vector<LastBuild> Store::last_builds() const {
+  std::vector<LastBuild> out;
+  std::error_code ec;
+  for (const auto& t : fs::directory_iterator(last_root(), ec)) {
+    std::string target = t.path().filename().string();
+    if (target.empty() || target[0] == '.' || !t.is_directory(ec) || t.is_symlink(ec)) continue;
+    std::error_code ec2;
+    for (const auto& f : fs::directory_iterator(t.path(), ec2)) {
+      std::string file = f.path().filename().string();
+      if (file.size() <= 5 || file[0] == '.' || !file.ends_with(".json")) continue;
+      auto last = read_last(target, file.substr(0, file.size() - 5));
+      if (last && !last->key.empty()) out.push_back(std::move(*last));
+      if (out.size() >= 100000) break;  // a bound on what a stranger's cache can make us hold
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const LastBuild& a, const LastBuild& b) {
+    return std::tie(a.target, a.package) < std::tie(b.target, b.package);
+  });
+  return out;
 }
 
 Expected<Lock> Store::lock(const std::string& key) const {

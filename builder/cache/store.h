@@ -56,6 +56,19 @@ struct EntryRead {
   explicit operator bool() const { return state == State::Usable; }
 };
 
+// What <cache>/last/<target>/<package>.json records: the key inputs of the package's last build
+// for that target (--explain diffs against them) and which entry that build committed or hit (the
+// index serves that entry's wheel under its file name). A build with a --backend override records
+// nothing. A record from an older kiln holds the inputs alone: `key` and `wheel` are empty.
+struct LastBuild {
+  std::string target;   // the directory's name
+  std::string package;  // the file's name without ".json" (the normalised package name)
+  std::string key;      // 64 hex digits, or "" when not recorded
+  std::string wheel;    // the entry's wheel file name, or ""
+  std::string backend;
+  nlohmann::json inputs;  // an object, or null
+};
+
 struct VerifyProblem {
   std::string key;  // a build key, or for an object "objects/<key[0:2]>/<file>"
   std::string message;
@@ -131,6 +144,17 @@ class Store {
   // Where a build records the key inputs of its package for `--explain`'s next diff.
   std::filesystem::path last_inputs(const std::string& target,
                                     const std::string& normalized_name) const;
+  // Records `last` (target, package, key, wheel, backend, inputs) as the package's last build for
+  // its target. Written only when it changed; then <cache>/last/.changed is rewritten too, so that
+  // one stat of <cache>/last tells the index that what it serves may have changed.
+  Expected<void> record_last(const LastBuild& last) const;
+  // One record, read without following symlinks (nullopt when missing or unreadable; a document
+  // that is not a JSON object is nullopt too). Fields of the wrong type are left empty.
+  std::optional<LastBuild> read_last(const std::string& target,
+                                     const std::string& normalized_name) const;
+  // Every record that names an entry (key and wheel), sorted by target and package.
+  std::vector<LastBuild> last_builds() const;
+  std::filesystem::path last_root() const { return root_ / "last"; }
   std::filesystem::path downloads() const { return root_ / "downloads"; }
   std::filesystem::path sysroots() const { return root_ / "sysroots"; }
   std::filesystem::path toolkits() const { return root_ / "toolkits"; }

@@ -8,9 +8,58 @@
 #include "cli/table.h"
 #include "core/log.h"
 #include "core/strings.h"
+#include "index/model.h"
+#include "index/scan.h"
 #include "pipeline/build_root.h"
 
 namespace kiln::cli {
+
+namespace {
+
+// The keys whose wheels `kiln serve` and `kiln index export` serve now (index::build_model's rule).
+std::set<std::string> served_keys(const cache::Store& store) {
+  std::map<std::string, std::string> metadata;
+  index::ScanResult scan = index::scan_cache(store.root(), metadata);
+  index::IndexModel model = index::build_model(std::move(scan.entries));
+  std::set<std::string> out;
+  for (const auto& [tname, t] : model.targets)
+    for (const auto& [pname, p] : t.projects)
+      for (const auto& f : p.files) out.insert(f.key);
+  return out;
+}
+
+// A field of entry.json as text: a string as it is, "?" when missing or of another type (the
+// cache may be a stranger's).
+std::string field(const nlohmann::json& info, const char* name, const char* missing = "?") {
+  return info.contains(name) && info[name].is_string() ? info[name].get<std::string>() : missing;
+}
+
+// `kiln cache ls`: every entry with its backend and key; the ones the index serves marked.
+int list_entries(const cache::Store& store, bool json) {
+  auto entries = store.list();
+  const std::set<std::string> served = served_keys(store);
+  if (json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& e : entries) {
+      nlohmann::json j = e.info;
+      j["path"] = e.wheel.string();
+      j["key"] = e.key;
+      j["served"] = served.count(e.key) > 0;
+      out.push_back(j);
+    }
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  Table table({"PACKAGE", "VERSION", "TARGET", "BACKEND", "ARCHS", "SIZE", "KEY", "SERVED"});
+  for (const auto& e : entries)
+    table.add({field(e.info, "package"), field(e.info, "version"), field(e.info, "target"),
+               field(e.info, "backend"), field(e.info, "archs", "-"), std::to_string(e.size),
+               e.key.substr(0, 16), served.count(e.key) ? "*" : ""});
+  std::cout << table.render();
+  return 0;
+}
+
+}  // namespace
 
 std::function<int()> configure_cache(CLI::App& sub, Context& ctx) {
   auto action = std::make_shared<std::string>();
@@ -27,26 +76,7 @@ std::function<int()> configure_cache(CLI::App& sub, Context& ctx) {
   return [&ctx, action, all] {
     // gc of a cache that is not there has nothing to collect; ls and verify would say nothing true.
     cache::Store store(*action == "gc" ? ctx.cache_path() : ctx.existing_cache());
-    if (*action == "ls") {
-      auto entries = store.list();
-      if (ctx.json) {
-        nlohmann::json out = nlohmann::json::array();
-        for (const auto& e : entries) {
-          nlohmann::json j = e.info;
-          j["path"] = e.wheel.string();
-          out.push_back(j);
-        }
-        std::cout << out.dump(2) << "\n";
-        return 0;
-      }
-      Table table({"PACKAGE", "VERSION", "TARGET", "ARCHS", "SIZE", "KEY"});
-      for (const auto& e : entries)
-        table.add({e.info.value("package", "?"), e.info.value("version", "?"),
-                   e.info.value("target", "?"), e.info.value("archs", "-"), std::to_string(e.size),
-                   e.key.substr(0, 16)});
-      std::cout << table.render();
-      return 0;
-    }
+    if (*action == "ls") return list_entries(store, ctx.json);
     if (*action == "verify") {
       auto problems = store.verify();
       std::size_t n = store.list().size();

@@ -45,6 +45,7 @@ struct Transfer {
   bool decided = false;  // whether this answer's body goes to the file (fd >= 0) or nowhere
   bool bad_range = false;
   std::string write_error;
+  const HttpClient::Progress* progress = nullptr;
 
   // get()
   std::string body;
@@ -181,7 +182,11 @@ size_t on_text_data(char* data, size_t size, size_t count, void* user) {
   return len;
 }
 
-int on_progress(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+int on_progress(void* user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t, curl_off_t) {
+  auto* t = static_cast<Transfer*>(user);
+  if (t->to_file && t->progress && *t->progress && dlnow >= 0)
+    (*t->progress)(static_cast<std::uint64_t>(dlnow),
+                   dltotal > 0 ? static_cast<std::uint64_t>(dltotal) : 0);
   return interrupted() ? 1 : 0;
 }
 
@@ -196,6 +201,7 @@ class CurlClient final : public HttpClient {
     t.file = file;
     t.offset = offset;
     t.max_bytes = max_bytes;
+    t.progress = &progress_;
     std::string range = cat(offset, "-");
     HttpResponse r = perform(url, {}, t, offset > 0 ? range.c_str() : nullptr);
     if (r.transport == Transport::Ok && r.ok() && !t.decided && t.fd < 0) {
@@ -289,6 +295,7 @@ class CurlClient final : public HttpClient {
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, t.to_file ? on_file_data : on_text_data);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &t);
     curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &t);
     curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
   }
 

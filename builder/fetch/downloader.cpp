@@ -177,6 +177,21 @@ Expected<CachedFile> Downloader::fetch(const std::string& url, const std::string
   return result;
 }
 
+// One attempt's GET, its progress shown (the display cleared after it, for what comes next).
+HttpResponse Downloader::transfer(const std::string& url, const std::string& filename,
+                                  const fs::path& part, std::uint64_t offset, std::uint64_t limit,
+                                  std::optional<std::uint64_t> size) {
+  if (!progress_) return http_.download(url, part, offset, limit);
+  progress_->start(filename, size.value_or(0), offset);
+  DownloadProgress* shown = progress_.get();
+  http_.set_progress(
+      [shown](std::uint64_t received, std::uint64_t total) { shown->update(received, total); });
+  HttpResponse r = http_.download(url, part, offset, limit);
+  http_.set_progress({});
+  progress_->clear();
+  return r;
+}
+
 Expected<CachedFile> Downloader::download_locked(const std::string& url,
                                                  const std::string& filename,
                                                  const std::string& sha256,
@@ -208,7 +223,7 @@ Expected<CachedFile> Downloader::download_locked(const std::string& url,
     std::uint64_t offset = size_or_zero(part);
     if (offset > 0) log::verbose(cat("resuming ", filename, " at byte ", offset));
     if (interrupted()) return Error::interrupted();
-    HttpResponse r = http_.download(url, part, offset, limit);
+    HttpResponse r = transfer(url, filename, part, offset, limit, size);
     bytes_ += r.bytes;
     if (r.transport == Transport::Interrupted || interrupted()) return Error::interrupted();
     if (r.transport == Transport::TooLarge) {
@@ -222,6 +237,7 @@ Expected<CachedFile> Downloader::download_locked(const std::string& url,
       KILN_TRY(std::string got, sha256_file(part));
       if (got == sha256) {
         KILN_CHECK(publish(part, final_path));
+        if (progress_) progress_->done(size_or_zero(final_path));
         ++downloads_;
         return CachedFile{final_path, true};
       }

@@ -7,12 +7,14 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/expected.h"
 #include "fetch/http.h"
+#include "fetch/progress.h"
 
 namespace kiln::fetch {
 
@@ -37,6 +39,9 @@ class Downloader {
   void set_sleep(std::function<void(std::chrono::milliseconds)> sleep) {
     sleep_ = std::move(sleep);
   }
+
+  // Where transfers show their progress (none by default; the CLI's: DownloadProgress::to_stderr).
+  void set_progress(std::shared_ptr<DownloadProgress> progress) { progress_ = std::move(progress); }
 
   // <cache>/downloads/<sha[0:2]>/<sha256>/<filename>
   std::filesystem::path path_for(const std::string& sha256, const std::string& filename) const;
@@ -86,6 +91,9 @@ class Downloader {
                                        const std::string& sha256,
                                        const std::filesystem::path& final_path,
                                        std::optional<std::uint64_t> size);
+  HttpResponse transfer(const std::string& url, const std::string& filename,
+                        const std::filesystem::path& part, std::uint64_t offset,
+                        std::uint64_t limit, std::optional<std::uint64_t> size);
   void wait_before(int attempt);
 
   HttpClient& http_;
@@ -94,6 +102,7 @@ class Downloader {
   RetryPolicy policy_;
   std::uint64_t max_bytes_ = kDefaultMaxBytes;
   std::function<void(std::chrono::milliseconds)> sleep_;
+  std::shared_ptr<DownloadProgress> progress_;
   std::atomic<int> downloads_{0};
   std::atomic<std::uint64_t> bytes_{0};
 };

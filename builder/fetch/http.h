@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -57,6 +58,14 @@ class HttpClient {
 
   // GET a small text (an index page) into `body`, with extra request headers such as Accept.
   virtual HttpResponse get(const std::string& url, const Headers& request_headers) = 0;
+
+  // Called while download() runs with the body bytes this answer has brought so far and the size
+  // it announced (0: unknown). Empty: nothing is called.
+  using Progress = std::function<void(std::uint64_t received, std::uint64_t total)>;
+  void set_progress(Progress progress) { progress_ = std::move(progress); }
+
+ protected:
+  Progress progress_;
 };
 
 struct CurlOptions {

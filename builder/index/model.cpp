@@ -209,7 +209,7 @@ IndexModel build_model(std::vector<WheelEntry> entries) {
     WheelEntry entry;
     WheelName name;
   };
-  // (target, project, version, tags) -> the newest entry.
+  // (target, project, version, tags) -> the last build's entry, else the newest.
   std::map<std::tuple<std::string, std::string, std::string, std::string>, Chosen> chosen;
   for (auto& e : entries) {
     auto skip = [&](std::string_view why) {
@@ -236,7 +236,8 @@ IndexModel build_model(std::vector<WheelEntry> entries) {
     auto it = chosen.find(id);
     if (it != chosen.end()) {
       const WheelEntry& old = it->second.entry;
-      if (std::tie(old.committed_at, old.key) > std::tie(e.committed_at, e.key)) continue;
+      if (std::tie(old.last, old.committed_at, old.key) > std::tie(e.last, e.committed_at, e.key))
+        continue;
     }
     chosen.insert_or_assign(id, Chosen{std::move(e), std::move(*name)});
   }

@@ -23,6 +23,7 @@ struct WheelEntry {
   std::int64_t committed_at = 0;  // unix seconds
   std::filesystem::path dir;      // the entry directory; the wheel is dir / filename
   std::string metadata;           // the wheel's .dist-info/METADATA bytes
+  bool last = false;  // its package's last build for the target committed or hit this entry
 };
 
 // `{dist}-{version}(-{build})?-{python}-{abi}-{platform}.whl`.
@@ -77,7 +78,8 @@ struct IndexModel {
 };
 
 // The model of these entries. Within one target, one wheel per (project, version, tags): the
-// newest committed_at wins (ties: the greater build key). Entries with an unusable target name,
+// entry marked `last` (its package's last build for the target), else the newest committed_at
+// (ties: the greater build key). Entries with an unusable target name,
 // file name, hash or metadata are left out and named in `skipped`.
 IndexModel build_model(std::vector<WheelEntry> entries);
 

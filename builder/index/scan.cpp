@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <set>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -158,6 +160,8 @@ Expected<std::string> read_wheel_metadata(const fs::path& wheel, std::string_vie
 ScanResult scan_cache(const fs::path& cache_root, std::map<std::string, std::string>& metadata) {
   ScanResult out;
   const cache::Store store(cache_root);
+  std::set<std::tuple<std::string, std::string, std::string>> last;  // (target, key, wheel)
+  for (const auto& l : store.last_builds()) last.emplace(l.target, l.key, l.wheel);
   for (const auto& key : store.keys()) {
     cache::EntryRead read = store.read_entry(key);
     if (read.state == cache::EntryRead::State::Unusable) {
@@ -188,6 +192,7 @@ ScanResult scan_cache(const fs::path& cache_root, std::map<std::string, std::str
       cached = metadata.emplace(e.sha256, std::move(*md)).first;
     }
     e.metadata = cached->second;
+    e.last = last.count({e.target, e.key, e.filename}) > 0;
     out.entries.push_back(std::move(e));
   }
   return out;
@@ -195,17 +200,26 @@ ScanResult scan_cache(const fs::path& cache_root, std::map<std::string, std::str
 
 CacheIndex::CacheIndex(fs::path cache_root) : root_(std::move(cache_root)) {}
 
-CacheIndex::Signature CacheIndex::stat_wheels() const {
-  Signature s;
+namespace {
+
+template <typename DirStat>
+DirStat stat_dir(const fs::path& dir) {
+  DirStat s;
   struct stat st {};
-  fs::path wheels = cache::Store(root_).wheels();
-  if (::stat(wheels.c_str(), &st) != 0) return s;
+  if (::stat(dir.c_str(), &st) != 0) return s;
   s.exists = true;
   s.mtime_ns = to_ns(st.st_mtim);
   s.ctime_ns = to_ns(st.st_ctim);
   s.ino = st.st_ino;
   s.nlink = st.st_nlink;
   return s;
+}
+
+}  // namespace
+
+CacheIndex::Signature CacheIndex::stat_wheels() const {
+  const cache::Store store(root_);
+  return {stat_dir<DirStat>(store.wheels()), stat_dir<DirStat>(store.last_root())};
 }
 
 std::shared_ptr<const IndexModel> CacheIndex::current() {
@@ -242,7 +256,10 @@ std::shared_ptr<const IndexModel> CacheIndex::current() {
     if (reported_.insert(s).second) new_skipped_.push_back(s);
   model_ = std::move(model);
   signature_ = sig;
-  settled_ = !sig.exists || now_ns - sig.mtime_ns > 1000000000;
+  auto settled = [now_ns](const DirStat& d) {
+    return !d.exists || now_ns - d.mtime_ns > 1000000000;
+  };
+  settled_ = settled(sig.wheels) && settled(sig.last);
   scanned_at_ = started;
   return model_;
 }

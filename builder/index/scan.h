@@ -52,7 +52,8 @@ class WheelVerifier {
 // reads them (entry.json present, the wheel a regular file of the recorded size, neither a symlink,
 // a sha256 recorded); METADATA read through `metadata`
 // (sha256 of the wheel -> METADATA bytes), which keeps what it reads. Unusable entries are
-// returned in `skipped`.
+// returned in `skipped`. An entry that its package's last build for its target committed or hit
+// (cache::Store::last_builds, the same wheel file name) is marked `last`.
 struct ScanResult {
   std::vector<WheelEntry> entries;
   std::vector<std::string> skipped;
@@ -60,8 +61,9 @@ struct ScanResult {
 ScanResult scan_cache(const std::filesystem::path& cache_root,
                       std::map<std::string, std::string>& metadata);
 
-// A model that follows the cache: current() costs one stat() of <cache>/wheels and rescans when
-// that directory changed (cache entries appear and disappear by rename, which changes it). Safe
+// A model that follows the cache: current() costs a stat() of <cache>/wheels and one of
+// <cache>/last and rescans when either changed (cache entries appear and disappear by rename,
+// which changes wheels/; cache::Store::record_last renames a file into last/ on every change). Safe
 // to call from many threads; a rescan blocks callers until it is done, so a request that arrives
 // after a commit sees it.
 class CacheIndex {
@@ -73,10 +75,15 @@ class CacheIndex {
   const std::filesystem::path& root() const { return root_; }
 
  private:
-  struct Signature {
+  struct DirStat {
     bool exists = false;
     std::int64_t mtime_ns = 0, ctime_ns = 0;
     std::uint64_t ino = 0, nlink = 0;
+    bool operator==(const DirStat&) const = default;
+  };
+  // <cache>/wheels and <cache>/last (which wheel of a file name is served changes with it).
+  struct Signature {
+    DirStat wheels, last;
     bool operator==(const Signature&) const = default;
   };
   Signature stat_wheels() const;

@@ -17,6 +17,7 @@
 #include "elf/elf.h"
 #include "manifest/version.h"
 #include "pipeline/build_root.h"
+#include "pipeline/pins.h"
 #include "pipeline/sources.h"
 #include "toolchain/compiler.h"
 #include "toolchain/cuda.h"
@@ -67,15 +68,9 @@ void flatten(const json& j, const std::string& path, std::map<std::string, std::
 // The target's pinned torch wheel for its Python, fetched and unpacked into a sysroot.
 Expected<void> fetch_torch(const resolve::ResolvedTarget& rt, Fetching& fetching,
                            const cache::Store& store, toolchain::Toolchain& tc) {
-  const manifest::TorchWheel* wheel = nullptr;
-  for (const auto& w : rt.target.torch_wheels)
-    if (w.python_tag == tc.python.abi_tag) wheel = &w;
-  if (!wheel)
-    return Error::failed(
-        cat("target ", rt.target.name, " pins no torch wheel for ", tc.python.abi_tag));
-  KILN_TRY(fetch::Fetched got,
-           fetch::fetch_index_file(fetching.context(), "torch", wheel->file, wheel->sha256));
-  KILN_TRY(tc.torch, toolchain::torch_from_wheel(got.path, wheel->sha256, store.sysroots()));
+  KILN_TRY(manifest::TorchWheel wheel, torch_wheel_for(rt.target, tc.python.abi_tag));
+  KILN_TRY(fetch::Fetched got, fetch_pinned(fetching, {"torch", wheel.file, wheel.sha256}));
+  KILN_TRY(tc.torch, toolchain::torch_from_wheel(got.path, wheel.sha256, store.sysroots()));
   tc.torch_wheel = got.path;
   return {};
 }
@@ -98,8 +93,7 @@ Expected<Toolchain> prepare_toolchain(const resolve::ResolvedTarget& rt, Fetchin
     auto fetch_wheel = [&fetching](const std::string& file,
                                    const std::string& sha256) -> Expected<fs::path> {
       std::string project = manifest::CudaWheel{file, sha256}.project();
-      KILN_TRY(fetch::Fetched got,
-               fetch::fetch_index_file(fetching.context(), project, file, sha256));
+      KILN_TRY(fetch::Fetched got, fetch_pinned(fetching, {project, file, sha256}));
       return got.path;
     };
     auto cuda =
@@ -165,12 +159,7 @@ Expected<fs::path> setuptools_env(const manifest::BuildEnvPins& pins,
                                   const resolve::ResolvedTarget& rt, const Toolchain& tc,
                                   Fetching& fetching, const cache::Store& store) {
   const bool pinned_torch = rt.target.torch_source == manifest::Target::TorchSource::Pypi;
-  const auto* runtime = pinned_torch ? pins.runtime_for(rt.target.torch_version) : nullptr;
-  if (pinned_torch && !runtime)
-    return Error::bad_input(cat("the setuptools backend cannot import torch ",
-                                rt.target.torch_version, " of target ", rt.target.name, ": ",
-                                pins.display_path, " pins no [[torch-runtime]] for it (add one, ",
-                                "or use a target with torch.source = \"environment\")"));
+  KILN_TRY(std::vector<manifest::PinnedWheel> files, build_env_wheels(pins, rt.target));
   json identity = {
       {"python", {{"executable", tc.python.executable}, {"version", tc.python.version}}},
       {"torch", tc.torch.identity()},
@@ -183,11 +172,8 @@ Expected<fs::path> setuptools_env(const manifest::BuildEnvPins& pins,
   if (fs::is_regular_file(spec.dir / "kiln-env.json", ec)) return spec.dir;
   spec.staging = store.tmp_root();
   spec.interpreter = tc.python.executable;
-  std::vector<manifest::PinnedWheel> files = pins.tools;
-  if (runtime) files.insert(files.end(), runtime->begin(), runtime->end());
   for (const auto& w : files) {
-    KILN_TRY(fetch::Fetched got,
-             fetch::fetch_index_file(fetching.context(), w.project, w.file, w.sha256));
+    KILN_TRY(fetch::Fetched got, fetch_pinned(fetching, {w.project, w.file, w.sha256}));
     if (spec.pip.empty()) spec.pip = got.path;  // pins.tools starts with pip
     spec.wheels.push_back(got.path);
   }
@@ -270,17 +256,37 @@ const resolve::ResolvedTarget* target_of(const resolve::Plan& plan, const std::s
 }
 
 // Why an item is built (--explain): what changed since its last build for this target.
-std::vector<std::string> explain_miss(const fs::path& last, const json& inputs) {
+std::vector<std::string> explain_miss(const std::optional<cache::LastBuild>& last,
+                                      const json& inputs) {
   std::vector<std::string> why;
-  auto previous = read_file(last);
-  json before = previous ? json::parse(*previous, nullptr, false) : json();
-  if (before.is_discarded() || before.is_null())
+  if (!last || !last->inputs.is_object())
     why.push_back("no earlier build of this package for this target");
   else
-    why = explain_changes(before, inputs);
+    why = explain_changes(last->inputs, inputs);
   if (why.empty())
     why.push_back("the cache has no entry for this key (removed or never committed)");
   return why;
+}
+
+// A build with a --backend override is an experiment: the package's last build for its target
+// (what --explain diffs against and what the index serves) stays the manifest's own.
+bool backend_overridden(const resolve::Plan& plan, const manifest::Manifest* m) {
+  for (const auto& o : plan.overridden)
+    if (o.get() == m) return true;
+  return false;
+}
+
+// Records the item's entry (a hit or a fresh commit) as its package's last build for the target.
+Expected<void> record_last(Run& run, const resolve::PlanItem& item, const cache::Entry& entry) {
+  if (backend_overridden(run.plan, item.manifest)) return {};
+  cache::LastBuild last;
+  last.target = item.target_name;
+  last.package = item.manifest->normalized_name();
+  last.key = item.key;
+  last.wheel = entry.wheel.filename().string();
+  last.backend = manifest::backend_name(item.manifest->backend);
+  last.inputs = item.inputs;
+  return run.store.record_last(last);
 }
 
 // The wheel's spec before a backend ran: metadata (the manifest's name, summary, license and
@@ -472,7 +478,6 @@ Expected<ItemResult> run_item(Run& run, const resolve::PlanItem& item) {
   ir.target = item.target_name;
   ir.key = item.key;
   ir.backend = manifest::backend_name(m.backend);
-  fs::path last = run.store.last_inputs(item.target_name, m.normalized_name());
 
   KILN_TRY(cache::Lock lock, run.store.lock(item.key));
   std::string damaged;
@@ -481,6 +486,7 @@ Expected<ItemResult> run_item(Run& run, const resolve::PlanItem& item) {
     log::warn(cat("cache entry ", item.key.substr(0, 16), " of ", m.name, " was damaged (", damaged,
                   "); it was removed and is built again"));
   if (hit) {
+    KILN_CHECK(record_last(run, item, *hit));
     ir.cache_hit = true;
     ir.wheel = hit->wheel;
     ir.sha256 = hit->sha256;
@@ -488,9 +494,10 @@ Expected<ItemResult> run_item(Run& run, const resolve::PlanItem& item) {
     ir.seconds = now() - started;
     return ir;
   }
-  if (run.options.explain) ir.why = explain_miss(last, item.inputs);
+  if (run.options.explain)
+    ir.why = explain_miss(run.store.read_last(item.target_name, m.normalized_name()), item.inputs);
   KILN_TRY(cache::Entry entry, build_item(run, item, target_of(run.plan, item.target_name)));
-  KILN_CHECK(write_file_atomic(last, item.inputs.dump(2) + "\n"));
+  KILN_CHECK(record_last(run, item, entry));
   ir.wheel = entry.wheel;
   ir.sha256 = entry.sha256;
   ir.seconds = now() - started;

@@ -32,6 +32,8 @@ Expected<std::unique_ptr<Fetching>> Fetching::create(const fs::path& cache, bool
               "': expected a size in bytes, or with a K, M or G suffix (e.g. 8G)"));
     fetching->downloader_.set_max_bytes(*bytes);
   }
+  // Progress on stderr only: stdout holds results (--json), whatever stderr is.
+  fetching->downloader_.set_progress(fetch::DownloadProgress::to_stderr());
   return fetching;
 }
 

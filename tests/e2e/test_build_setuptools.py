@@ -74,6 +74,15 @@ class BuildSetuptoolsTest(KilnTestCase):
         again = self.build(cache, "--backend", "setuptools")
         self.assertEqual((again["compile_jobs"], again["cache_hits"]), (0, 1))
         self.assertEqual(again["items"][0]["wheel"], item["wheel"])
+        # The --backend override is an experiment: the index serves the manifest's own (native) build
+        # of that file name, even though the override was committed first and hit last.
+        listed = {e["key"]: e for e in json.loads(self.kiln("--cache", str(cache), "--json", "cache", "ls",
+                                                            check=0).stdout)}
+        self.assertEqual((listed[nitem["key"]]["served"], listed[item["key"]]["served"]), (True, False))
+        self.assertEqual(listed[item["key"]]["backend"], "setuptools")
+        site = self.tmp / "site"
+        self.kiln("--cache", str(cache), "index", "export", str(site), check=0)
+        self.assertEqual(sha256(site / "default" / "simple" / "kiln-demo" / nwheel.name), nitem["sha256"])
 
         # kiln's conventions.
         info = "kiln_demo-0.1.0+cu130torch2.11.dist-info"

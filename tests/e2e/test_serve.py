@@ -19,10 +19,11 @@ import sys
 import threading
 import time
 import unittest
+import urllib.request
 import zipfile
 from pathlib import Path
 
-from kilntest import KILN, SHARED_CACHE, KilnTestCase
+from kilntest import KILN, SHARED_CACHE, KilnTestCase, SourceTestCase
 
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 PIP_ACCEPT = f"{JSON_TYPE}, application/vnd.pypi.simple.v1+html; q=0.1, text/html; q=0.01"
@@ -493,6 +494,79 @@ class ServeTest(KilnTestCase):
         (self.tmp / "empty").write_text("\n")
         bad = self.kiln("--cache", str(cache), "serve", "--port", "0", "--token-file", str(self.tmp / "empty"), check=2)
         self.assertIn("the file is empty", bad.stderr)
+
+
+class ServedWheelTest(SourceTestCase):
+    """Two build keys commit wheels of one file name: the index serves the package's last build for
+    the target (a cache hit makes it current again), and falls back to the newest commit when no
+    last/ record names that file."""
+
+    def build(self, cache):
+        proc = self.kiln("--cache", str(cache), "--json", "build", "demo", check=0)
+        return json.loads(proc.stdout)["items"][0]
+
+    def served_file(self, base):
+        req = urllib.request.Request(f"{base}default/simple/demo/", headers={"Accept": JSON_TYPE})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            files = json.loads(r.read())["files"]
+        self.assertEqual(len(files), 1, files)
+        with urllib.request.urlopen(f"{base}default/simple/demo/{files[0]['url']}", timeout=30) as r:
+            data = r.read()
+        self.assertEqual(hashlib.sha256(data).hexdigest(), files[0]["hashes"]["sha256"])
+        return files[0]["filename"], files[0]["hashes"]["sha256"]
+
+    def listed(self, cache):
+        out = json.loads(self.kiln("--cache", str(cache), "--json", "cache", "ls", check=0).stdout)
+        return {e["key"]: e for e in out}
+
+    def test_the_last_build_of_a_file_name_is_served_even_after_a_hit(self):
+        self.local_archive("demo-1.0.0.tar.gz", self.good_sdist())
+        cache = self.fresh_cache("c")
+        base, _, _ = self.start_serve(cache)
+        original = self.build(cache)
+        self.assertEqual(self.served_file(base), (Path(original["wheel"]).name, original["sha256"]))
+        manifest = self.project / "manifests" / "demo" / "1.0.0.toml"
+        text = manifest.read_text()
+        manifest.write_text(text.replace('summary = "demo"', 'summary = "an experiment"'))
+        experiment = self.build(cache)  # another key, the same file name, other bytes
+        self.assertNotEqual(experiment["key"], original["key"])
+        self.assertEqual(Path(experiment["wheel"]).name, Path(original["wheel"]).name)
+        self.assertNotEqual(experiment["sha256"], original["sha256"])
+        self.assertEqual(self.served_file(base)[1], experiment["sha256"])
+        manifest.write_text(text)
+        again = self.build(cache)
+        self.assertTrue(again["cache_hit"])
+        self.assertEqual(again["key"], original["key"])
+        # The running server follows the hit without a restart.
+        self.assertEqual(self.served_file(base)[1], original["sha256"])
+        listed = self.listed(cache)
+        self.assertTrue(listed[original["key"]]["served"])
+        self.assertFalse(listed[experiment["key"]]["served"])
+        self.assertEqual(listed[original["key"]]["backend"], "pure")
+        table = self.kiln("--cache", str(cache), "cache", "ls", check=0).stdout.splitlines()
+        self.assertIn("BACKEND", table[0])
+        row = next(line for line in table if original["key"][:16] in line)
+        self.assertTrue(row.rstrip().endswith("*"), table)
+        self.assertFalse(next(line for line in table if experiment["key"][:16] in line).rstrip().endswith("*"))
+        # index export serves the same wheel.
+        out = self.tmp / "site"
+        self.kiln("--cache", str(cache), "index", "export", str(out), check=0)
+        exported = out / "default" / "simple" / "demo" / Path(original["wheel"]).name
+        self.assertEqual(hashlib.sha256(exported.read_bytes()).hexdigest(), original["sha256"])
+
+        # A cache from before last/ named wheels: the newest commit wins, as it did.
+        shutil.rmtree(cache / "last")
+        self.assertEqual(self.served_file(base)[1], experiment["sha256"])
+        # A hostile last/ record (a link, garbage, a key of no entry) changes nothing and crashes nothing.
+        (cache / "last" / "default").mkdir(parents=True)
+        (cache / "last" / "default" / "demo.json").symlink_to(self.outside / "x.json")
+        (self.outside / "x.json").write_text(json.dumps(
+            {"kiln_last": 1, "build": {"key": original["key"], "wheel": Path(original["wheel"]).name}}))
+        (cache / "last" / "default" / "other.json").write_text('{"kiln_last": 1, "build": {"key": 5, "wheel": []}}')
+        (cache / "last" / "default" / "bad.json").write_text("[")
+        (cache / "last" / ".changed").write_text("x")
+        self.assertEqual(self.served_file(base)[1], experiment["sha256"])
+        self.assertTrue(self.listed(cache)[experiment["key"]]["served"])
 
 
 if __name__ == "__main__":

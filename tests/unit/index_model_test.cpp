@@ -93,6 +93,19 @@ TEST(IndexModel, OneWheelPerProjectVersionAndTagsNewestWins) {
   EXPECT_NE(m.root_html.find("<a href=\"t1/simple/\">t1</a>"), std::string::npos);
 }
 
+TEST(IndexModel, TheLastBuildOfAFileNameWinsOverANewerCommit) {
+  std::vector<WheelEntry> entries = {
+      entry("t1", "k1", "demo-1.0-py3-none-any.whl", 100),
+      entry("t1", "k2", "demo-1.0-py3-none-any.whl", 200),  // newer, but not the last build
+      entry("t2", "k3", "demo-1.0-py3-none-any.whl", 100),
+      entry("t2", "k4", "demo-1.0-py3-none-any.whl", 200),  // no last build: the newest wins
+  };
+  entries[0].last = true;
+  IndexModel m = build_model(entries);
+  EXPECT_EQ(m.target("t1")->projects.at("demo").files.at(0).key, "k1");
+  EXPECT_EQ(m.target("t2")->projects.at("demo").files.at(0).key, "k4");
+}
+
 TEST(IndexModel, PagesCarryHashesMetadataAndPep700Fields) {
   std::string md = metadata_text("causal-conv1d", "1.10.0+cu130torch2.11", ">=3.9,<4");
   std::vector<WheelEntry> entries = {

@@ -257,6 +257,43 @@ TEST(Store, OwnsThePathsOfLocksAndLastInputs) {
             fs::path("/c/last/default/causal_conv1d.json"));
 }
 
+// last/<target>/<package>.json: written only when it changes (then last/ itself changes too),
+// read back whole; an older kiln's record (the inputs alone), a link or garbage name no entry.
+TEST(Store, RecordsAndReadsTheLastBuild) {
+  auto dir = kiln::TempDir::create(fs::temp_directory_path(), "store-last-").value();
+  Store store(dir.path());
+  kiln::cache::LastBuild last{
+      "default", "demo", kKey, "demo-1.0-py3-none-any.whl", "pure", nlohmann::json{{"recipe", 4}}};
+  ASSERT_TRUE(store.record_last(last));
+  auto changed = fs::last_write_time(store.last_root() / ".changed");
+  ASSERT_TRUE(store.record_last(last));  // the same: nothing written
+  EXPECT_EQ(fs::last_write_time(store.last_root() / ".changed"), changed);
+  auto read = store.read_last("default", "demo");
+  ASSERT_TRUE(read);
+  EXPECT_EQ(read->key, kKey);
+  EXPECT_EQ(read->wheel, "demo-1.0-py3-none-any.whl");
+  EXPECT_EQ(read->backend, "pure");
+  EXPECT_EQ(read->inputs, (nlohmann::json{{"recipe", 4}}));
+  ASSERT_EQ(store.last_builds().size(), 1u);
+
+  const fs::path d = store.last_root() / "default";
+  kiln::write_file_atomic(d / "old.json", R"({"recipe": 3})").value();
+  auto old = store.read_last("default", "old");
+  ASSERT_TRUE(old);
+  EXPECT_EQ(old->key, "");
+  EXPECT_EQ(old->inputs, (nlohmann::json{{"recipe", 3}}));
+  kiln::write_file_atomic(d / "bad.json",
+                          R"({"kiln_last": 1, "build": {"key": "../x", "wheel": "../a.whl"}})")
+      .value();
+  EXPECT_EQ(store.read_last("default", "bad")->key, "");
+  kiln::write_file_atomic(d / "garbage.json", "[").value();
+  EXPECT_FALSE(store.read_last("default", "garbage"));
+  fs::create_symlink(d / "demo.json", d / "link.json");
+  EXPECT_FALSE(store.read_last("default", "link"));
+  EXPECT_FALSE(store.read_last("..", "demo"));
+  EXPECT_EQ(store.last_builds().size(), 1u);  // only the record that names an entry
+}
+
 // A FIFO where an object belongs would block a build that read it; a link would lead out of the
 // cache. Both are misses, removed (the link, not what it names), and the read never blocks.
 TEST(Store, AnObjectThatIsNoRegularFileIsAMissAndRemoved) {

@@ -1,0 +1,120 @@
+#include "fetch/progress.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/strings.h"
+
+namespace kiln::fetch {
+
+namespace {
+
+constexpr double kRedrawSeconds = 0.25;  // at most 4 redraws a second
+
+std::string fixed1(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+
+// A file name as one line of a terminal: control characters (an index's file names are a
+// stranger's) become '?', and a very long name is cut.
+std::string printable(std::string_view name) {
+  std::string out;
+  for (char c : name.substr(0, 120))
+    out += static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? '?' : c;
+  if (name.size() > 120) out += "…";
+  return out;
+}
+
+}  // namespace
+
+DownloadProgress::DownloadProgress(bool terminal, Clock clock, Write write)
+    : terminal_(terminal), clock_(std::move(clock)), write_(std::move(write)) {}
+
+std::unique_ptr<DownloadProgress> DownloadProgress::to_stderr() {
+  const char* term = std::getenv("TERM");
+  bool terminal = ::isatty(STDERR_FILENO) == 1 && !(term && std::strcmp(term, "dumb") == 0);
+  auto clock = [] {
+    using namespace std::chrono;
+    return duration<double>(steady_clock::now().time_since_epoch()).count();
+  };
+  auto write = [](std::string_view text) {
+    std::fwrite(text.data(), 1, text.size(), stderr);
+    std::fflush(stderr);
+  };
+  return std::make_unique<DownloadProgress>(terminal, clock, write);
+}
+
+std::string DownloadProgress::format_bytes(std::uint64_t bytes) {
+  const char* units[] = {"kB", "MB", "GB", "TB"};
+  if (bytes < 1000) return cat(bytes, " B");
+  double v = static_cast<double>(bytes) / 1000;
+  int unit = 0;
+  while (v >= 999.95 && unit < 3) {
+    v /= 1000;
+    ++unit;
+  }
+  return cat(fixed1(v), " ", units[unit]);
+}
+
+std::string DownloadProgress::format_seconds(double seconds) {
+  if (!(seconds >= 0) || seconds > 1e7) return "?";
+  auto s = static_cast<long long>(std::llround(seconds));
+  auto two = [](long long v) { return v < 10 ? cat("0", v) : cat(v); };
+  if (s < 60) return cat(s, " s");
+  if (s < 3600) return cat(s / 60, " min ", two(s % 60), " s");
+  return cat(s / 3600, " h ", two(s / 60 % 60), " min");
+}
+
+void DownloadProgress::start(std::string name, std::uint64_t total, std::uint64_t already) {
+  clear();
+  name_ = printable(name);
+  total_ = total;
+  already_ = already;
+  received_ = 0;
+  started_ = clock_();
+  drawn_at_ = -1;
+}
+
+void DownloadProgress::update(std::uint64_t received, std::uint64_t total) {
+  received_ = received;
+  if (total_ == 0 && total > 0) total_ = already_ + total;
+  if (!terminal_ || received == 0) return;  // nothing to show before the body begins
+  double now = clock_();
+  if (drawn_at_ >= 0 && now - drawn_at_ < kRedrawSeconds) return;
+  draw(now);
+}
+
+void DownloadProgress::draw(double now) {
+  drawn_at_ = now;
+  const std::uint64_t have = already_ + received_;
+  const double elapsed = now - started_;
+  const double rate = elapsed > 0 ? static_cast<double>(received_) / elapsed : 0;
+  std::string line = cat(name_, "  ", format_bytes(have));
+  if (total_ > 0) line += cat(" / ", format_bytes(total_));
+  if (rate > 0) line += cat("  ", format_bytes(static_cast<std::uint64_t>(rate)), "/s");
+  if (total_ > have && rate > 0)
+    line += cat("  ETA ", format_seconds(static_cast<double>(total_ - have) / rate));
+  write_(cat("\r\x1b[K", line));
+  shown_ = true;
+}
+
+void DownloadProgress::done(std::uint64_t bytes) {
+  clear();
+  double seconds = clock_() - started_;
+  write_(cat("kiln: fetched ", name_, " ", format_bytes(bytes), " in ", format_seconds(seconds),
+             "\n"));
+}
+
+void DownloadProgress::clear() {
+  if (shown_) write_("\r\x1b[K");
+  shown_ = false;
+}
+
+}  // namespace kiln::fetch

@@ -1,0 +1,51 @@
+// What a long download shows on stderr. On a terminal: one line, rewritten in place at most
+// 4 times a second, with the bytes so far, the size, the rate and the time left. Elsewhere (a log,
+// a pipe): nothing while it runs and one line per file when it completes ("fetched <file> 912.3 MB
+// in 41 s"). The clock and the writer are the caller's, so tests run it without a terminal.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace kiln::fetch {
+
+class DownloadProgress {
+ public:
+  using Clock = std::function<double()>;                // seconds, monotonic
+  using Write = std::function<void(std::string_view)>;  // text to stderr as it is
+
+  DownloadProgress(bool terminal, Clock clock, Write write);
+  // On stderr, as a terminal when stderr is one (and TERM is not "dumb").
+  static std::unique_ptr<DownloadProgress> to_stderr();
+
+  // A transfer of `name` begins; `total` is its size in bytes (0: unknown), `already` what a
+  // resumed transfer has from before.
+  void start(std::string name, std::uint64_t total, std::uint64_t already);
+  // `received` bytes of this transfer so far (`total` from the answer when start() knew none).
+  void update(std::uint64_t received, std::uint64_t total);
+  // The file is complete (`bytes` in all): the line that says so.
+  void done(std::uint64_t bytes);
+  // The transfer stopped (an error, a retry): a terminal's line is cleared, for the message.
+  void clear();
+
+  // "912.3 MB", "1.2 kB", "17 B" (decimal units, as pip shows them).
+  static std::string format_bytes(std::uint64_t bytes);
+  // "41 s", "3 min 05 s", "1 h 02 min".
+  static std::string format_seconds(double seconds);
+
+ private:
+  void draw(double now);
+
+  bool terminal_;
+  Clock clock_;
+  Write write_;
+  std::string name_;
+  std::uint64_t total_ = 0, already_ = 0, received_ = 0;
+  double started_ = 0, drawn_at_ = -1;
+  bool shown_ = false;  // a terminal line is on the screen
+};
+
+}  // namespace kiln::fetch

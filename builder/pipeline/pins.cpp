@@ -1,0 +1,70 @@
+#include "pipeline/pins.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "core/strings.h"
+#include "fetch/source.h"
+
+namespace kiln::pipeline {
+
+Expected<manifest::TorchWheel> torch_wheel_for(const manifest::Target& target,
+                                               const std::string& abi_tag) {
+  const manifest::TorchWheel* wheel = nullptr;
+  for (const auto& w : target.torch_wheels)
+    if (w.python_tag == abi_tag) wheel = &w;
+  if (!wheel)
+    return Error::failed(cat("target ", target.name, " pins no torch wheel for ", abi_tag));
+  return *wheel;
+}
+
+Expected<std::vector<manifest::PinnedWheel>> build_env_wheels(const manifest::BuildEnvPins& pins,
+                                                              const manifest::Target& target) {
+  const bool pinned_torch = target.torch_source == manifest::Target::TorchSource::Pypi;
+  const auto* runtime = pinned_torch ? pins.runtime_for(target.torch_version) : nullptr;
+  if (pinned_torch && !runtime)
+    return Error::bad_input(cat("the setuptools backend cannot import torch ", target.torch_version,
+                                " of target ", target.name, ": ", pins.display_path,
+                                " pins no [[torch-runtime]] for it (add one, ",
+                                "or use a target with torch.source = \"environment\")"));
+  std::vector<manifest::PinnedWheel> files = pins.tools;
+  if (runtime) files.insert(files.end(), runtime->begin(), runtime->end());
+  return files;
+}
+
+Expected<std::vector<PinnedFile>> pinned_files(const resolve::Plan& plan,
+                                               const resolve::ResolvedTarget& rt) {
+  bool compiled = false, setuptools = false;
+  for (const auto& item : plan.items) {
+    if (item.target_name != rt.target.name) continue;
+    compiled = compiled || item.manifest->backend != manifest::Backend::Pure;
+    setuptools = setuptools || item.manifest->backend == manifest::Backend::Setuptools;
+  }
+  std::vector<PinnedFile> out;
+  if (compiled) {
+    if (!rt.cuda)  // a toolkit from wheels (resolve found the system's otherwise)
+      for (const auto& w : rt.target.cuda_wheels) out.push_back({w.project(), w.file, w.sha256});
+    if (!rt.torch) {  // a pinned torch (resolve found an environment's otherwise)
+      if (!rt.python)
+        return Error::failed(cat("target ", rt.target.name, " was resolved without its Python"));
+      KILN_TRY(manifest::TorchWheel torch, torch_wheel_for(rt.target, rt.python->abi_tag));
+      out.push_back({"torch", torch.file, torch.sha256});
+    }
+  }
+  if (setuptools) {
+    KILN_TRY(auto wheels, build_env_wheels(plan.build_env, rt.target));
+    for (const auto& w : wheels) out.push_back({w.project, w.file, w.sha256});
+  }
+  auto key = [](const PinnedFile& f) { return std::tie(f.project, f.file, f.sha256); };
+  std::sort(out.begin(), out.end(), [&](const auto& a, const auto& b) { return key(a) < key(b); });
+  out.erase(std::unique(out.begin(), out.end(),
+                        [&](const auto& a, const auto& b) { return key(a) == key(b); }),
+            out.end());
+  return out;
+}
+
+Expected<fetch::Fetched> fetch_pinned(Fetching& fetching, const PinnedFile& file) {
+  return fetch::fetch_index_file(fetching.context(), file.project, file.file, file.sha256);
+}
+
+}  // namespace kiln::pipeline

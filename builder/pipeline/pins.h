@@ -1,0 +1,40 @@
+// The files a target pins besides the packages' own sources, fetched from the package index: its
+// torch wheel, the wheels of a toolkit from wheels, the setuptools backend's environment. One list,
+// used by the build (prepare_toolchain, setuptools_env) and by `kiln fetch --target`.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/expected.h"
+#include "manifest/build_env.h"
+#include "manifest/target.h"
+#include "pipeline/sources.h"
+#include "resolve/plan.h"
+
+namespace kiln::pipeline {
+
+// A file on the package index, pinned by sha256.
+struct PinnedFile {
+  std::string project, file, sha256;
+};
+
+// The target's pinned torch wheel for the Python ABI `abi_tag` ("cp312").
+Expected<manifest::TorchWheel> torch_wheel_for(const manifest::Target& target,
+                                               const std::string& abi_tag);
+
+// What the setuptools backend's environment for `target` installs: `pins.tools` (pip first), then
+// the runtime of the target's torch when it is pinned (not one from an environment).
+Expected<std::vector<manifest::PinnedWheel>> build_env_wheels(const manifest::BuildEnvPins& pins,
+                                                              const manifest::Target& target);
+
+// Every file a build of the plan's items for `rt` fetches from the index: the toolkit's wheels
+// (a toolkit from wheels), the torch wheel (a pinned torch) for compiled packages, and the build
+// environment's wheels for setuptools ones. Sorted, each once.
+Expected<std::vector<PinnedFile>> pinned_files(const resolve::Plan& plan,
+                                               const resolve::ResolvedTarget& rt);
+
+// Fetches one into the download cache (verified), as the build does.
+Expected<fetch::Fetched> fetch_pinned(Fetching& fetching, const PinnedFile& file);
+
+}  // namespace kiln::pipeline
