@@ -530,6 +530,9 @@ class ServedWheelTest(SourceTestCase):
         manifest = self.project / "manifests" / "demo" / "1.0.0.toml"
         text = manifest.read_text()
         manifest.write_text(text.replace('summary = "demo"', 'summary = "an experiment"'))
+        # Commit times are whole seconds, and the fallback below (no last/ record) takes the newest:
+        # the experiment is committed in a later second than the original.
+        time.sleep(1.1)
         experiment = self.build(cache)  # another key, the same file name, other bytes
         self.assertNotEqual(experiment["key"], original["key"])
         self.assertEqual(Path(experiment["wheel"]).name, Path(original["wheel"]).name)
