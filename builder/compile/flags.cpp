@@ -80,7 +80,7 @@ std::vector<std::string> cxx_compile_argv(const NativeContext& ctx, const manife
   argv.push_back(object);
   append(argv, ext.cxx_flags);
   append(argv, extension_defines(ctx, ext));
-  if (!has_std_flag(ext.cxx_flags)) argv.push_back("-std=c++17");
+  if (!has_std_flag(ext.cxx_flags)) argv.push_back("-std=" + ctx.torch.cxx_std);
   return argv;
 }
 
@@ -108,7 +108,7 @@ std::vector<std::string> nvcc_flags(const NativeContext& ctx, const manifest::Ex
   }
   append(argv, ext.nvcc_flags);
   append(argv, extension_defines(ctx, ext));
-  if (!has_std_flag(ext.nvcc_flags)) argv.push_back("-std=c++17");
+  if (!has_std_flag(ext.nvcc_flags)) argv.push_back("-std=" + ctx.torch.nvcc_std);
   argv.push_back("-ccbin");
   argv.push_back(ctx.cxx.path);
   return argv;

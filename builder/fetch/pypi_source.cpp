@@ -30,6 +30,22 @@ std::unique_ptr<Source> make_pypi_source(const manifest::Source& source, Context
   return std::make_unique<PypiSource>(source, context);
 }
 
+Expected<std::vector<IndexFile>> read_project_page(Context& context, const std::string& project) {
+  if (!manifest::is_valid_project_name(project))
+    return Error::bad_input(cat("bad project name '", project, "'"));
+  std::string index = context.index_url;
+  if (index.empty() || index.back() != '/') index += '/';
+  std::string page_url = cat(index, manifest::normalize_name(project), "/");
+  KILN_TRY(HttpResponse page, context.downloader.get_text(page_url, {{"Accept", kSimpleAccept}}));
+  if (page.status == 404)
+    return Error::failed(cat("project '", project, "' is not on the index ", redact_url(index),
+                             " (HTTP 404 for ", redact_url(page_url), ")"));
+  if (!page.ok())
+    return Error::failed(cat("cannot read ", redact_url(page_url), ": ", page.describe()));
+  std::string base = page.final_url.empty() ? page_url : page.final_url;
+  return parse_project_page(page.body, page.header("content-type"), base);
+}
+
 Expected<Fetched> fetch_index_file(Context& context, const std::string& project,
                                    const std::string& filename, const std::string& sha256) {
   Downloader& downloader = context.downloader;
@@ -44,19 +60,8 @@ Expected<Fetched> fetch_index_file(Context& context, const std::string& project,
   if (!manifest::is_valid_project_name(project))
     return Error::bad_input(cat("bad project name '", project, "'"));
 
-  std::string index = context.index_url;
-  if (index.empty() || index.back() != '/') index += '/';
-  std::string page_url = cat(index, manifest::normalize_name(project), "/");
-  std::string shown_index = redact_url(index);
-  KILN_TRY(HttpResponse page, downloader.get_text(page_url, {{"Accept", kSimpleAccept}}));
-  if (page.status == 404)
-    return Error::failed(cat("project '", project, "' is not on the index ", shown_index,
-                             " (HTTP 404 for ", redact_url(page_url), ")"));
-  if (!page.ok())
-    return Error::failed(cat("cannot read ", redact_url(page_url), ": ", page.describe()));
-  std::string base = page.final_url.empty() ? page_url : page.final_url;
-  KILN_TRY(std::vector<IndexFile> files,
-           parse_project_page(page.body, page.header("content-type"), base));
+  std::string shown_index = redact_url(context.index_url);
+  KILN_TRY(std::vector<IndexFile> files, read_project_page(context, project));
 
   const IndexFile* found = nullptr;
   for (const auto& f : files) {

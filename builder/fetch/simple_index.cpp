@@ -208,6 +208,17 @@ Expected<std::vector<IndexFile>> parse_json_page(std::string_view text,
       file.sha256 = hash_from_fragment(url);
     if (f.contains("size") && f["size"].is_number_unsigned())
       file.size = f["size"].get<std::uint64_t>();
+    for (const char* key : {"core-metadata", "dist-info-metadata"}) {
+      if (!f.contains(key)) continue;
+      const auto& m = f[key];
+      if (m.is_boolean()) file.has_metadata = m.get<bool>();
+      if (m.is_object()) {
+        file.has_metadata = true;
+        if (m.contains("sha256") && m["sha256"].is_string())
+          file.metadata_sha256 = lower(m["sha256"].get<std::string>());
+      }
+      break;
+    }
     files.push_back(std::move(file));
     ++i;
   }
@@ -244,6 +255,12 @@ Expected<std::vector<IndexFile>> parse_html_page(std::string_view html,
     file.sha256 = hash_from_fragment(url);
     file.filename = element_text(inner);
     if (file.filename.empty()) file.filename = url_filename(file.url);
+    const std::string* metadata = attribute(tag, "data-core-metadata");
+    if (!metadata) metadata = attribute(tag, "data-dist-info-metadata");
+    if (metadata && *metadata != "false") {
+      file.has_metadata = true;
+      if (metadata->rfind("sha256=", 0) == 0) file.metadata_sha256 = lower(metadata->substr(7));
+    }
     files.push_back(std::move(file));
   }
   return files;

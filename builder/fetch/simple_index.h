@@ -22,6 +22,10 @@ struct IndexFile {
   std::string url;                    // absolute, without fragment
   std::string sha256;                 // lowercase hex, "" when the index gives none
   std::optional<std::uint64_t> size;  // PEP 700 "size" (JSON pages only)
+  // PEP 658/714: the index serves the wheel's METADATA at <url>.metadata ("core-metadata",
+  // "dist-info-metadata", data-core-metadata, data-dist-info-metadata), with its sha256 if given.
+  bool has_metadata = false;
+  std::string metadata_sha256;
 };
 
 // `page_url`: where the page came from (after redirects); relative file URLs resolve against it.

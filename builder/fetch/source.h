@@ -8,6 +8,7 @@
 
 #include "core/expected.h"
 #include "fetch/downloader.h"
+#include "fetch/simple_index.h"
 #include "manifest/manifest.h"
 
 namespace kiln::fetch {
@@ -37,6 +38,9 @@ class Source {
 
 // The backend for `source.kind`. `context` must outlive the returned Source.
 std::unique_ptr<Source> make_source(const manifest::Source& source, Context& context);
+
+// The files of a project's page on `context.index_url` (PEP 691 JSON, or PEP 503 HTML).
+Expected<std::vector<IndexFile>> read_project_page(Context& context, const std::string& project);
 
 // A file from the package index by project, file name and sha256 (kiln's pinned torch wheels):
 // from the download cache when it is there (no network I/O), else found on the project's page

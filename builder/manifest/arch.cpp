@@ -246,4 +246,60 @@ std::vector<std::string> ArchList::gencode_flags() const {
   return flags;
 }
 
+namespace {
+
+// The first CUDA release (major * 100 + minor) that compiles SASS or PTX for an arch, from
+// NVIDIA's release notes and `nvcc --list-gpu-code` of each release.
+int first_release(int number) {
+  static const std::map<int, int> first = {
+      {50, 600},  {52, 600},   {53, 600},   {60, 800},   {61, 800},   {62, 800},   {70, 900},
+      {72, 1000}, {75, 1000},  {80, 1100},  {86, 1101},  {87, 1104},  {88, 1300},  {89, 1108},
+      {90, 1108}, {100, 1208}, {101, 1208}, {103, 1209}, {110, 1300}, {120, 1208}, {121, 1209},
+  };
+  auto it = first.find(number);
+  return it == first.end() ? 0 : it->second;
+}
+
+// The oldest suffixed variant's release: 'a' (arch-specific) from 12.0 (sm_90a), 'f' (family) from
+// 12.9; never before the arch itself.
+int first_release(const Arch& arch) {
+  int release = first_release(arch.number());
+  if (arch.suffix == 'a') release = std::max(release, 1200);
+  if (arch.suffix == 'f') release = std::max(release, 1209);
+  return release;
+}
+
+std::string release_text(int release) {
+  return cat(release / 100, ".", release % 100);
+}
+
+}  // namespace
+
+std::string arch_toolkit_problem(const Arch& arch, std::string_view cuda_version) {
+  Scanner s(cuda_version);
+  std::string_view major_text = s.take_while(is_ascii_digit);
+  std::string_view minor_text = s.skip('.') ? s.take_while(is_ascii_digit) : std::string_view{};
+  if (major_text.empty() || minor_text.empty() || major_text.size() > 3 || minor_text.size() > 3)
+    return cat("cannot tell which archs CUDA '", cuda_version, "' builds");
+  int major = std::stoi(std::string(major_text)), minor = std::stoi(std::string(minor_text));
+  int release = major * 100 + minor;
+  std::string name = arch.sm_name();
+  if (int first = first_release(arch); release < first)
+    return cat(name, " needs CUDA ", release_text(first), " or newer (this toolkit is ",
+               cuda_version, ")");
+  if (major >= 13 && arch.number() < 75)
+    return cat("CUDA ", cuda_version, " no longer builds ", name,
+               " (CUDA 13 builds sm_75 and newer: use a CUDA 12 toolkit)");
+  if (major >= 13 && arch.number() == 101)
+    return cat("CUDA ", cuda_version, " no longer builds ", name, " (CUDA 13 calls it sm_110)");
+  return {};
+}
+
+std::string archs_toolkit_problem(const ArchList& archs, std::string_view cuda_version) {
+  std::vector<std::string> problems;
+  for (const Arch& arch : archs.archs())
+    if (std::string p = arch_toolkit_problem(arch, cuda_version); !p.empty()) problems.push_back(p);
+  return join(problems, "; ");
+}
+
 }  // namespace kiln::manifest

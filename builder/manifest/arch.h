@@ -60,4 +60,11 @@ class ArchList {
   std::vector<Arch> archs_;  // sorted by (major, minor, suffix), unique
 };
 
+// What a CUDA release can compile `arch` for: "" when it can, else why not, naming the limit
+// ("sm_120 needs CUDA 12.8 or newer (this toolkit is 12.4)", "CUDA 13.0 no longer builds sm_70
+// (CUDA 13 builds sm_75 and newer: use a CUDA 12 toolkit)"). `cuda_version` is "major.minor".
+std::string arch_toolkit_problem(const Arch& arch, std::string_view cuda_version);
+// The problems of every arch of `archs`, joined with "; " ("" when the toolkit builds them all).
+std::string archs_toolkit_problem(const ArchList& archs, std::string_view cuda_version);
+
 }  // namespace kiln::manifest

@@ -17,6 +17,8 @@ inline constexpr std::size_t kMaxVersionBytes = 128;
 // Requirement strings: `dependencies`, `requires-python`, METADATA's Requires-Dist and
 // Requires-Python.
 inline constexpr std::size_t kMaxRequirementBytes = 4096;
+// URLs (`torch.index-url`).
+inline constexpr std::size_t kMaxUrlBytes = 2048;
 // Any other string value in a manifest or a target.
 inline constexpr std::size_t kMaxStringBytes = 64 * 1024;
 

@@ -61,6 +61,63 @@ void read_cuda_wheels(const SourceText& source, const TableReader& cr, Target& t
   }
 }
 
+// [[torch.wheel]]: one pinned wheel per CPython ABI.
+void read_torch_wheels(const SourceText& source, TableReader& tor, Target& t) {
+  auto wheels = tor.tables("wheel");
+  if (wheels.empty()) tor.fail_missing("wheel");
+  for (const toml::table* w : wheels) {
+    TableReader wr(source, *w, "torch.wheel", {"python", "file", "sha256"});
+    TorchWheel wheel{wr.required_string("python"), wr.required_string("file"),
+                     wr.required_string("sha256")};
+    if (!is_cpython_tag(wheel.python_tag))
+      wr.fail("python", cat("bad Python tag '", wheel.python_tag, "': expected e.g. cp311"));
+    std::string prefix = cat("torch-", t.torch_version, "-");
+    if (wheel.file.rfind(prefix, 0) != 0 || !is_wheel_file_name(wheel.file) ||
+        wheel.file.find(cat("-", wheel.python_tag, "-")) == std::string::npos)
+      wr.fail("file", cat("'", wheel.file, "' is not a torch ", t.torch_version, " wheel for ",
+                          wheel.python_tag));
+    if (!is_sha256_hex(wheel.sha256))
+      wr.fail("sha256",
+              cat("bad sha256 '", wheel.sha256, "': expected 64 lowercase hexadecimal digits"));
+    for (const auto& other : t.torch_wheels)
+      if (other.python_tag == wheel.python_tag)
+        wr.fail("python", cat("a second torch wheel for ", wheel.python_tag));
+    t.torch_wheels.push_back(std::move(wheel));
+  }
+}
+
+// [torch]: pinned wheels (source = "pypi", from the configured index or `index-url`), or the torch
+// of the Python environment.
+void read_torch(const SourceText& source, TableReader& top, Target& t) {
+  const toml::table* torch = top.table("torch");
+  if (!torch) top.fail_missing("torch");
+  TableReader tor(source, *torch, "torch", {"source", "version", "wheel", "index-url"});
+  std::string torch_source = tor.string("source").value_or("pypi");
+  if (torch_source == "pypi")
+    t.torch_source = Target::TorchSource::Pypi;
+  else if (torch_source == "environment")
+    t.torch_source = Target::TorchSource::Environment;
+  else
+    tor.fail("source",
+             cat("bad torch source '", torch_source, "': expected 'pypi' or 'environment'"));
+  bool pinned = t.torch_source == Target::TorchSource::Pypi;
+  t.torch_version = pinned ? tor.required_string("version") : tor.string("version").value_or("");
+  tor.check_length("version", t.torch_version, kMaxVersionBytes);
+  if ((pinned || !t.torch_version.empty()) && !is_torch_version(t.torch_version))
+    tor.fail("version", cat("bad torch version '", t.torch_version,
+                            "': expected e.g. 2.11.0 or 2.11.0+cu128"));
+  t.torch_index_url = tor.string("index-url").value_or("");
+  tor.check_length("index-url", t.torch_index_url, kMaxUrlBytes);
+  if (tor.has("index-url") && !is_index_url(t.torch_index_url))
+    tor.fail("index-url", cat("bad index URL '", printable_excerpt(t.torch_index_url),
+                              "': expected http:// or https:// without spaces or quotes"));
+  if (pinned) return read_torch_wheels(source, tor, t);
+  if (tor.has("wheel"))
+    tor.fail("wheel", "'torch.wheel' does not apply to source = \"environment\"");
+  if (tor.has("index-url"))
+    tor.fail("index-url", "'torch.index-url' does not apply to source = \"environment\"");
+}
+
 Target parse(const std::string& text, const std::string& name, const std::string& display_path) {
   SourceText source{display_path, text};
   toml::table root = parse_toml(source);
@@ -94,52 +151,7 @@ Target parse(const std::string& text, const std::string& name, const std::string
   if (!t.python_version.empty() && !is_python_version(t.python_version))
     pr.fail("version", cat("bad Python version '", t.python_version, "': expected e.g. 3.11"));
 
-  const toml::table* torch = top.table("torch");
-  if (!torch) top.fail_missing("torch");
-  TableReader tor(source, *torch, "torch", {"source", "version", "wheel"});
-  std::string torch_source = tor.string("source").value_or("pypi");
-  if (torch_source == "pypi")
-    t.torch_source = Target::TorchSource::Pypi;
-  else if (torch_source == "environment")
-    t.torch_source = Target::TorchSource::Environment;
-  else
-    tor.fail("source",
-             cat("bad torch source '", torch_source, "': expected 'pypi' or 'environment'"));
-  if (t.torch_source == Target::TorchSource::Pypi) {
-    t.torch_version = tor.required_string("version");
-    tor.check_length("version", t.torch_version, kMaxVersionBytes);
-    if (!is_valid_version(t.torch_version))
-      tor.fail("version", cat("bad torch version '", t.torch_version, "': expected e.g. 2.11.0"));
-    auto wheels = tor.tables("wheel");
-    if (wheels.empty()) tor.fail_missing("wheel");
-    for (const toml::table* w : wheels) {
-      TableReader wr(source, *w, "torch.wheel", {"python", "file", "sha256"});
-      TorchWheel wheel{wr.required_string("python"), wr.required_string("file"),
-                       wr.required_string("sha256")};
-      if (!is_cpython_tag(wheel.python_tag))
-        wr.fail("python", cat("bad Python tag '", wheel.python_tag, "': expected e.g. cp311"));
-      std::string prefix = cat("torch-", t.torch_version, "-");
-      if (wheel.file.rfind(prefix, 0) != 0 || wheel.file.size() < 4 ||
-          wheel.file.substr(wheel.file.size() - 4) != ".whl" ||
-          wheel.file.find(cat("-", wheel.python_tag, "-")) == std::string::npos)
-        wr.fail("file", cat("'", wheel.file, "' is not a torch ", t.torch_version, " wheel for ",
-                            wheel.python_tag));
-      if (!is_sha256_hex(wheel.sha256))
-        wr.fail("sha256",
-                cat("bad sha256 '", wheel.sha256, "': expected 64 lowercase hexadecimal digits"));
-      for (const auto& other : t.torch_wheels)
-        if (other.python_tag == wheel.python_tag)
-          wr.fail("python", cat("a second torch wheel for ", wheel.python_tag));
-      t.torch_wheels.push_back(std::move(wheel));
-    }
-  } else {
-    if (tor.has("wheel"))
-      tor.fail("wheel", "'torch.wheel' does not apply to source = \"environment\"");
-    t.torch_version = tor.string("version").value_or("");
-    tor.check_length("version", t.torch_version, kMaxVersionBytes);
-    if (!t.torch_version.empty() && !is_valid_version(t.torch_version))
-      tor.fail("version", cat("bad torch version '", t.torch_version, "': expected e.g. 2.11.0"));
-  }
+  read_torch(source, top, t);
 
   const toml::table* cuda = top.table("cuda");
   if (!cuda) top.fail_missing("cuda");
@@ -183,6 +195,22 @@ bool is_valid_target_name(std::string_view name) {
   };
   return !name.empty() && (is_ascii_lower(name[0]) || is_ascii_digit(name[0])) &&
          std::all_of(name.begin(), name.end(), ok);
+}
+
+bool is_torch_version(std::string_view version) {
+  std::size_t plus = version.find('+');
+  if (plus == std::string_view::npos) return is_valid_version(version);
+  std::string_view label = version.substr(plus + 1);
+  return is_valid_version(version.substr(0, plus)) && !label.empty() &&
+         std::all_of(label.begin(), label.end(),
+                     [](char c) { return is_ascii_lower(c) || is_ascii_digit(c) || c == '.'; });
+}
+
+bool is_index_url(std::string_view url) {
+  if (!url.starts_with("https://") && !url.starts_with("http://")) return false;
+  return std::all_of(url.begin(), url.end(), [](char c) {
+    return c > ' ' && c < 0x7f && c != '"' && c != '\'' && c != '\\' && c != '<' && c != '>';
+  });
 }
 
 bool is_wheel_file_name(std::string_view file) {

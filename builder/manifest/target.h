@@ -41,6 +41,10 @@ struct Target {
   TorchSource torch_source = TorchSource::Pypi;
   std::string torch_version;
   std::vector<TorchWheel> torch_wheels;
+  // Where the pinned wheels are fetched from ([torch] index-url, e.g. PyTorch's cu128 index);
+  // empty: the configured index (--index-url, $PIP_INDEX_URL, pip's config). Not a key input:
+  // the sha256 pins the bytes wherever they come from.
+  std::string torch_index_url;
 
   // CUDA: "system" (detect) or "wheels" (a toolkit from pinned PyPI wheels).
   std::string cuda_toolkit = "system";
@@ -73,6 +77,12 @@ bool is_valid_target_name(std::string_view name);  // [a-z0-9][a-z0-9._-]*
 // version ("13.0").
 bool is_wheel_file_name(std::string_view file);
 bool is_python_version(std::string_view version);
+// A torch version as an index names it: a public PEP 440 version with an optional local label
+// ("2.11.0+cu128").
+bool is_torch_version(std::string_view version);
+// An http:// or https:// URL of printable ASCII without spaces, quotes, backslashes or angle
+// brackets (safe to write into a TOML string and a log line as it is).
+bool is_index_url(std::string_view url);
 bool is_cpython_tag(std::string_view tag);
 bool is_cuda_version(std::string_view version);
 // The glibc minor of a manylinux platform tag (manylinux_2_28_x86_64 -> 28, as large as an int

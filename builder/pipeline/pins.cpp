@@ -48,7 +48,7 @@ Expected<std::vector<PinnedFile>> pinned_files(const resolve::Plan& plan,
       if (!rt.python)
         return Error::failed(cat("target ", rt.target.name, " was resolved without its Python"));
       KILN_TRY(manifest::TorchWheel torch, torch_wheel_for(rt.target, rt.python->abi_tag));
-      out.push_back({"torch", torch.file, torch.sha256});
+      out.push_back({"torch", torch.file, torch.sha256, rt.target.torch_index_url});
     }
   }
   if (setuptools) {
@@ -64,7 +64,10 @@ Expected<std::vector<PinnedFile>> pinned_files(const resolve::Plan& plan,
 }
 
 Expected<fetch::Fetched> fetch_pinned(Fetching& fetching, const PinnedFile& file) {
-  return fetch::fetch_index_file(fetching.context(), file.project, file.file, file.sha256);
+  if (file.index_url.empty())
+    return fetch::fetch_index_file(fetching.context(), file.project, file.file, file.sha256);
+  fetch::Context context{fetching.context().downloader, file.index_url};
+  return fetch::fetch_index_file(context, file.project, file.file, file.sha256);
 }
 
 }  // namespace kiln::pipeline

@@ -17,6 +17,7 @@ namespace kiln::pipeline {
 // A file on the package index, pinned by sha256.
 struct PinnedFile {
   std::string project, file, sha256;
+  std::string index_url;  // where to look for it; "" for the configured index
 };
 
 // The target's pinned torch wheel for the Python ABI `abi_tag` ("cp312").

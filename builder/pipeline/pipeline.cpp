@@ -69,7 +69,8 @@ void flatten(const json& j, const std::string& path, std::map<std::string, std::
 Expected<void> fetch_torch(const resolve::ResolvedTarget& rt, Fetching& fetching,
                            const cache::Store& store, toolchain::Toolchain& tc) {
   KILN_TRY(manifest::TorchWheel wheel, torch_wheel_for(rt.target, tc.python.abi_tag));
-  KILN_TRY(fetch::Fetched got, fetch_pinned(fetching, {"torch", wheel.file, wheel.sha256}));
+  KILN_TRY(fetch::Fetched got,
+           fetch_pinned(fetching, {"torch", wheel.file, wheel.sha256, rt.target.torch_index_url}));
   KILN_TRY(tc.torch, toolchain::torch_from_wheel(got.path, wheel.sha256, store.sysroots()));
   tc.torch_wheel = got.path;
   return {};

@@ -78,7 +78,22 @@ Expected<void> resolve_torch(ResolvedTarget& rt) {
   return {};
 }
 
-// The system toolkit is found and asked for its version; the wheel toolkit is its pins.
+// The CUDA release a toolkit of pinned wheels holds: its nvcc wheel's version
+// ("nvidia_cuda_nvcc-13.2.86-…" -> "13.2"), else the version the target declares.
+std::string wheel_toolkit_release(const Target& target) {
+  for (const auto& w : target.cuda_wheels) {
+    if (w.project() != "nvidia-cuda-nvcc" && w.project() != "nvidia-cuda-nvcc-cu12") continue;
+    std::string_view rest = std::string_view(w.file).substr(w.file.find('-') + 1);
+    Scanner s(rest);
+    std::string_view major = s.take_while(is_ascii_digit);
+    std::string_view minor = s.skip('.') ? s.take_while(is_ascii_digit) : std::string_view{};
+    if (!major.empty() && !minor.empty()) return cat(major, ".", minor);
+  }
+  return target.cuda_version;
+}
+
+// The system toolkit is found and asked for its version; the wheel toolkit is its pins. Either
+// must build every arch the target asks for.
 Expected<void> resolve_cuda(ResolvedTarget& rt) {
   const Target& target = rt.target;
   auto cuda = toolchain::make_cuda_source(cuda_request(target), {}, {});
@@ -86,12 +101,17 @@ Expected<void> resolve_cuda(ResolvedTarget& rt) {
   if (!cuda_id)
     return Error{cuda_id.error().kind, cat("target ", target.name, ": ", cuda_id.error().message),
                  cuda_id.error().detail};
+  std::string release = wheel_toolkit_release(target);
   if (target.cuda_toolkit == "system") {
     KILN_TRY(toolchain::CudaToolkit found, cuda->toolkit());
     KILN_CHECK(
         toolchain::check_cuda_matches(found, target.cuda_version, cat("target ", target.name)));
+    release = found.version;
     rt.cuda = std::move(found);
   }
+  if (std::string problem = manifest::archs_toolkit_problem(target.archs, release);
+      !problem.empty())
+    return Error::bad_input(cat("target ", target.name, ": ", problem));
   rt.toolchain["cuda"] = *cuda_id;
   return {};
 }

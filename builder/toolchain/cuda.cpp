@@ -10,6 +10,16 @@ namespace kiln::toolchain {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// "12.8" -> 8; 0 when there is no minor.
+int minor_of(const std::string& version) {
+  std::size_t dot = version.find('.');
+  return dot == std::string::npos ? 0 : std::atoi(version.c_str() + dot + 1);
+}
+
+}  // namespace
+
 int CudaToolkit::major() const {
   return std::atoi(version.c_str());
 }
@@ -39,6 +49,14 @@ Expected<void> check_cuda_matches(const CudaToolkit& toolkit, const std::string&
                              toolkit.home.string(), " is CUDA ", toolkit.version,
                              ": install a CUDA ", wanted_major,
                              ".x toolkit and point CUDA_HOME at it"));
+  // Same major, and the compiler's minor no newer than torch's: what the compiler emits then
+  // needs no newer runtime than the one torch ships with.
+  if (minor_of(toolkit.version) > minor_of(wanted_version))
+    return Error::failed(cat(wanted_by, " was built with CUDA ", wanted_version,
+                             " but the toolkit at ", toolkit.home.string(), " is CUDA ",
+                             toolkit.version,
+                             ": a compiler may be older within the major version, ",
+                             "not newer (use CUDA ", wanted_major, ".0 to ", wanted_version, ")"));
   return {};
 }
 

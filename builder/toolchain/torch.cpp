@@ -118,6 +118,9 @@ Expected<TorchSysroot> read_torch_sysroot(const fs::path& torch_dir) {
   auto ext = read_file(torch_dir / "utils" / "cpp_extension.py");
   if (ext) {
     t.pass_abi_define = ext->find("-D_GLIBCXX_USE_CXX11_ABI") != std::string::npos;
+    if (auto std = cpp_extension_std(*ext, "common_cflags += ['-std="); !std.empty())
+      t.cxx_std = std;
+    if (auto std = cpp_extension_std(*ext, "cuda_cflags = ['-std="); !std.empty()) t.nvcc_std = std;
     if (ext->find("_PYBIND11_COMPILER_TYPE") != std::string::npos) {
       // Old torch: the pybind11 ABI strings are baked into libtorch_python's internals key.
       auto py = read_file(torch_dir / "lib" / "libtorch_python.so");
@@ -125,6 +128,16 @@ Expected<TorchSysroot> read_torch_sysroot(const fs::path& torch_dir) {
     }
   }
   return t;
+}
+
+std::string cpp_extension_std(std::string_view text, std::string_view marker) {
+  std::size_t at = text.find(marker);
+  if (at == std::string_view::npos) return {};
+  Scanner s(text.substr(at + marker.size()));
+  if (!s.skip("c++")) return {};
+  std::string_view digits = s.take_while(is_ascii_digit);
+  if (digits.size() != 2 || !s.skip('\'')) return {};
+  return cat("c++", digits);
 }
 
 Expected<TorchSysroot> torch_from_wheel(const fs::path& wheel, const std::string& sha256,

@@ -21,6 +21,10 @@ struct TorchSysroot {
   bool cxx11_abi = true;
   bool pass_abi_define = false;             // cpp_extension passes -D_GLIBCXX_USE_CXX11_ABI=
   std::vector<std::string> pybind_defines;  // e.g. -DPYBIND11_COMPILER_TYPE="_gcc" (old torch)
+  // The C++ standard cpp_extension compiles extensions with, for g++ and for nvcc: "c++17" (torch
+  // 2.11 and older), "c++20" (2.12 and newer), read from its own source.
+  std::string cxx_std = "c++17";
+  std::string nvcc_std = "c++17";
   std::string identity_sha256;              // the wheel's sha256, or a hash of the libraries
 
   std::vector<std::string> include_dirs() const;
@@ -46,6 +50,10 @@ std::string py_string_var(std::string_view text, std::string_view name);
 // The pybind11 ABI defines an old torch's cpp_extension passed, from the internals key baked into
 // libtorch_python ("__pybind11_internals_v4_gcc_libstdcpp_cxxabi1011__"); empty when it has none.
 std::vector<std::string> pybind_abi_defines(std::string_view libtorch_python);
+
+// The standard a cpp_extension.py passes after `marker` ("common_cflags += ['-std=" for g++,
+// "cuda_cflags = ['-std=" for nvcc): "c++20"; "" when the file has no such line.
+std::string cpp_extension_std(std::string_view cpp_extension, std::string_view marker);
 
 // The libraries kiln links extensions against, in cpp_extension's order.
 const std::vector<std::string>& torch_link_libraries();

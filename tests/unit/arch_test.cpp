@@ -85,3 +85,29 @@ TEST(Arch, Outputs) {
 }
 
 }  // namespace kiln::manifest
+
+namespace kiln::manifest {
+
+TEST(ArchToolkit, EachArchNeedsItsFirstReleaseAndCuda13DropsTheOldest) {
+  auto problem = [](const char* spec, const char* cuda) {
+    return archs_toolkit_problem(ArchList::parse(spec).value(), cuda);
+  };
+  EXPECT_EQ(problem("9.0+PTX", "12.4"), "");
+  EXPECT_EQ(problem("12.0", "12.4"), "sm_120 needs CUDA 12.8 or newer (this toolkit is 12.4)");
+  EXPECT_EQ(problem("12.0;12.1", "12.8"), "sm_121 needs CUDA 12.9 or newer (this toolkit is 12.8)");
+  EXPECT_EQ(problem("10.0f", "12.8"), "sm_100f needs CUDA 12.9 or newer (this toolkit is 12.8)");
+  EXPECT_EQ(problem("9.0a;10.0a", "12.8"), "");
+  EXPECT_EQ(problem("7.0", "13.0"),
+            "CUDA 13.0 no longer builds sm_70 (CUDA 13 builds sm_75 and newer: use a CUDA 12 "
+            "toolkit)");
+  EXPECT_EQ(problem("7.0;7.5", "12.4"), "");
+  EXPECT_NE(problem("sm_101", "13.0").find("CUDA 13 calls it sm_110"), std::string::npos);
+  EXPECT_EQ(problem("sm_110;sm_88", "13.0"), "");
+  EXPECT_EQ(problem("sm_110", "12.9"), "sm_110 needs CUDA 13.0 or newer (this toolkit is 12.9)");
+  EXPECT_EQ(problem("5.0;12.0", "13.2"),
+            "CUDA 13.2 no longer builds sm_50 (CUDA 13 builds sm_75 and newer: use a CUDA 12 "
+            "toolkit)");
+  EXPECT_NE(problem("9.0", "x").find("cannot tell"), std::string::npos);
+}
+
+}  // namespace kiln::manifest

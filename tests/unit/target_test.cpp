@@ -89,7 +89,8 @@ TEST(Target, BadInput) {
       "targets/t.toml:5:1: [python] needs exactly one of 'interpreter' or 'version'");
   EXPECT_EQ(
       error_of(edit("[torch]\nversion = \"2.11.0\"", "[torch]\nversion = \"2.11.0\"\n[torch.x]")),
-      "targets/t.toml:10:8: unknown key 'torch.x' (expected one of: source, version, wheel)");
+      "targets/t.toml:10:8: unknown key 'torch.x' (expected one of: source, version, wheel, "
+      "index-url)");
 }
 
 // [target] manylinux: the compiled wheels' glibc floor, 2_17 to 2_99; absent: -1 (the torch's).
@@ -252,6 +253,31 @@ TEST(Target, MatchersAgreeWithTheRegularExpressionsTheyReplaced) {
   EXPECT_FALSE(is_python_version("3." + mb));
   EXPECT_FALSE(is_cpython_tag("cp3" + mb));
   EXPECT_FALSE(is_cuda_version(mb));
+}
+
+TEST(Target, TorchFromAnotherIndexWithALocalLabel) {
+  std::string text = edit("version = \"2.11.0\"\n",
+                          "version = \"2.11.0+cu128\"\nindex-url = "
+                          "\"https://download.pytorch.org/whl/cu128\"\n");
+  std::string fixed = text;
+  fixed.replace(fixed.find("torch-2.11.0-cp311"), 18, "torch-2.11.0+cu128-cp311");
+  Target t = parse_target(fixed, "t", "t.toml").value();
+  EXPECT_EQ(t.torch_version, "2.11.0+cu128");
+  EXPECT_EQ(t.torch_minor(), "2.11");
+  EXPECT_EQ(t.torch_index_url, "https://download.pytorch.org/whl/cu128");
+  // The pinned file must carry the label too.
+  EXPECT_NE(error_of(text).find("is not a torch 2.11.0+cu128 wheel"), std::string::npos);
+  EXPECT_NE(error_of(edit("version = \"2.11.0\"\n", "version = \"2.11.0+CU128\"\n"))
+                .find("bad torch version"),
+            std::string::npos);
+  for (const char* url : {"ftp://x/", "https://x/ y", "https://x/\"", "file:///tmp/x"})
+    EXPECT_NE(error_of(edit("version = \"2.11.0\"\n",
+                            cat("version = \"2.11.0\"\nindex-url = '", url, "'\n")))
+                  .find("bad index URL"),
+              std::string::npos)
+        << url;
+  // Not a key input: the sha256 pins the bytes.
+  EXPECT_EQ(t.canonical().dump().find("download.pytorch.org"), std::string::npos);
 }
 
 TEST(Target, ShippedTargetsParse) {

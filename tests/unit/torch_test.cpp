@@ -79,4 +79,19 @@ TEST(TorchText, PybindKeyAgreesWithTheRegularExpressionItReplaced) {
   EXPECT_TRUE(pybind_abi_defines("__pybind11_internals_v4_" + mb).empty());
 }
 
+TEST(TorchText, TheStandardCppExtensionCompilesWith) {
+  // Lines of torch 2.11's and 2.15's cpp_extension.py.
+  std::string t211 =
+      "        cuda_cflags = ['-std=c++17']\n    common_cflags += ['-std=c++17', '-fPIC']\n";
+  std::string t215 =
+      "                cuda_cflags = ['-std=c++20']\n    common_cflags += ['-std=c++20', "
+      "'-fPIC']\n";
+  EXPECT_EQ(cpp_extension_std(t211, "common_cflags += ['-std="), "c++17");
+  EXPECT_EQ(cpp_extension_std(t215, "common_cflags += ['-std="), "c++20");
+  EXPECT_EQ(cpp_extension_std(t215, "cuda_cflags = ['-std="), "c++20");
+  EXPECT_EQ(cpp_extension_std("common_cflags += ['-std=gnu++2a']", "common_cflags += ['-std="), "");
+  EXPECT_EQ(cpp_extension_std("common_cflags += ['-std=c++1", "common_cflags += ['-std="), "");
+  EXPECT_EQ(cpp_extension_std("", "cuda_cflags = ['-std="), "");
+}
+
 }  // namespace kiln::toolchain

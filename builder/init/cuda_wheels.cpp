@@ -1,0 +1,120 @@
+#include "init/cuda_wheels.h"
+
+#include <algorithm>
+
+#include "archive/zip_reader.h"
+#include "core/hash.h"
+#include "core/log.h"
+#include "core/strings.h"
+#include "init/requirements.h"
+#include "manifest/version.h"
+
+namespace kiln::init {
+
+namespace {
+
+constexpr std::uint64_t kMaxMetadataBytes = 4u << 20;
+
+// The METADATA of the cuda-toolkit metapackage wheel (a few KB; kept in the download cache).
+Expected<std::string> metapackage_metadata(fetch::Downloader& downloader,
+                                           const fetch::IndexFile& file) {
+  KILN_TRY(fetch::CachedFile got,
+           downloader.fetch(file.url, file.filename, file.sha256, file.size));
+  KILN_TRY(archive::ZipReader zip, archive::ZipReader::open(got.path));
+  for (const auto& e : zip.entries())
+    if (e.name.ends_with(".dist-info/METADATA") &&
+        std::count(e.name.begin(), e.name.end(), '/') == 1)
+      return zip.read(e, kMaxMetadataBytes);
+  return Error::failed(cat(file.filename, " has no .dist-info/METADATA"));
+}
+
+// The newest cuda-toolkit release of `cuda_version` ("13.2" -> "13.2.2") on a page.
+Expected<std::string> newest_release(const std::vector<fetch::IndexFile>& page,
+                                     const std::string& cuda_version) {
+  std::string best;
+  for (const auto& f : page) {
+    auto fields = wheel_fields(f.filename);
+    if (!fields || (*fields)[1].rfind(cuda_version + ".", 0) != 0) continue;
+    if (best.empty() || version_less(best, (*fields)[1])) best = (*fields)[1];
+  }
+  if (best.empty())
+    return Error::failed(cat("the index has no cuda-toolkit release of CUDA ", cuda_version));
+  return best;
+}
+
+}  // namespace
+
+// A wheel file name's five fields (NAME-VERSION-PY-ABI-PLATFORM), or none.
+std::optional<std::vector<std::string>> wheel_fields(const std::string& file) {
+  if (!manifest::is_wheel_file_name(file)) return std::nullopt;
+  std::vector<std::string> f = split(file.substr(0, file.size() - 4), "-", false);
+  return f;
+}
+
+// Whether a PLATFORM field ("manylinux_2_27_x86_64.manylinux_2_28_x86_64") runs on Linux x86_64.
+bool is_linux_x86_64(const std::string& platform) {
+  for (const std::string& tag : split(platform, ".")) {
+    std::string arch;
+    if (tag == "any" || tag == "linux_x86_64" ||
+        (manifest::manylinux_minor(tag, arch) >= 0 && arch == "x86_64"))
+      return true;
+  }
+  return false;
+}
+
+// "13.2.86" < "13.2.100": release segments compared as numbers (non-digits end a segment).
+bool version_less(const std::string& a, const std::string& b) {
+  std::vector<std::string> x = split(a, "."), y = split(b, ".");
+  for (std::size_t i = 0; i < std::max(x.size(), y.size()); ++i) {
+    long u = i < x.size() ? std::atol(x[i].c_str()) : -1,
+         v = i < y.size() ? std::atol(y[i].c_str()) : -1;
+    if (u != v) return u < v;
+  }
+  return false;
+}
+
+Expected<fetch::IndexFile> newest_wheel(const std::vector<fetch::IndexFile>& page,
+                                        const std::string& project, const std::string& spec) {
+  const fetch::IndexFile* best = nullptr;
+  std::string best_version;
+  for (const auto& f : page) {
+    auto fields = wheel_fields(f.filename);
+    if (!fields || manifest::normalize_name((*fields)[0]) != project ||
+        !version_matches((*fields)[1], spec) || !is_linux_x86_64((*fields)[4]))
+      continue;
+    if (best && !version_less(best_version, (*fields)[1])) continue;
+    best = &f;
+    best_version = (*fields)[1];
+  }
+  if (!best)
+    return Error::failed(cat("the index has no Linux x86_64 wheel of ", project, "==", spec));
+  if (!is_sha256_hex(best->sha256))
+    return Error::failed(cat("the index gives no sha256 for ", best->filename,
+                             ": kiln pins every file by its sha256"));
+  return *best;
+}
+
+Expected<ToolkitWheels> cuda_toolkit_wheels(fetch::Downloader& downloader, const std::string& index,
+                                            const std::string& cuda_version, std::string release) {
+  fetch::Context context{downloader, index};
+  KILN_TRY(auto page, fetch::read_project_page(context, "cuda-toolkit"));
+  if (release.empty()) {
+    KILN_TRY(release, newest_release(page, cuda_version));
+  }
+  KILN_TRY(fetch::IndexFile meta_wheel, newest_wheel(page, "cuda-toolkit", release));
+  KILN_TRY(std::string metadata, metapackage_metadata(downloader, meta_wheel));
+  std::vector<Component> components = toolkit_components(metadata);
+  if (std::none_of(components.begin(), components.end(),
+                   [](const Component& c) { return c.project == "nvidia-cuda-nvcc"; }))
+    return Error::failed(cat("cuda-toolkit ", release, " pins no nvidia-cuda-nvcc for its 'nvcc' ",
+                             "extra: kiln cannot make a compiler of its wheels"));
+  ToolkitWheels out{release, {}};
+  for (const Component& c : components) {
+    KILN_TRY(auto files, fetch::read_project_page(context, c.project));
+    KILN_TRY(fetch::IndexFile wheel, newest_wheel(files, c.project, c.version));
+    out.wheels.push_back({wheel.filename, wheel.sha256});
+  }
+  return out;
+}
+
+}  // namespace kiln::init

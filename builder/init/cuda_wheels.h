@@ -1,0 +1,36 @@
+// NVIDIA's CUDA compiler wheels for a torch: the release torch pins (`cuda-toolkit==13.2.2`), its
+// metapackage's `nvcc` and `cccl` extras (nvcc, crt, nvvm, the runtime, CCCL), each resolved to one
+// Linux x86_64 wheel on the index with its sha256.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/expected.h"
+#include "fetch/source.h"
+#include "manifest/target.h"
+
+namespace kiln::init {
+
+struct ToolkitWheels {
+  std::string release;  // "13.2.2"
+  std::vector<manifest::CudaWheel> wheels;
+};
+
+// `release` "": the newest cuda-toolkit release of `cuda_version` ("13.2") on the index.
+Expected<ToolkitWheels> cuda_toolkit_wheels(fetch::Downloader& downloader, const std::string& index,
+                                            const std::string& cuda_version, std::string release);
+
+// The newest Linux x86_64 wheel of `project` whose version satisfies "==`spec`" on a page.
+Expected<fetch::IndexFile> newest_wheel(const std::vector<fetch::IndexFile>& page,
+                                        const std::string& project, const std::string& spec);
+
+// The fields of a wheel file name, "-" split (NAME VERSION PY ABI PLATFORM), or none.
+std::optional<std::vector<std::string>> wheel_fields(const std::string& file);
+// Whether a PLATFORM field ("manylinux_2_27_x86_64.manylinux_2_28_x86_64", "any") installs on
+// Linux x86_64.
+bool is_linux_x86_64(const std::string& platform);
+// "13.2.86" < "13.2.100": release segments compared as numbers.
+bool version_less(const std::string& a, const std::string& b);
+
+}  // namespace kiln::init

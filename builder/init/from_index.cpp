@@ -1,0 +1,352 @@
+#include "init/from_index.h"
+
+#include <algorithm>
+
+#include "archive/zip_reader.h"
+#include "core/hash.h"
+#include "core/log.h"
+#include "core/strings.h"
+#include "elf/elf.h"
+#include "fatbin/fatbin.h"
+#include "init/cuda_wheels.h"
+#include "init/requirements.h"
+#include "manifest/target.h"
+#include "manifest/version.h"
+#include "toolchain/cuda.h"
+#include "toolchain/torch.h"
+
+namespace kiln::init {
+
+namespace fs = std::filesystem;
+using fetch::IndexFile;
+
+namespace {
+
+constexpr std::uint64_t kMaxMetadataBytes = 4u << 20;
+
+Expected<std::vector<IndexFile>> page_of(fetch::Downloader& downloader, const std::string& index,
+                                         const std::string& project) {
+  fetch::Context context{downloader, index};
+  return fetch::read_project_page(context, project);
+}
+
+// The METADATA of a wheel in the download cache.
+Expected<std::string> wheel_metadata(const fs::path& wheel) {
+  KILN_TRY(archive::ZipReader zip, archive::ZipReader::open(wheel, {}, false));
+  for (const auto& e : zip.entries()) {
+    std::string_view name = e.name;
+    std::size_t slash = name.find('/');
+    if (slash != std::string_view::npos && name.substr(0, slash).ends_with(".dist-info") &&
+        name.substr(slash) == "/METADATA")
+      return zip.read(e, kMaxMetadataBytes);
+  }
+  return Error::failed(cat(wheel.filename().string(), " has no .dist-info/METADATA"));
+}
+
+// PEP 658: the wheel's METADATA, served beside it; checked against the sha256 the index gives.
+Expected<std::string> served_metadata(fetch::Downloader& downloader, const IndexFile& file) {
+  std::string url = file.url + ".metadata";
+  KILN_TRY(fetch::HttpResponse got, downloader.get_text(url, {}));
+  if (!got.ok())
+    return Error::failed(cat("cannot read ", fetch::redact_url(url), ": ", got.describe()));
+  if (!file.metadata_sha256.empty() && sha256_hex(got.body) != file.metadata_sha256)
+    return Error::failed(cat("the metadata of ", file.filename, " at ", fetch::redact_url(url),
+                             " does not match the sha256 the index gives for it"));
+  return got.body;
+}
+
+}  // namespace
+
+namespace {
+
+// What kiln learnt about the torch release.
+struct TorchFacts {
+  std::string cuda;     // "13.2"
+  std::string release;  // "13.2.2": the CUDA toolkit release torch pins, "" when none
+  std::string source;   // where `cuda` was read
+  std::optional<toolchain::TorchSysroot> sysroot;  // when a wheel was downloaded and unpacked
+};
+
+// The wheel to read: the one for `prefer`, else the first.
+const TorchFile& pick(const std::vector<TorchFile>& files, const std::string& prefer) {
+  for (const TorchFile& f : files)
+    if (f.python_tag == prefer) return f;
+  return files.front();
+}
+
+// The whole wheel: downloaded (verified) into the download cache and its torch unpacked, as a build
+// would; CUDA from torch/version.py, checked against the metadata's pin.
+Expected<void> read_wheel(fetch::Downloader& downloader, const fs::path& sysroots,
+                          const IndexFile& file, TorchFacts& facts) {
+  log::info(cat("reading ", file.filename, " (", file.size ? cat(*file.size >> 20, " MiB") : "",
+                ") for torch's CUDA version"));
+  KILN_TRY(fetch::CachedFile got,
+           downloader.fetch(file.url, file.filename, file.sha256, file.size));
+  KILN_TRY(std::string metadata, wheel_metadata(got.path));
+  KILN_TRY(toolchain::TorchSysroot sysroot,
+           toolchain::torch_from_wheel(got.path, file.sha256, sysroots));
+  auto pinned = cuda_from_metadata(metadata);
+  if (pinned && !sysroot.cuda.empty() && pinned->version != sysroot.cuda)
+    return Error::failed(cat(file.filename, ": torch/version.py says CUDA ", sysroot.cuda,
+                             " but its metadata pins ", pinned->source));
+  facts.cuda = sysroot.cuda;
+  facts.source = cat(file.filename, ": torch/version.py (cuda = '", sysroot.cuda, "')");
+  if (pinned) facts.release = pinned->release;
+  facts.sysroot = std::move(sysroot);
+  return {};
+}
+
+Expected<TorchFacts> torch_facts(const IndexRequest& request, fetch::Downloader& downloader,
+                                 const fs::path& sysroots, const std::vector<TorchFile>& files) {
+  TorchFacts facts;
+  const IndexFile& file = pick(files, request.prefer_tag).file;
+  bool need_wheel = request.archs == "torch";
+  if (file.has_metadata && !need_wheel) {
+    KILN_TRY(std::string metadata, served_metadata(downloader, file));
+    if (auto cuda = cuda_from_metadata(metadata)) {
+      facts.cuda = cuda->version;
+      facts.release = cuda->release;
+      facts.source = cat(file.filename, ".metadata: ", cuda->source);
+      return facts;
+    }
+  }
+  KILN_CHECK(read_wheel(downloader, sysroots, file, facts));
+  if (facts.cuda.empty())
+    return Error::failed(cat("torch ", request.torch_version, " (", file.filename,
+                             ") is a CPU build: kiln builds CUDA extensions; pick a CUDA build ",
+                             "(e.g. from https://download.pytorch.org/whl/cu128)"));
+  return facts;
+}
+
+}  // namespace
+
+namespace {
+
+// The compiler's toolkit, chosen apart from torch's CUDA.
+struct ToolkitChoice {
+  std::string kind;     // "system", "wheels", "debian"
+  std::string release;  // the CUDA release that compiles ("13.2"), for the arch limits
+  std::vector<manifest::CudaWheel> wheels;
+  std::string note;  // what it is, for the file's comment
+};
+
+int major_of(const std::string& version) {
+  return std::atoi(version.c_str());
+}
+
+Expected<ToolkitChoice> system_toolkit(const TorchFacts& facts, const std::string& torch) {
+  ToolkitChoice tk{"system", facts.cuda, {}, ""};
+  auto found = toolchain::detect_cuda("");
+  if (!found) {
+    log::warn(cat("no CUDA toolkit on this machine (", found.error().message,
+                  "): the build machine needs CUDA ", major_of(facts.cuda), ".0 to ", facts.cuda));
+    tk.note = cat("the build machine's CUDA ", major_of(facts.cuda), ".0 to ", facts.cuda);
+    return tk;
+  }
+  // The target may be meant for another build host: a mismatch here is a warning; the build
+  // checks the toolkit it runs.
+  if (auto fits = toolchain::check_cuda_matches(*found, facts.cuda, cat("torch ", torch)); !fits) {
+    log::warn(cat(fits.error().message, " (the build machine needs a fitting one)"));
+    tk.note = cat("the build machine's CUDA ", major_of(facts.cuda), ".0 to ", facts.cuda);
+    return tk;
+  }
+  tk.release = found->version;
+  tk.note = cat("the system's CUDA ", found->version, " (", found->home.string(), " here)");
+  return tk;
+}
+
+Expected<ToolkitChoice> choose_toolkit(const IndexRequest& r, fetch::Downloader& downloader,
+                                       const TorchFacts& facts) {
+  int major = major_of(facts.cuda);
+  std::string kind = !r.toolkit.empty() ? r.toolkit : major >= 13 ? "wheels" : "debian";
+  if (kind == "system") return system_toolkit(facts, r.torch_version);
+  if (kind == "wheels") {
+    if (major < 13)
+      return Error::bad_input(
+          cat("torch ", r.torch_version, " was built with CUDA ", facts.cuda, ", and NVIDIA ",
+              "publishes no CUDA ", major, " compiler as wheels (nvidia-cuda-nvcc-cu", major,
+              " holds only ptxas): use --toolkit debian (Debian's CUDA 12 packages) or --toolkit ",
+              "system (a CUDA ", major, " toolkit on the build machine)"));
+    KILN_TRY(ToolkitWheels w,
+             cuda_toolkit_wheels(downloader, r.cuda_index, facts.cuda, facts.release));
+    std::vector<std::string> parts = split(w.release, ".");
+    return ToolkitChoice{"wheels", cat(parts.at(0), ".", parts.size() > 1 ? parts[1] : "0"),
+                         std::move(w.wheels), cat("NVIDIA's CUDA ", w.release, " wheels")};
+  }
+  if (kind == "debian")
+    return Error::bad_input("--toolkit debian: this kiln has no Debian toolkit source yet");
+  return Error::bad_input(
+      cat("bad --toolkit '", kind, "': expected 'system', 'wheels' or 'debian'"));
+}
+
+Expected<manifest::ArchList> requested_archs(const IndexRequest& r, const TorchFacts& facts) {
+  if (r.archs == "torch") {
+    if (!facts.sysroot) return Error::failed("--archs torch: torch's libraries were not read");
+    return archs_of_library(facts.sysroot->lib_dir() / "libtorch_cuda.so");
+  }
+  auto archs = manifest::ArchList::parse(r.archs);
+  if (!archs) return Error::bad_input(cat("--archs: ", archs.error().message));
+  return archs;
+}
+
+// A TOML basic string.
+std::string toml_string(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\')
+      out += cat("\\", std::string(1, c));
+    else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      out += cat("\\u00", "0123456789abcdef"[(c >> 4) & 0xf], "0123456789abcdef"[c & 0xf]);
+    else
+      out += c;
+  }
+  return out + "\"";
+}
+
+// [python]: the one CPython asked for ("3.12"), else the machine's python3.
+std::string python_table(const IndexRequest& r) {
+  if (r.python_tags.size() == 1 && !r.python_tags[0].ends_with("t"))
+    return cat("[python]\nversion = ", toml_string(cat("3.", r.python_tags[0].substr(3))), "\n");
+  return "[python]\ninterpreter = \"python3\"\n";
+}
+
+std::string torch_table(const IndexRequest& r, const std::vector<TorchFile>& files) {
+  std::string out = cat("[torch]\nversion = ", toml_string(r.torch_version), "\n");
+  if (r.write_index) out += cat("index-url = ", toml_string(r.torch_index), "\n");
+  out += "\n# One pinned wheel per CPython ABI; kiln takes the one matching the interpreter.\n";
+  for (const TorchFile& f : files)
+    out += cat("[[torch.wheel]]\npython = ", toml_string(f.python_tag),
+               "\nfile = ", toml_string(f.file.filename), "\nsha256 = ", toml_string(f.file.sha256),
+               "\n\n");
+  return out;
+}
+
+std::string cuda_table(const TorchFacts& facts, const ToolkitChoice& tk) {
+  std::string out = cat("[cuda]\ntoolkit = ", toml_string(tk.kind),
+                        "\nversion = ", toml_string(facts.cuda), "\n");
+  for (const auto& w : tk.wheels)
+    out += cat("\n[[cuda.wheel]]\nfile = ", toml_string(w.file),
+               "\nsha256 = ", toml_string(w.sha256), "\n");
+  return out;
+}
+
+std::string render(const IndexRequest& r, const std::vector<TorchFile>& files,
+                   const TorchFacts& facts, const ToolkitChoice& tk,
+                   const manifest::ArchList& archs) {
+  std::string std_note =
+      facts.sysroot ? cat("; its cpp_extension compiles with -std=", facts.sysroot->cxx_std) : "";
+  std::string head =
+      cat("# Written by `", r.command, "`.\n# torch ", r.torch_version, " is a CUDA ", facts.cuda,
+          " build (", facts.source, ")", std_note, ".\n# Compiler: ", tk.note, ".\n");
+  std::string description = cat("torch ", r.torch_version, " / CUDA ", facts.cuda, " / ", tk.note,
+                                " / ", archs.canonical());
+  return cat(head, "[target]\ndescription = ", toml_string(description),
+             "\narchs = ", toml_string(archs.torch_arch_list()), "\n\n", python_table(r), "\n",
+             torch_table(r, files), cuda_table(facts, tk), "\n[compiler]\ncxx = \"g++\"\n");
+}
+
+// "2.11.0+cu128" is not there: the versions of the same release the index has.
+Error missing_version(const IndexRequest& r, const std::vector<IndexFile>& page) {
+  std::string base = r.torch_version.substr(0, r.torch_version.find('+'));
+  std::vector<std::string> near;
+  for (const IndexFile& f : page) {
+    auto fields = wheel_fields(f.filename);
+    if (fields && (*fields)[0] == "torch" && (*fields)[1].rfind(base, 0) == 0 &&
+        std::find(near.begin(), near.end(), (*fields)[1]) == near.end())
+      near.push_back((*fields)[1]);
+  }
+  return Error::failed(cat("the index ", fetch::redact_url(r.torch_index), " has no torch ",
+                           r.torch_version, " wheel for Linux x86_64 CPython",
+                           near.empty() ? "" : cat(" (it has ", join(near, ", "), ")")));
+}
+
+std::string default_name(const IndexRequest& r, const TorchFacts& facts) {
+  std::string cuda = facts.cuda;
+  cuda.erase(std::remove(cuda.begin(), cuda.end(), '.'), cuda.end());
+  return cat("torch", r.torch_version.substr(0, r.torch_version.find('+')), "-cu", cuda);
+}
+
+}  // namespace
+
+Expected<IndexTarget> target_from_index(const IndexRequest& r, fetch::Downloader& downloader,
+                                        const fs::path& sysroots) {
+  if (!manifest::is_torch_version(r.torch_version))
+    return Error::bad_input(cat("bad --torch '", r.torch_version,
+                                "': expected a version such as 2.15.0 or 2.11.0+cu128"));
+  KILN_TRY(auto page, page_of(downloader, r.torch_index, "torch"));
+  KILN_TRY(auto files, torch_files(page, r.torch_version, r.python_tags));
+  if (files.empty()) return missing_version(r, page);
+  KILN_TRY(TorchFacts facts, torch_facts(r, downloader, sysroots, files));
+  KILN_TRY(ToolkitChoice tk, choose_toolkit(r, downloader, facts));
+  KILN_TRY(manifest::ArchList archs, requested_archs(r, facts));
+  if (std::string problem = manifest::archs_toolkit_problem(archs, tk.release); !problem.empty())
+    return Error::bad_input(cat(tk.note, " cannot build ", archs.canonical(), ": ", problem));
+  std::string name = r.name.empty() ? default_name(r, facts) : r.name;
+  IndexTarget out{name, render(r, files, facts, tk, archs), {}};
+  KILN_TRY(manifest::Target parsed, manifest::parse_target(out.text, name, name + ".toml"));
+  std::vector<std::string> tags;
+  for (const auto& f : files) tags.push_back(f.python_tag);
+  out.facts = {{"name", name},
+               {"torch", r.torch_version},
+               {"python_tags", tags},
+               {"cuda", facts.cuda},
+               {"cuda_source", facts.source},
+               {"toolkit", tk.kind},
+               {"toolkit_note", tk.note},
+               {"archs", parsed.archs.canonical()}};
+  return out;
+}
+
+Expected<std::vector<TorchFile>> torch_files(const std::vector<IndexFile>& page,
+                                             const std::string& version,
+                                             const std::vector<std::string>& tags) {
+  std::vector<TorchFile> out;
+  for (const IndexFile& f : page) {
+    auto fields = wheel_fields(f.filename);
+    if (!fields || (*fields)[0] != "torch" || (*fields)[1] != version) continue;
+    const std::string &py = (*fields)[2], &abi = (*fields)[3];
+    if (!abi.starts_with(py) || !manifest::is_cpython_tag(abi) || !is_linux_x86_64((*fields)[4]))
+      continue;
+    if (!tags.empty() && std::find(tags.begin(), tags.end(), abi) == tags.end()) continue;
+    if (std::any_of(out.begin(), out.end(),
+                    [&](const TorchFile& t) { return t.python_tag == abi; }))
+      continue;
+    if (!is_sha256_hex(f.sha256))
+      return Error::failed(cat("the index gives no sha256 for ", f.filename,
+                               ": kiln pins every file by its sha256"));
+    out.push_back({abi, f});
+  }
+  for (const std::string& tag : tags)
+    if (std::none_of(out.begin(), out.end(),
+                     [&](const TorchFile& t) { return t.python_tag == tag; }))
+      return Error::failed(
+          cat("the index has no torch ", version, " wheel for ", tag, " on Linux x86_64"));
+  std::sort(out.begin(), out.end(), [](const TorchFile& a, const TorchFile& b) {
+    return std::make_pair(a.python_tag.size(), a.python_tag) <
+           std::make_pair(b.python_tag.size(), b.python_tag);
+  });
+  return out;
+}
+
+Expected<manifest::ArchList> archs_of_library(const fs::path& library) {
+  KILN_TRY(archive::MappedFile file, archive::MappedFile::open(library));
+  KILN_TRY(elf::ElfInfo info, elf::read_elf(file.bytes(), library.filename().string()));
+  const elf::Section* section = info.section(".nv_fatbin");
+  auto bytes = section ? elf::section_bytes(file.bytes(), *section) : std::nullopt;
+  if (!bytes)
+    return Error::failed(cat(library.string(), " holds no CUDA device code (.nv_fatbin)"));
+  KILN_TRY(auto containers, fatbin::parse(*bytes, library.filename().string()));
+  std::vector<std::string> tokens;
+  for (const fatbin::Entry& e : fatbin::all_entries(containers)) {
+    std::string suffix = e.variant ? std::string(1, e.variant) : "";
+    if (e.kind == fatbin::Kind::Elf) tokens.push_back(cat("sm_", e.arch, suffix));
+    if (e.kind == fatbin::Kind::Ptx) tokens.push_back(cat("compute_", e.arch, suffix));
+  }
+  std::sort(tokens.begin(), tokens.end());
+  tokens.erase(std::unique(tokens.begin(), tokens.end()), tokens.end());
+  auto archs = manifest::ArchList::parse(join(tokens, ";"));
+  if (!archs) return Error::failed(cat(library.filename().string(), ": ", archs.error().message));
+  return archs;
+}
+
+}  // namespace kiln::init

@@ -1,0 +1,52 @@
+// What a torch wheel's metadata says about CUDA, and what NVIDIA's cuda-toolkit metapackage pins:
+// the Requires-Dist lines `kiln target init --torch` reads, never guessing from a `+cuXYZ` label.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln::init {
+
+// One Requires-Dist value, as far as kiln reads it: "cuda-toolkit[cudart,nvcc]==13.2.2;
+// platform_system == 'Linux'" -> {"cuda-toolkit", {"cudart", "nvcc"}, "==", "13.2.2",
+// "platform_system == 'Linux'"}. Only a single `==` or `===` specifier is taken apart; other
+// specifiers stay in `specifier` whole with an empty `op`.
+struct Requirement {
+  std::string name;  // as written
+  std::vector<std::string> extras;
+  std::string op;         // "==", "===", or "" when the specifier is anything else
+  std::string version;    // "13.2.2", "13.2.86.*"
+  std::string specifier;  // the whole version specifier, as written
+  std::string marker;     // after ';', trimmed
+  // The extra the marker requires ("nvcc" for "... and extra == 'nvcc'"), "" when none.
+  std::string marker_extra() const;
+};
+std::optional<Requirement> parse_requirement(std::string_view text);
+
+// torch's CUDA, from its metadata.
+struct TorchCuda {
+  std::string version;  // "13.2"
+  std::string release;  // the toolkit release torch pins ("13.2.2"), "" when it pins none
+  std::string source;   // the requirement it was read from, as written
+};
+// From `cuda-toolkit[…]==13.2.2` (torch 2.11 and newer on PyPI), else from the CUDA runtime's pin
+// (`nvidia-cuda-runtime-cu12==12.8.90`, `nvidia-cuda-runtime==13.0.96`); nothing for a CPU build.
+std::optional<TorchCuda> cuda_from_metadata(std::string_view metadata);
+
+// The components kiln's wheel toolkit needs (nvcc, crt, nvvm, the runtime, CCCL) as cuda-toolkit's
+// metadata pins them for its `nvcc` and `cccl` extras: project name (normalised) and version spec
+// ("13.2.86.*"), sorted by project, each once.
+struct Component {
+  std::string project;
+  std::string version;  // the `==` operand, maybe ending in ".*"
+  bool operator==(const Component&) const = default;
+};
+std::vector<Component> toolkit_components(std::string_view cuda_toolkit_metadata);
+
+// Whether `version` satisfies "==`spec`" (PEP 440 prefix matching for a trailing ".*", on
+// release segments; exact text otherwise).
+bool version_matches(std::string_view version, std::string_view spec);
+
+}  // namespace kiln::init
