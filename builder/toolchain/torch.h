@@ -25,7 +25,7 @@ struct TorchSysroot {
   // 2.11 and older), "c++20" (2.12 and newer), read from its own source.
   std::string cxx_std = "c++17";
   std::string nvcc_std = "c++17";
-  std::string identity_sha256;              // the wheel's sha256, or a hash of the libraries
+  std::string identity_sha256;  // the wheel's sha256, or a hash of the libraries
 
   std::vector<std::string> include_dirs() const;
   std::filesystem::path lib_dir() const { return root / "lib"; }
