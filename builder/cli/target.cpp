@@ -13,8 +13,6 @@
 #include "core/fs.h"
 #include "core/log.h"
 #include "core/strings.h"
-#include "fetch/index_config.h"
-#include "fetch/url.h"
 #include "init/from_index.h"
 #include "manifest/target.h"
 #include "pipeline/sources.h"
@@ -85,16 +83,6 @@ int init_from_environment(Context& ctx, const Options& opts) {
   return 0;
 }
 
-// The command line as the file's comment records it.
-std::string command_text(const Options& opts) {
-  std::string c = cat("kiln target init --torch ", opts.torch);
-  if (!opts.index_url.empty()) c += cat(" --index-url ", fetch::redact_url(opts.index_url));
-  if (!opts.python_tags.empty()) c += cat(" --python-tags ", join(opts.python_tags, ","));
-  c += cat(" --archs ", opts.archs);
-  if (!opts.toolkit.empty()) c += cat(" --toolkit ", opts.toolkit);
-  return c;
-}
-
 int init_from_index(Context& ctx, const Options& opts) {
   if (!opts.index_url.empty() && !manifest::is_index_url(opts.index_url))
     raise(Error::bad_input(cat("bad --index-url '", printable_excerpt(opts.index_url, 200),
@@ -115,7 +103,6 @@ int init_from_index(Context& ctx, const Options& opts) {
   r.name =
       opts.name.empty() && !opts.output.empty() ? fs::path(opts.output).stem().string() : opts.name;
   if (auto py = toolchain::probe_python("python3")) r.prefer_tag = py->abi_tag;
-  r.command = command_text(opts);
   init::IndexTarget t = init::target_from_index(r, fetching->context().downloader,
                                                 cache::Store(ctx.cache_path()).sysroots())
                             .value();

@@ -230,14 +230,25 @@ std::string cuda_table(const TorchFacts& facts, const ToolkitChoice& tk) {
   return out;
 }
 
+// The command line that writes this target, for the file's first comment.
+std::string command_text(const IndexRequest& r) {
+  std::string c = cat("kiln target init --torch ", r.torch_version);
+  if (r.write_index) c += cat(" --index-url ", fetch::redact_url(r.torch_index));
+  if (!r.python_tags.empty()) c += cat(" --python-tags ", join(r.python_tags, ","));
+  c += cat(" --archs \"", r.archs, "\"");
+  if (!r.toolkit.empty()) c += cat(" --toolkit ", r.toolkit);
+  if (!r.name.empty()) c += cat(" --name ", r.name);
+  return c;
+}
+
 std::string render(const IndexRequest& r, const std::vector<TorchFile>& files,
                    const TorchFacts& facts, const ToolkitChoice& tk,
                    const manifest::ArchList& archs) {
   std::string std_note =
       facts.sysroot ? cat("; its cpp_extension compiles with -std=", facts.sysroot->cxx_std) : "";
   std::string head =
-      cat("# Written by `", r.command, "`.\n# torch ", r.torch_version, " is a CUDA ", facts.cuda,
-          " build (", facts.source, ")", std_note, ".\n# Compiler: ", tk.note, ".\n");
+      cat("# Written by `", command_text(r), "`.\n# torch ", r.torch_version, " is a CUDA ",
+          facts.cuda, " build (", facts.source, ")", std_note, ".\n# Compiler: ", tk.note, ".\n");
   std::string description = cat("torch ", r.torch_version, " / CUDA ", facts.cuda, " / ", tk.note,
                                 " / ", archs.canonical());
   return cat(head, "[target]\ndescription = ", toml_string(description),

@@ -30,7 +30,6 @@ struct IndexRequest {
   std::string toolkit;                   // "system", "wheels", "debian"; "": by torch's CUDA
   std::string name;                      // "": torch<version>-cu<label digits>
   std::string prefer_tag;                // the wheel to read when one must be read ("cp311")
-  std::string command;                   // the command line, for the file's first comment
 };
 
 struct IndexTarget {

@@ -178,7 +178,6 @@ class IndexTest : public ::testing::Test {
     r.torch_version = "2.15.0";
     r.torch_index = r.cuda_index = server_->url("/simple/");
     r.archs = "8.0;9.0;10.0;12.0";
-    r.command = "kiln target init --torch 2.15.0";
     return r;
   }
 
