@@ -218,11 +218,19 @@ Expected<Report> validate_installed(const fs::path& site, const std::string& dis
     for (auto& c : check_gpu_code(w, per_gpu)) r.checks.push_back(std::move(c));
     return r;
   }
+  std::vector<CheckResult> once;  // gpu-code's ptx-jit, after every GPU's gpu-target
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     per_gpu.gpu = gpus[i];
-    for (auto& c : check_gpu_code(w, per_gpu))
-      if (c.id == "gpu-target" || i == 0) r.checks.push_back(std::move(c));
+    for (auto& c : check_gpu_code(w, per_gpu)) {
+      if (c.id == "gpu-code" && i == 0)
+        r.checks.push_back(std::move(c));
+      else if (c.id == "gpu-target")
+        r.checks.push_back(std::move(c));
+      else if (i == 0)
+        once.push_back(std::move(c));
+    }
   }
+  for (auto& c : once) r.checks.push_back(std::move(c));
   return r;
 }
 

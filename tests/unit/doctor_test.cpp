@@ -86,9 +86,17 @@ TEST(Doctor, StaticChecksKeepDoctorPyReasonsAndAddTheirOwn) {
   fs::path site = dir.path() / "site";
   fs::create_directories(site / "causal_conv1d-1.7.0.dist-info");
   fs::create_directories(site / "causal_conv1d");
-  std::ofstream(site / "causal_conv1d/__init__.py") << "\n";
+  // An extension holding SASS for sm_90 and sm_120 (tests/data/fatbin/multi.fatbin).
+  std::ofstream(dir.path() / "dev.c") << "void* PyInit_dev(void) { return 0; }\n";
+  run_capture({"gcc", "-shared", "-fPIC", "-o", (dir.path() / "dev.so").string(),
+               (dir.path() / "dev.c").string()})
+      .value();
+  run_capture({"objcopy", "--add-section",
+               cat(".nv_fatbin=", KILN_SOURCE_DIR, "/tests/data/fatbin/multi.fatbin"),
+               (dir.path() / "dev.so").string(), (site / "causal_conv1d_cuda.so").string()})
+      .value();
   std::ofstream(site / "causal_conv1d-1.7.0.dist-info/RECORD")
-      << "causal_conv1d/__init__.py,,\ncausal_conv1d-1.7.0.dist-info/RECORD,,\n";
+      << "causal_conv1d_cuda.so,,\ncausal_conv1d-1.7.0.dist-info/RECORD,,\n";
   nlohmann::json report = sample(true);
   report["gpus"] = nlohmann::json::parse(R"([{"cc": "9.0"}])");
   report["driver"] = {{"cuda", "13.0"}};
@@ -102,14 +110,18 @@ TEST(Doctor, StaticChecksKeepDoctorPyReasonsAndAddTheirOwn) {
   nlohmann::json k = static_checks(report, "python3");
   ASSERT_EQ(k["installed"].size(), 2u);
   EXPECT_EQ(k["installed"][0]["name"], "causal-conv1d");
-  // No shared object: nothing runs on the GPU, which decides the fast path.
-  EXPECT_EQ(k["fast_path"]["active"], false);
+  EXPECT_EQ(k["installed"][0]["ok"], true);
+  EXPECT_EQ(k["fast_path"], nlohmann::json::parse(R"({"active": true, "reasons": []})"));
+  EXPECT_EQ(k["ok"], true);  // a kiln wheel that cannot be checked does not decide the fast path
+  EXPECT_CONTAINS(k["installed"][1]["error"].get<std::string>(), "no such dist-info directory");
+  EXPECT_EQ(k["version"], KILN_VERSION_FOR_TESTS);
+  // On an sm_100 GPU causal-conv1d has nothing to run: the fast path is missing.
+  report["gpus"] = nlohmann::json::parse(R"([{"cc": "9.0"}, {"cc": "10.0"}])");
+  k = static_checks(report, "python3");
+  EXPECT_EQ(k["ok"], false);
   ASSERT_EQ(k["fast_path"]["reasons"].size(), 1u);
   EXPECT_CONTAINS(k["fast_path"]["reasons"][0].get<std::string>(),
-                  "causal-conv1d gpu-code: no ELF files");
-  EXPECT_CONTAINS(k["installed"][1]["error"].get<std::string>(), "no such dist-info directory");
-  EXPECT_EQ(k["ok"], false);
-  EXPECT_EQ(k["version"], KILN_VERSION_FOR_TESTS);
+                  "causal-conv1d gpu-target: causal_conv1d_cuda.so will not run on sm_100");
   // doctor.py's reasons come first and stay.
   report = sample(false);
   k = static_checks(report, "python3");
