@@ -13,6 +13,7 @@
 #include "core/interrupt.h"
 #include "core/log.h"
 #include "core/strings.h"
+#include "doctor/doctor.h"
 #include "index/scan.h"
 #include "index/server.h"
 
@@ -90,6 +91,9 @@ std::function<int()> configure_serve(CLI::App& sub, Context& ctx) {
       log::warn(cat("serving on ", opts->host, " without --token-file: anyone who reaches this ",
                     "machine can download every cached wheel"));
     so.log = [](std::string_view line) { log::info(line); };
+    // The doctor's Python half, for GPU hosts without kiln: curl -s URL/doctor.py | python3 -
+    so.static_files["doctor.py"] =
+        index::make_static_file("text/x-python; charset=utf-8", std::string(doctor::script()));
 
     index::CacheIndex cache_index(ctx.cache_path());
     auto model = cache_index.current();
@@ -98,6 +102,7 @@ std::function<int()> configure_serve(CLI::App& sub, Context& ctx) {
     std::string url = server->url();
     log::info(cat("serving ", url, " from ", ctx.cache_path().string()));
     print_targets(*model, url);
+    log::info(cat("on a GPU host without kiln: curl -s ", url, "doctor.py | python3 -"));
     if (ctx.json) print_ready(*model, url, ctx.cache_path());
     if (!so.token.empty())
       log::info("requests need the token (pip/uv: put it in the URL as http://kiln:TOKEN@host/)");

@@ -40,12 +40,18 @@ std::vector<std::string> build_environment(const ProcessSpec& spec) {
   return out;
 }
 
-void read_available(int fd, std::string& out) {
+// Reads to EOF; keeps at most `max` bytes in `out` (0: no limit) and says when it dropped some.
+void read_available(int fd, std::string& out, std::size_t max, bool& truncated) {
   char buffer[65536];
   while (true) {
     ssize_t n = ::read(fd, buffer, sizeof buffer);
     if (n > 0) {
-      out.append(buffer, static_cast<std::size_t>(n));
+      std::size_t take = static_cast<std::size_t>(n);
+      if (max && out.size() + take > max) {
+        take = max - out.size();
+        truncated = true;
+      }
+      out.append(buffer, take);
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -101,8 +107,13 @@ std::filesystem::path find_program(const std::string& name) {
   return {};
 }
 
-Child::Child(pid_t pid, int out_fd, bool group)
-    : pid_(pid), pgid_(pid), out_fd_(out_fd), group_(group), start_(now_seconds()) {}
+Child::Child(pid_t pid, int out_fd, bool group, std::size_t max_output)
+    : pid_(pid),
+      pgid_(pid),
+      out_fd_(out_fd),
+      group_(group),
+      start_(now_seconds()),
+      max_output_(max_output) {}
 
 Child::Child(Child&& other) noexcept
     : pid_(other.pid_),
@@ -110,7 +121,9 @@ Child::Child(Child&& other) noexcept
       out_fd_(other.out_fd_),
       group_(other.group_),
       start_(other.start_),
-      output_(std::move(other.output_)) {
+      output_(std::move(other.output_)),
+      max_output_(other.max_output_),
+      truncated_(other.truncated_) {
   other.pid_ = -1;
   other.out_fd_ = -1;
 }
@@ -139,17 +152,20 @@ ProcessResult Child::finish(int status, const ::rusage& usage) {
   result.cpu_seconds = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
                        static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
   if (out_fd_ >= 0) {
-    read_available(out_fd_, output_);
+    read_available(out_fd_, output_, max_output_, truncated_);
     ::close(out_fd_);
     out_fd_ = -1;
   }
   result.output = std::move(output_);
+  result.output_truncated = truncated_;
   pid_ = -1;
   return result;
 }
 
 Expected<ProcessResult> Child::wait() {
-  if (out_fd_ >= 0) read_available(out_fd_, output_);  // until EOF: the child closed its end
+  if (out_fd_ >= 0)
+    read_available(out_fd_, output_, max_output_,
+                   truncated_);  // until EOF: the child closed its end
   int status = 0;
   ::rusage usage{};
   while (::wait4(pid_, &status, 0, &usage) < 0) {
@@ -202,6 +218,13 @@ Expected<Child> spawn(const ProcessSpec& spec) {
       posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
       posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 2);
       break;
+    case ProcessSpec::Output::CaptureStdout:
+      if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+        cleanup();
+        return Error::failed(cat("pipe failed: ", std::strerror(errno)));
+      }
+      posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
+      break;
     case ProcessSpec::Output::Log:
       posix_spawn_file_actions_addopen(&actions, 1, spec.log_file.c_str(),
                                        O_WRONLY | O_CREAT | (spec.append_log ? O_APPEND : O_TRUNC),
@@ -239,7 +262,7 @@ Expected<Child> spawn(const ProcessSpec& spec) {
     if (pipe_fds[0] >= 0) ::close(pipe_fds[0]);
     return Error::failed(cat("cannot run ", program, ": ", std::strerror(rc)));
   }
-  return Child(pid, pipe_fds[0], spec.new_process_group);
+  return Child(pid, pipe_fds[0], spec.new_process_group, spec.max_output);
 }
 
 Expected<ProcessResult> run_process(const ProcessSpec& spec) {

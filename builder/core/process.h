@@ -14,25 +14,30 @@
 namespace kiln {
 
 struct ProcessSpec {
-  enum class Output { Capture, Log, Inherit, Discard };
+  // Capture: stdout and stderr together; CaptureStdout: stdout, stderr goes to this process's.
+  enum class Output { Capture, CaptureStdout, Log, Inherit, Discard };
 
   std::vector<std::string> argv;
   std::filesystem::path cwd;  // empty: the current directory
   std::vector<std::pair<std::string, std::string>> env_set;
   std::vector<std::string> env_unset;
   Output output = Output::Capture;  // stdout and stderr together
-  std::filesystem::path log_file;   // with Output::Log
-  bool append_log = false;          // add to log_file instead of replacing it
-  bool new_process_group = true;    // so an interrupt can stop the child and its children
+  // Capture, CaptureStdout: keep at most this many bytes of output (0: all); the rest is read and
+  // dropped (ProcessResult::output_truncated), so a child cannot make this process grow.
+  std::size_t max_output = 0;
+  std::filesystem::path log_file;  // with Output::Log
+  bool append_log = false;         // add to log_file instead of replacing it
+  bool new_process_group = true;   // so an interrupt can stop the child and its children
   // Descriptors the child keeps open under the same numbers (all others are close-on-exec), e.g. a
   // lock it must hold for as long as it runs.
   std::vector<int> inherit_fds;
 };
 
 struct ProcessResult {
-  int exit_code = -1;   // -1 when killed by a signal
-  int term_signal = 0;  // the signal that ended it, or 0
-  std::string output;   // with Output::Capture
+  int exit_code = -1;             // -1 when killed by a signal
+  int term_signal = 0;            // the signal that ended it, or 0
+  std::string output;             // with Output::Capture or CaptureStdout
+  bool output_truncated = false;  // more than ProcessSpec::max_output bytes came
   double seconds = 0;
   double cpu_seconds = 0;  // user + system time of the child and the descendants it waited for
   long max_rss_kib = 0;
@@ -55,7 +60,7 @@ class Child {
 
  private:
   friend Expected<Child> spawn(const ProcessSpec& spec);
-  Child(pid_t pid, int out_fd, bool group);
+  Child(pid_t pid, int out_fd, bool group, std::size_t max_output);
   ProcessResult finish(int status, const ::rusage& usage);
   pid_t pid_ = -1;
   pid_t pgid_ = -1;
@@ -63,6 +68,8 @@ class Child {
   bool group_ = false;
   double start_ = 0;
   std::string output_;
+  std::size_t max_output_ = 0;
+  bool truncated_ = false;
 };
 
 Expected<Child> spawn(const ProcessSpec& spec);

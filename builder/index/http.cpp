@@ -5,6 +5,7 @@
 #include <charconv>
 #include <ctime>
 
+#include "core/hash.h"
 #include "core/strings.h"
 #include "manifest/version.h"
 
@@ -425,6 +426,29 @@ std::optional<std::vector<std::string>> split_path(std::string_view path, bool& 
   return out;
 }
 
+StaticFile make_static_file(std::string content_type, std::string body) {
+  StaticFile f{std::move(content_type), std::move(body), ""};
+  f.etag = cat('"', sha256_hex(f.body), '"');
+  return f;
+}
+
+namespace {
+
+Response serve_static(const Request& req, const StaticFile& f) {
+  Response r;
+  r.headers = {{"Content-Type", f.content_type},
+               {"ETag", f.etag},
+               {"Cache-Control", kPageCache},
+               {"X-Content-Type-Options", "nosniff"}};
+  if (req.has_header("If-None-Match") && none_match(req.header("If-None-Match"), f.etag))
+    r.status = 304;
+  else
+    r.body = f.body;
+  return r;
+}
+
+}  // namespace
+
 Response handle(const Request& req, const IndexModel& model, const HandlerOptions& options) {
   std::size_t lengths = 0;
   for (const auto& [k, v] : req.headers) lengths += iequals(k, "Content-Length");
@@ -460,6 +484,9 @@ Response handle(const Request& req, const IndexModel& model, const HandlerOption
       r.body = model.root_html;
     return r;
   }
+  if (seg.size() == 1 && !slash)
+    if (auto it = options.static_files.find(seg[0]); it != options.static_files.end())
+      return serve_static(req, it->second);
   const Target* target = model.target(seg[0]);
   if (!target && seg[0] == "simple") return no_such_index(model);
   if (!target || seg.size() > 4) return not_found();

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -45,7 +46,18 @@ struct Response {
   std::uint64_t content_length() const { return file ? file->length : body.size(); }
 };
 
+// A file the index serves at /<name> besides the targets (e.g. /doctor.py, the text `kiln serve`
+// gets from the CLI): one path segment, never a target's pages, which live under /<target>/.
+struct StaticFile {
+  std::string content_type;
+  std::string body;
+  std::string etag;  // "\"<sha256 of body>\"": make_static_file sets it
+};
+StaticFile make_static_file(std::string content_type, std::string body);
+
 struct HandlerOptions {
+  // By name ("doctor.py"): served at /<name>, without a trailing slash.
+  std::map<std::string, StaticFile> static_files;
   // When not empty, every request needs `Authorization: Bearer <token>` or Basic auth with the
   // token as the password (any user name), as pip and uv send for http://user:token@host/.
   std::string token;

@@ -282,6 +282,7 @@ Expected<std::unique_ptr<Server>> Server::start(const ServerOptions& options, Ca
   Impl& impl = *server->impl_;
   impl.index = &index;
   impl.handler.token = options.token;
+  impl.handler.static_files = options.static_files;
   impl.log = options.log;
   server->host_ = options.host;
 

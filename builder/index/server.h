@@ -19,11 +19,12 @@
 namespace kiln::index {
 
 struct ServerOptions {
-  std::string host = "127.0.0.1";     // a numeric address or a name resolving to one
-  std::uint16_t port = 0;             // 0: a free port
-  std::string token;                  // see HandlerOptions
-  unsigned threads = 0;               // event-loop threads; 0: one per core, 2 to 8
-  unsigned max_connections = 0;       // 0: 10000, or what the open-files limit allows
+  std::string host = "127.0.0.1";                  // a numeric address or a name resolving to one
+  std::uint16_t port = 0;                          // 0: a free port
+  std::string token;                               // see HandlerOptions
+  std::map<std::string, StaticFile> static_files;  // see HandlerOptions
+  unsigned threads = 0;                            // event-loop threads; 0: one per core, 2 to 8
+  unsigned max_connections = 0;                    // 0: 10000, or what the open-files limit allows
   unsigned idle_timeout_s = 30;       // a connection with no traffic for this long is closed
   unsigned head_timeout_s = 10;       // a request head (line and headers) must be whole this soon
                                       // after the connection opened or its last answer was sent

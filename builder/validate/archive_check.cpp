@@ -41,6 +41,8 @@ std::vector<std::string_view> python_splitlines(std::string_view text) {
   return lines;
 }
 
+}  // namespace
+
 // RECORD as installers read it: pip parses `csv.reader(text.splitlines())`, so this follows
 // CPython's csv reader (excel dialect, not strict) over those lines: a quoted field goes on over
 // a line break, which it drops; a quote after a closing quote is kept literally. Each row comes
@@ -101,6 +103,8 @@ std::vector<std::pair<std::size_t, std::vector<std::string>>> parse_record(std::
   }
   return rows;
 }
+
+namespace {
 
 bool is_signature_file(const std::string& dist_info, const std::string& name) {
   return name == dist_info + "/RECORD.jws" || name == dist_info + "/RECORD.p7s";

@@ -36,7 +36,9 @@ struct LoadedWheel {
   std::filesystem::path path;
   std::string filename;
   WheelName name;
-  std::optional<archive::ZipReader> zip;  // absent when the archive is unreadable
+  std::optional<archive::ZipReader> zip;  // absent when the archive is unreadable or installed
+  bool installed = false;  // an installed distribution's files (validate_installed), no archive
+  bool readable() const { return zip.has_value() || installed; }
   std::string zip_error;
   std::vector<Member> members;  // every file entry (not directories), in archive order
   std::string dist_info;        // "<dir>.dist-info" as found in the archive ("" when none)
@@ -131,6 +133,13 @@ struct PyImport {
 };
 std::vector<PyImport> scan_imports(std::string_view text, std::string_view package,
                                    std::size_t max_imports = 100000);
+// archive: RECORD's rows as pip reads them (CPython's csv reader over splitlines()), each with the
+// 1-based line it starts on.
+std::vector<std::pair<std::size_t, std::vector<std::string>>> parse_record(std::string_view text);
+// gpu-code: the CUDA release that introduced a PTX ISA version, times ten (9.0 -> 130 for
+// CUDA 13.0, 8.7 -> 128); a driver JIT-compiles PTX up to its own CUDA version. 0 for an invalid
+// version.
+int ptx_isa_cuda(int major, int minor);
 // torch-abi: the N of libcudart.so.N ("" when `soname` is not one).
 std::string_view cudart_major(std::string_view soname);
 

@@ -76,6 +76,19 @@ std::vector<std::string> by_arch(const std::set<std::string>& names) {
   return v;
 }
 
+// "13.0" -> 130; 0 when it does not read.
+int cuda_number(const std::string& version) {
+  auto parts = split(version, ".");
+  if (parts.empty() || parts[0].empty()) return 0;
+  int major = std::atoi(parts[0].c_str());
+  int minor = parts.size() > 1 ? std::atoi(parts[1].c_str()) : 0;
+  return major > 0 && minor >= 0 && minor < 10 ? major * 10 + minor : 0;
+}
+
+std::string cuda_name(int number) {
+  return cat(number / 10, ".", number % 10);
+}
+
 // --archs (or a target's) when given, else the archs the provenance records, else none.
 Requested requested_archs(const LoadedWheel& w, const Options& options) {
   Requested r{options.archs, options.archs_from};
@@ -198,7 +211,7 @@ void compare_with_requested(const DeviceScan& scan, const Requested& requested, 
 // "gpu-target": each file with device code runs on `gpu` through SASS (preferred: the first entry
 // that runs), else by JIT-compiling the newest PTX that runs there (a warning: it costs start-up
 // time), else not at all.
-CheckResult check_gpu_target(const DeviceScan& scan, const manifest::Arch& gpu) {
+CheckResult check_gpu_target(const DeviceScan& scan, const manifest::Arch& gpu, int driver) {
   std::string gpu_name = cat("sm_", gpu.number());
   Findings g("gpu-target");
   g.data()["gpu"] = gpu_name;
@@ -206,10 +219,17 @@ CheckResult check_gpu_target(const DeviceScan& scan, const manifest::Arch& gpu) 
   bool any_ptx = false;
   if (scan.code.empty()) g.fail(cat("no device code in the wheel, so nothing runs on ", gpu_name));
   for (const auto& dc : scan.code) {
-    std::string sass, ptx;
+    std::string sass, ptx, too_new;
     for (const auto& e : dc.entries) {
       std::string r = runs_as(e, gpu);
       if (r == "sass" && sass.empty()) sass = e.code_name();
+      if (r == "ptx" && driver && ptx_isa_cuda(e.version_major, e.version_minor) > driver) {
+        too_new = cat(" (PTX ", e.code_name(), " is ISA ", e.version_major, ".", e.version_minor,
+                      ", which needs a driver for CUDA ",
+                      cuda_name(ptx_isa_cuda(e.version_major, e.version_minor)),
+                      "; this driver supports CUDA ", cuda_name(driver), ")");
+        continue;
+      }
       if (r == "ptx" && (ptx.empty() || e.arch > std::atoi(ptx.c_str() + 8))) ptx = e.code_name();
     }
     if (!sass.empty()) {
@@ -226,17 +246,51 @@ CheckResult check_gpu_target(const DeviceScan& scan, const manifest::Arch& gpu) 
           dc.sass.empty() ? std::string("no SASS") : cat("SASS for ", join(by_arch(dc.sass), ", ")),
           " and ",
           dc.ptx.empty() ? std::string("no PTX") : cat("PTX ", join(by_arch(dc.ptx), ", ")),
-          ", none usable there (\"no kernel image is available for execution on the device\")"));
+          ", none usable there (\"no kernel image is available for execution on the device\")",
+          too_new));
     }
   }
   g.data()["files"] = std::move(how);
   return g.finish(cat("runs on ", gpu_name, any_ptx ? " (via PTX JIT)" : " (SASS present)"));
 }
 
+// "ptx-jit": every PTX entry is of an ISA the driver can JIT-compile (a newer one fails with
+// CUDA_ERROR_UNSUPPORTED_PTX_VERSION when no SASS covers the GPU).
+CheckResult check_ptx_jit(const DeviceScan& scan, int driver) {
+  Findings f("ptx-jit");
+  f.data()["driver_cuda"] = cuda_name(driver);
+  std::size_t count = 0;
+  int newest = 0;
+  for (const auto& dc : scan.code)
+    for (const auto& e : dc.entries) {
+      if (e.kind != fatbin::Kind::Ptx) continue;
+      ++count;
+      int needs = ptx_isa_cuda(e.version_major, e.version_minor);
+      newest = std::max(newest, needs);
+      if (needs > driver)
+        f.warn(cat(dc.path, ": PTX ", e.code_name(), " is ISA ", e.version_major, ".",
+                   e.version_minor, " (CUDA ", cuda_name(needs), "), newer than this driver (CUDA ",
+                   cuda_name(driver), ") can JIT-compile"));
+    }
+  if (count == 0) return skipped("ptx-jit", "no PTX (nothing to JIT-compile)");
+  return f.finish(cat(count, " PTX entr", count == 1 ? "y" : "ies", " (up to CUDA ",
+                      cuda_name(newest), "): the driver (CUDA ", cuda_name(driver),
+                      ") can JIT-compile them"));
+}
+
 }  // namespace
 
+int ptx_isa_cuda(int major, int minor) {
+  if (major <= 0 || minor < 0) return 0;
+  if (major < 6) return 80;  // CUDA 8 and older: any driver kiln meets JIT-compiles it
+  if (major == 6) return minor <= 2 ? 90 + minor : 100 + (minor - 3);  // 6.3: 10.0 ... 6.5: 10.2
+  if (major == 7) return 110 + minor;                                  // 7.0: 11.0 ... 7.8: 11.8
+  if (major == 8) return minor <= 5 ? 120 + minor : 121 + minor;  // 8.5: 12.5, 8.6: 12.7, 8.8: 12.9
+  return (major + 4) * 10 + minor;                                // 9.0: 13.0, 9.1: 13.1
+}
+
 std::vector<CheckResult> check_gpu_code(const LoadedWheel& w, const Options& options) {
-  if (!w.zip) {
+  if (!w.readable()) {
     std::vector<CheckResult> out = {skipped("gpu-code", "the archive is unreadable")};
     if (options.gpu) out.push_back(skipped("gpu-target", "the archive is unreadable"));
     return out;
@@ -264,7 +318,9 @@ std::vector<CheckResult> check_gpu_code(const LoadedWheel& w, const Options& opt
   } else {
     out.push_back(f.finish(cat(found, " (no requested archs to compare with: give --archs)")));
   }
-  if (options.gpu) out.push_back(check_gpu_target(scan, *options.gpu));
+  int driver = cuda_number(options.driver_cuda);
+  if (options.gpu) out.push_back(check_gpu_target(scan, *options.gpu, driver));
+  if (driver) out.push_back(check_ptx_jit(scan, driver));
   return out;
 }
 

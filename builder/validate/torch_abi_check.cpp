@@ -224,7 +224,7 @@ std::vector<std::string> missing_symbols(const Binary& b, const Providers& provi
 
 CheckResult check_torch_abi(const LoadedWheel& w, const Options& options) {
   const std::string id = "torch-abi";
-  if (!w.zip) return skipped(id, "the archive is unreadable");
+  if (!w.readable()) return skipped(id, "the archive is unreadable");
   if (w.binaries.empty()) return skipped(id, "no ELF files (a pure wheel)");
   if (!options.torch)
     return skipped(id, options.torch_problem.empty()

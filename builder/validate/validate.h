@@ -47,6 +47,9 @@ struct Options {
   std::string archs_from = "--archs";
   // A GPU to judge (`--gpu sm_120`): adds the "gpu-target" check.
   std::optional<manifest::Arch> gpu;
+  // The newest CUDA the GPU host's driver supports ("13.0"): adds "ptx-jit", and "gpu-target"
+  // counts only PTX the driver can JIT-compile.
+  std::string driver_cuda;
   // The torch whose libraries must define the extension's symbols; without one "torch-abi" skips.
   std::optional<toolchain::TorchSysroot> torch;
   std::string torch_note;     // why this torch (e.g. "target torch2.10-cu128"), shown in messages
@@ -85,6 +88,16 @@ Expected<WheelSummary> summarize(const std::filesystem::path& wheel);
 // Runs every check. Fails (bad input) when the path is not a file with a wheel's name; a corrupt
 // archive is a failed "archive" check (and the checks that need its contents skip).
 Expected<Report> validate_wheel(const std::filesystem::path& wheel, const Options& options);
+
+// An installed distribution: the dist-info directory `dist_info` ("name-1.0.dist-info") of the
+// site directory `site`. Its RECORD names the files; the ELF files among them are read, each opened
+// from `site` one directory at a time without following links (nothing outside `site`), with caps.
+// Checks "installed" (RECORD, the files read, their hashes), "torch-abi", "gpu-code", a
+// "gpu-target" per GPU of `gpus`, and "ptx-jit" when options.driver_cuda is set. Fails (bad input)
+// when `dist_info` is not a dist-info directory name or `site` has no such directory.
+Expected<Report> validate_installed(const std::filesystem::path& site, const std::string& dist_info,
+                                    const Options& options,
+                                    const std::vector<manifest::Arch>& gpus);
 
 // The *.whl files under a directory (recursively, sorted), or the file itself.
 Expected<std::vector<std::filesystem::path>> find_wheels(const std::filesystem::path& path);

@@ -396,4 +396,33 @@ TEST(IndexHandle, SimpleWithoutATargetNamesEveryTargetsIndex) {
   EXPECT_NE(none.body.find("(none yet: the cache holds no wheels)"), std::string::npos);
 }
 
+TEST(IndexHandler, ServesStaticFilesBesideTheTargets) {
+  HandlerOptions o;
+  o.static_files["doctor.py"] = make_static_file("text/x-python; charset=utf-8", "print('hi')\n");
+  o.static_files["default"] = make_static_file("text/plain", "shadow?");
+  Response r = get("/doctor.py", {}, "GET", o);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "print('hi')\n");
+  EXPECT_EQ(r.header("Content-Type"), "text/x-python; charset=utf-8");
+  EXPECT_EQ(r.header("ETag"), cat('"', sha256_hex("print('hi')\n"), '"'));
+  EXPECT_FALSE(r.file.has_value());
+  EXPECT_EQ(get("/doctor.py", {{"If-None-Match", r.header("ETag")}}, "GET", o).status, 304);
+  EXPECT_EQ(get("/doctor.py", {}, "HEAD", o).status, 200);
+  EXPECT_EQ(get("/doctor%2Epy", {}, "GET", o).body, r.body);  // the decoded segment is the name
+  // Only the one segment, without a trailing slash; nothing else is found through it.
+  EXPECT_EQ(get("/doctor.py/", {}, "GET", o).status, 404);
+  EXPECT_EQ(get("/doctor.py/x", {}, "GET", o).status, 404);
+  EXPECT_EQ(get("/default/doctor.py", {}, "GET", o).status, 404);
+  EXPECT_EQ(get("/../doctor.py", {}, "GET", o).status, 400);
+  EXPECT_EQ(get("/doctor.py", {}, "POST", o).status, 405);
+  // Without it (index export, tests), the path is an unknown target.
+  EXPECT_EQ(get("/doctor.py").status, 404);
+  // A target's pages stay under /<target>/ whatever the static files are called.
+  EXPECT_EQ(get("/default/simple/", {}, "GET", o).status, 200);
+  // The token covers the static files too.
+  o.token = "secret";
+  EXPECT_EQ(get("/doctor.py", {}, "GET", o).status, 401);
+  EXPECT_EQ(get("/doctor.py", {{"Authorization", "Bearer secret"}}, "GET", o).status, 200);
+}
+
 }  // namespace kiln::index

@@ -18,6 +18,23 @@ TEST(Process, CapturesOutputAndExitCode) {
   EXPECT_NE(r.output.find("err"), std::string::npos);
 }
 
+TEST(Process, CapturesStdoutAloneWithinACap) {
+  ProcessSpec spec;
+  spec.argv = {"sh", "-c", "echo out; echo err >/dev/null 2>&1; head -c 100000 /dev/zero"};
+  spec.output = ProcessSpec::Output::CaptureStdout;
+  spec.max_output = 1000;
+  auto r = run_process(spec).value();
+  EXPECT_EQ(r.exit_code, 0);  // the rest was read and dropped: the child never blocked
+  EXPECT_EQ(r.output.size(), 1000u);
+  EXPECT_EQ(r.output.substr(0, 4), "out\n");
+  EXPECT_TRUE(r.output_truncated);
+  spec.argv = {"sh", "-c", "echo out; echo err >&2"};
+  spec.max_output = 0;
+  r = run_process(spec).value();
+  EXPECT_EQ(r.output, "out\n");  // stderr went to this process's stderr
+  EXPECT_FALSE(r.output_truncated);
+}
+
 TEST(Process, ArgvIsNotShellSplit) {
   auto out = run_capture({"printf", "%s|", "a b", "$HOME"}).value();
   EXPECT_EQ(out, "a b|$HOME|");

@@ -1,0 +1,224 @@
+#include "doctor/doctor.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "core/process.h"
+#include "core/strings.h"
+#include "toolchain/torch.h"
+#include "validate/validate.h"
+
+namespace kiln::doctor {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string str(const nlohmann::json& j, const char* key) {
+  if (!j.is_object()) return "";
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+bool flag(const nlohmann::json& j, const char* key) {
+  if (!j.is_object()) return false;
+  auto it = j.find(key);
+  return it != j.end() && it->is_boolean() && it->get<bool>();
+}
+
+const nlohmann::json& member(const nlohmann::json& j, const char* key) {
+  static const nlohmann::json null;
+  if (!j.is_object()) return null;
+  auto it = j.find(key);
+  return it != j.end() ? *it : null;
+}
+
+// A distribution to check: where its dist-info is, as doctor.py reported it.
+struct Installed {
+  std::string name;
+  fs::path site;
+  std::string dist_info;   // the directory's name
+  bool fast_path = false;  // causal-conv1d: its verdicts decide the fast path
+};
+
+// causal-conv1d (when installed) and every kiln-built wheel, each once.
+std::vector<Installed> to_check(const nlohmann::json& report) {
+  std::vector<Installed> out;
+  std::set<std::string> seen;
+  auto add = [&](const nlohmann::json& d, const std::string& name, bool fast) {
+    std::string path = str(d, "dist_info"), site = str(d, "site");
+    if (path.empty() || site.empty() || !seen.insert(path).second) return;
+    out.push_back({name, site, fs::path(path).filename().string(), fast});
+  };
+  const nlohmann::json& conv = member(member(report, "packages"), "causal-conv1d");
+  if (flag(conv, "installed")) add(conv, "causal-conv1d", true);
+  const nlohmann::json& wheels = member(report, "kiln_wheels");
+  if (wheels.is_array())
+    for (const auto& w : wheels) add(w, str(w, "name"), false);
+  return out;
+}
+
+// The CUDA runtime and math libraries of the NVIDIA wheels torch depends on (<site>/nvidia/*/lib
+// of the distribution's and torch's site directories), then the system's.
+std::vector<fs::path> library_dirs(const std::vector<fs::path>& sites) {
+  std::vector<fs::path> dirs;
+  std::error_code ec;
+  for (const auto& site : sites) {
+    std::vector<fs::path> found;
+    for (auto it = fs::directory_iterator(site / "nvidia", ec);
+         !ec && it != fs::directory_iterator(); it.increment(ec))
+      if (fs::is_directory(it->path() / "lib", ec)) found.push_back(it->path() / "lib");
+    std::sort(found.begin(), found.end());
+    for (auto& d : found)
+      if (std::find(dirs.begin(), dirs.end(), d) == dirs.end()) dirs.push_back(std::move(d));
+  }
+  for (auto& d : validate::default_library_dirs()) dirs.push_back(std::move(d));
+  return dirs;
+}
+
+nlohmann::json report_json(const Installed& item, const validate::Report& r) {
+  nlohmann::json checks = nlohmann::json::array();
+  for (const auto& c : r.checks) {
+    nlohmann::json one = {
+        {"id", c.id}, {"verdict", validate::verdict_name(c.verdict)}, {"message", c.message}};
+    if (c.data.contains("gpu")) one["gpu"] = c.data["gpu"];
+    checks.push_back(std::move(one));
+  }
+  return {{"name", item.name},
+          {"dist_info", (item.site / item.dist_info).string()},
+          {"ok", r.ok()},
+          {"checks", std::move(checks)}};
+}
+
+}  // namespace
+
+std::vector<manifest::Arch> report_gpus(const nlohmann::json& report) {
+  std::vector<manifest::Arch> out;
+  const nlohmann::json& gpus = member(report, "gpus");
+  if (!gpus.is_array()) return out;
+  for (const auto& g : gpus) {
+    auto parts = split(str(g, "cc"), ".");
+    if (parts.size() != 2 || parts[0].empty() || parts[1].empty() || parts[0].size() > 2 ||
+        parts[1].size() > 1 || !std::all_of(parts[0].begin(), parts[0].end(), is_ascii_digit) ||
+        !is_ascii_digit(parts[1][0]))
+      continue;
+    manifest::Arch a;
+    a.major = std::stoi(parts[0]);
+    a.minor = std::stoi(parts[1]);
+    a.sass = true;
+    if (std::find(out.begin(), out.end(), a) == out.end()) out.push_back(a);
+  }
+  return out;
+}
+
+Expected<nlohmann::json> run_script(const Options& options) {
+  ProcessSpec spec;
+  spec.argv = {options.python, "-c",        std::string(script()),
+               "--json",       "--timeout", std::to_string(options.timeout_s)};
+  if (!options.libcuda.empty()) spec.argv.insert(spec.argv.end(), {"--libcuda", options.libcuda});
+  if (!options.server.empty()) spec.argv.insert(spec.argv.end(), {"--server", options.server});
+  spec.output = ProcessSpec::Output::CaptureStdout;
+  spec.max_output = kMaxReportBytes;
+  auto result = run_process(spec);
+  if (!result)
+    return Error::bad_input(cat("--python ", options.python, ": ", result.error().message));
+  if (result->output_truncated)
+    return Error::failed(
+        cat("doctor.py under ", options.python, " wrote more than ", kMaxReportBytes, " bytes"));
+  if (result->exit_code != 0 && result->exit_code != 1)
+    return Error::failed(cat(
+        "doctor.py under ", options.python, " failed (",
+        result->term_signal ? cat("signal ", result->term_signal) : cat("exit ", result->exit_code),
+        "; its errors are above)"));
+  auto doc = nlohmann::json::parse(result->output, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("doctor_version"))
+    return Error::failed(cat("doctor.py under ", options.python, " did not print its report"));
+  return doc;
+}
+
+nlohmann::json static_checks(const nlohmann::json& report, const std::string& python) {
+  validate::Options vo;
+  vo.driver_cuda = str(member(report, "driver"), "cuda");
+  if (flag(member(member(report, "packages"), "torch"), "installed")) {
+    auto torch = toolchain::torch_from_environment(python);
+    if (torch)
+      vo.torch = std::move(*torch);
+    else
+      vo.torch_problem = torch.error().message;
+    vo.torch_note = "installed";
+  } else {
+    vo.torch_problem = "torch is not installed";
+  }
+  const fs::path torch_site = str(member(member(report, "packages"), "torch"), "site");
+  const std::vector<manifest::Arch> gpus = report_gpus(report);
+  nlohmann::json installed = nlohmann::json::array();
+  std::vector<std::string> reasons;
+  const nlohmann::json& fast = member(report, "fast_path");
+  if (fast.is_object() && fast.contains("reasons") && fast["reasons"].is_array())
+    for (const auto& r : fast["reasons"])
+      if (r.is_string()) reasons.push_back(r.get<std::string>());
+  for (const Installed& item : to_check(report)) {
+    vo.library_dirs = library_dirs({item.site, torch_site});
+    auto r = validate::validate_installed(item.site, item.dist_info, vo, gpus);
+    if (!r) {
+      installed.push_back({{"name", item.name}, {"error", r.error().message}});
+      if (item.fast_path) reasons.push_back(cat(item.name, ": ", r.error().message));
+      continue;
+    }
+    installed.push_back(report_json(item, *r));
+    for (const auto& c : r->checks)
+      if (item.fast_path && c.verdict == validate::Verdict::Fail)
+        reasons.push_back(cat(item.name, " ", c.id, ": ", c.message));
+  }
+  return {{"version", KILN_VERSION},
+          {"installed", std::move(installed)},
+          {"fast_path", {{"active", reasons.empty()}, {"reasons", reasons}}},
+          {"ok", reasons.empty()}};
+}
+
+namespace {
+
+// One line of verdicts per checked distribution: "gpu-target sm_90 pass, torch-abi fail: …".
+std::string verdicts(const nlohmann::json& item) {
+  if (item.contains("error")) return cat("not checked: ", str(item, "error"));
+  std::vector<std::string> parts;
+  for (const auto& c : member(item, "checks")) {
+    std::string id = str(c, "id"), verdict = str(c, "verdict");
+    if (id == "gpu-code" || (id == "installed" && verdict == "pass")) continue;
+    std::string head = str(c, "gpu").empty() ? id : cat(id, " ", str(c, "gpu"));
+    parts.push_back(verdict == "pass" || verdict == "skip"
+                        ? cat(head, " ", verdict)
+                        : cat(head, " ", verdict, ": ", str(c, "message")));
+  }
+  return join(parts, ", ");
+}
+
+}  // namespace
+
+std::string render_text(const nlohmann::json& report) {
+  std::vector<std::pair<std::string, std::string>> rows;
+  for (const auto& row : member(report, "summary"))
+    if (row.is_array() && row.size() == 2 && row[0].is_string() && row[1].is_string())
+      rows.emplace_back(row[0].get<std::string>(), row[1].get<std::string>());
+  const nlohmann::json& kiln = member(report, "kiln");
+  for (const auto& item : member(kiln, "installed"))
+    rows.emplace_back(cat(str(item, "name"), " (static)"), verdicts(item));
+  std::size_t width = 0;
+  for (const auto& [label, text] : rows) width = std::max(width, label.size());
+  std::string out;
+  for (const auto& [label, text] : rows)
+    out += cat(label, std::string(width - label.size(), ' '), "  ", text, "\n");
+  const nlohmann::json& fast =
+      kiln.is_object() ? member(kiln, "fast_path") : member(report, "fast_path");
+  std::vector<std::string> reasons;
+  for (const auto& r : member(fast, "reasons"))
+    if (r.is_string()) reasons.push_back(r.get<std::string>());
+  if (flag(fast, "active")) return out + "fast path: active\n";
+  out += cat("fast path: missing (", join(reasons, "; "), ")\nnext:\n");
+  for (const auto& c : member(member(report, "next"), "commands"))
+    if (c.is_string()) out += cat("  ", c.get<std::string>(), "\n");
+  return out;
+}
+
+}  // namespace kiln::doctor

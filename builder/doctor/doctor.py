@@ -1,0 +1,655 @@
+#!/usr/bin/env python3
+"""kiln doctor, the Python half: what this GPU host has, and what it needs for transformers'
+Gated DeltaNet fast path (causal-conv1d and flash-linear-attention built for its torch and GPUs).
+
+Stdlib only, Python >= 3.8. Runs alone on any host (no kiln, no compiler), e.g.
+
+    curl -s http://buildhost:8000/doctor.py | python3 - [--json] [--server http://buildhost:8000]
+
+and inside `kiln doctor`, which runs it with the chosen interpreter and adds the static checks of
+the installed binaries (docs/doctor.md). Reports the interpreter, glibc, torch, Triton,
+transformers, the NVIDIA driver and GPUs (libcuda.so.1 through ctypes; --libcuda or KILN_LIBCUDA
+names another library: a test and diagnostic hook), causal-conv1d, fla and every wheel kiln built
+(imports, built for this torch), the fast path, and the next commands. Nothing is installed or
+written. Exit status: 0 when the fast path is ready, 1 when not, 2 on bad arguments.
+"""
+
+import argparse
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+
+DOCTOR_VERSION = 1
+
+MAX_TEXT = 4 << 20  # bytes read from any file of an installed distribution
+MAX_DIST_INFOS = 20000  # directory entries looked at per site directory
+MAX_RECORD_ROWS = 100000
+MAX_PROBE_OUTPUT = 4 << 20
+
+# Distributions the fast path needs (and their import names); the PyPI names kiln builds.
+CAUSAL_CONV1D = "causal-conv1d"
+FLA_NAMES = ("flash-linear-attention", "fla-core")
+WATCHED = ("torch", "triton", "transformers", CAUSAL_CONV1D) + FLA_NAMES
+FLA_HOPPER_TRITON = (3, 7, 1)  # fla's gated chunk backward on Hopper needs Triton >= 3.7.1
+
+# CUdevice_attribute: compute capability major and minor.
+CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
+CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
+
+
+def normalize(name):
+    out = []
+    for c in name.lower():
+        out.append("-" if c in "._-" else c)
+    text = "".join(out)
+    while "--" in text:
+        text = text.replace("--", "-")
+    return text
+
+
+def read_text(path, limit=MAX_TEXT):
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError:
+        return None
+    if len(data) > limit:
+        return None
+    return data.decode("utf-8", "replace")
+
+
+def version_tuple(text):
+    parts = []
+    for piece in (text or "").split("+")[0].split("."):
+        digits = ""
+        for c in piece:
+            if not c.isdigit():
+                break
+            digits += c
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+# --- the interpreter ---------------------------------------------------------------------------
+
+
+def interpreter():
+    v = sys.version_info
+    tag = "cp%d%d" % (v[0], v[1])
+    free_threaded = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+    return {
+        "executable": sys.executable,
+        "version": "%d.%d.%d" % (v[0], v[1], v[2]),
+        "implementation": sys.implementation.name,
+        "python_tag": tag,
+        "abi_tag": tag + ("t" if free_threaded else ""),
+        "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX") or "",
+        "platform": sysconfig.get_platform(),
+    }
+
+
+def glibc_version():
+    try:
+        text = os.confstr("CS_GNU_LIBC_VERSION") or ""
+    except (ValueError, OSError, AttributeError):
+        text = ""
+    return text.split()[1] if text.startswith("glibc ") and len(text.split()) == 2 else None
+
+
+# --- installed distributions -------------------------------------------------------------------
+
+
+def site_dirs():
+    seen, out = set(), []
+    for entry in sys.path:
+        if not entry:
+            continue  # the current directory: not where distributions are installed
+        path = os.path.realpath(entry)
+        if path not in seen and os.path.isdir(path):
+            seen.add(path)
+            out.append(path)
+    return out
+
+
+def metadata_fields(text):
+    fields = {}
+    for line in text.splitlines():
+        if not line.strip():
+            break
+        if ":" in line and not line[0].isspace():
+            key, value = line.split(":", 1)
+            fields.setdefault(key.strip().lower(), value.strip())
+    return fields
+
+
+def top_level_modules(record_text):
+    """The top-level import names a RECORD installs (packages, modules, extensions)."""
+    names = set()
+    rows = record_text.splitlines()[:MAX_RECORD_ROWS]
+    for row in rows:
+        path = row.split(",", 1)[0].strip().strip('"')
+        if not path or path.startswith("/") or path.startswith(".."):
+            continue
+        first = path.split("/", 1)[0]
+        if first.endswith(".dist-info") or first.endswith(".data") or first == "__pycache__":
+            continue
+        if "/" in path:
+            if path.endswith("/__init__.py"):
+                names.add(first)
+            continue
+        if first.endswith(".py"):
+            names.add(first[:-3])
+        elif first.endswith(".so"):
+            names.add(first.split(".", 1)[0])
+    return sorted(n for n in names if n.isidentifier())
+
+
+def distributions():
+    """Installed distributions by normalised name: the first one on sys.path wins, as for import."""
+    found = {}
+    for site in site_dirs():
+        try:
+            entries = sorted(os.listdir(site))[:MAX_DIST_INFOS]
+        except OSError:
+            continue
+        for entry in entries:
+            if not entry.endswith(".dist-info"):
+                continue
+            path = os.path.join(site, entry)
+            text = read_text(os.path.join(path, "METADATA"))
+            if text is None:
+                continue
+            fields = metadata_fields(text)
+            name = fields.get("name")
+            if not name or normalize(name) in found:
+                continue
+            dist = {"name": name, "version": fields.get("version", ""), "site": site,
+                    "dist_info": path, "kiln": os.path.isfile(os.path.join(path, "kiln.json"))}
+            found[normalize(name)] = dist
+    return found
+
+
+def kiln_provenance(dist):
+    text = read_text(os.path.join(dist["dist_info"], "kiln.json"))
+    try:
+        doc = json.loads(text) if text else None
+    except ValueError:
+        doc = None
+    if not isinstance(doc, dict):
+        return {"error": "kiln.json does not read"}
+    tools = doc.get("tools") if isinstance(doc.get("tools"), dict) else {}
+    torch = tools.get("torch") if isinstance(tools.get("torch"), dict) else {}
+    out = {"kiln": doc.get("kiln"), "target": doc.get("target"), "archs": doc.get("archs"),
+           "torch": torch.get("version")}
+    return {k: v for k, v in out.items() if isinstance(v, str)}
+
+
+# --- torch, without importing it ---------------------------------------------------------------
+
+
+def torch_files(dist):
+    """torch's version and CUDA from torch/version.py, as kiln reads them (no import)."""
+    text = read_text(os.path.join(dist["site"], "torch", "version.py")) or ""
+    facts = {}
+    for line in text.splitlines():
+        for name in ("__version__", "cuda"):
+            head = line.split("=", 1)[0].split(":", 1)[0].strip()
+            if head == name and "=" in line and name not in facts:
+                value = line.split("=", 1)[1].strip()
+                if len(value) >= 2 and value[0] in "'\"" and value[-1] == value[0]:
+                    facts[name] = value[1:-1]
+    return facts.get("__version__"), facts.get("cuda")
+
+
+# --- the driver (libcuda.so.1 through ctypes) --------------------------------------------------
+
+
+def loaded_path(lib, symbol):
+    """The file a symbol of a loaded library comes from (dladdr)."""
+
+    class DlInfo(ctypes.Structure):
+        _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
+                    ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+
+    for name in (None, "libdl.so.2"):
+        try:
+            dladdr = ctypes.CDLL(name).dladdr
+        except (OSError, AttributeError):
+            continue
+        dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(DlInfo)]
+        info = DlInfo()
+        if dladdr(ctypes.cast(getattr(lib, symbol), ctypes.c_void_p), ctypes.byref(info)):
+            return os.fsdecode(info.dli_fname) if info.dli_fname else None
+    return None
+
+
+def driver_release(libcuda_path, overridden):
+    """The driver's release ("580.159.04"): /proc/driver/nvidia/version, else libcuda's file name."""
+    if not overridden:
+        text = read_text("/proc/driver/nvidia/version", 65536) or ""
+        for word in text.split():
+            if version_tuple(word) and word.count(".") >= 1 and word[0].isdigit():
+                return word
+    if libcuda_path:
+        base = os.path.basename(os.path.realpath(libcuda_path))
+        if base.startswith("libcuda.so.") and base.count(".") >= 3:
+            return base[len("libcuda.so."):]
+    return None
+
+
+def cuda_error(lib, code):
+    try:
+        text = ctypes.c_char_p()
+        lib.cuGetErrorString.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+        if lib.cuGetErrorString(code, ctypes.byref(text)) == 0 and text.value:
+            return "%s (CUresult %d)" % (text.value.decode("utf-8", "replace"), code)
+    except (AttributeError, OSError):
+        pass
+    return "CUresult %d" % code
+
+
+def gpus_of(lib):
+    count = ctypes.c_int(0)
+    rc = lib.cuDeviceGetCount(ctypes.byref(count))
+    if rc != 0:
+        raise RuntimeError("cuDeviceGetCount: " + cuda_error(lib, rc))
+    gpus = []
+    for i in range(min(count.value, 64)):
+        dev = ctypes.c_int(0)
+        rc = lib.cuDeviceGet(ctypes.byref(dev), i)
+        if rc != 0:
+            raise RuntimeError("cuDeviceGet(%d): %s" % (i, cuda_error(lib, rc)))
+        name = ctypes.create_string_buffer(256)
+        lib.cuDeviceGetName(name, 256, dev)
+        major, minor = ctypes.c_int(0), ctypes.c_int(0)
+        lib.cuDeviceGetAttribute(ctypes.byref(major), CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)
+        lib.cuDeviceGetAttribute(ctypes.byref(minor), CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)
+        gpus.append({"index": i, "name": name.value.decode("utf-8", "replace"),
+                     "cc": "%d.%d" % (major.value, minor.value),
+                     "sm": "sm_%d%d" % (major.value, minor.value)})
+    return gpus
+
+
+def driver(libcuda):
+    """The driver through libcuda: its CUDA version and each GPU's name and compute capability."""
+    overridden = bool(libcuda)
+    name = libcuda or "libcuda.so.1"
+    out = {"available": False, "libcuda": None, "release": None, "cuda": None, "error": None}
+    try:
+        lib = ctypes.CDLL(name)
+    except OSError as e:
+        out["error"] = "cannot load %s: %s" % (name, e)
+        return out, []
+    out["libcuda"] = loaded_path(lib, "cuInit") or name
+    out["release"] = driver_release(out["libcuda"], overridden)
+    version = ctypes.c_int(0)
+    if lib.cuDriverGetVersion(ctypes.byref(version)) == 0 and version.value > 0:
+        out["cuda"] = "%d.%d" % (version.value // 1000, version.value % 1000 // 10)
+    rc = lib.cuInit(0)
+    if rc != 0:
+        out["error"] = "cuInit: " + cuda_error(lib, rc)
+        return out, []
+    try:
+        gpus = gpus_of(lib)
+    except RuntimeError as e:
+        out["error"] = str(e)
+        return out, []
+    out["available"] = bool(gpus)
+    if not gpus:
+        out["error"] = "the driver sees no GPU"
+    return out, gpus
+
+
+# --- imports, in a child interpreter -----------------------------------------------------------
+
+PROBE = r'''
+import json, logging, sys, traceback
+plan = json.loads(sys.argv[1])
+
+def emit(**kw):
+    sys.stdout.write(json.dumps(kw) + "\n")
+    sys.stdout.flush()
+
+def attempt(step, fn):
+    emit(step=step, state="start")
+    try:
+        extra = fn() or {}
+        emit(step=step, state="done", ok=True, **extra)
+        return True
+    except BaseException as e:
+        lines = [l for l in traceback.format_exception_only(type(e), e)[-1].strip().splitlines() if l]
+        emit(step=step, state="done", ok=False, error=(lines[-1] if lines else type(e).__name__)[:2000])
+        return False
+
+def torch_step():
+    import torch
+    return {"version": torch.__version__, "cuda": torch.version.cuda,
+            "cuda_available": bool(torch.cuda.is_available())}
+
+have_torch = attempt("torch", torch_step) if plan["torch"] else False
+
+def imports(mods):
+    def run():
+        import importlib
+        for m in mods:
+            importlib.import_module(m)
+    return run
+
+for name, mods in plan["imports"]:
+    attempt("import:" + name, imports(mods))
+
+def conv_run():
+    import torch
+    from causal_conv1d import causal_conv1d_fn
+    x = torch.randn(1, 8, 16, device="cuda", dtype=torch.float32)
+    w = torch.randn(8, 4, device="cuda", dtype=torch.float32)
+    y = causal_conv1d_fn(x, w)
+    torch.cuda.synchronize()
+    return {"shape": list(y.shape)}
+
+if plan["run_conv"] and have_torch:
+    import torch
+    if torch.cuda.is_available():
+        attempt("run:causal-conv1d", conv_run)
+
+class Capture(logging.Handler):
+    def __init__(self):
+        logging.Handler.__init__(self, logging.WARNING)
+        self.messages = []
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+def transformers_step():
+    capture = Capture()
+    logging.getLogger("transformers").addHandler(capture)
+    import importlib
+    m = importlib.import_module("transformers.models.qwen3_5.modeling_qwen3_5")
+    flag = getattr(m, "is_fast_path_available", None)
+    warned = [x for x in capture.messages if "falling back" in x or "fast path" in x]
+    return {"is_fast_path_available": flag if isinstance(flag, bool) else None,
+            "warnings": [w[:500] for w in warned[:8]]}
+
+if plan["transformers"]:
+    attempt("transformers", transformers_step)
+'''
+
+
+def probe(plan, timeout):
+    """Runs PROBE in a child of this interpreter; returns {step: result} (a crash or a timeout
+    is the result of the step it was in)."""
+    results, current = {}, None
+    try:
+        proc = subprocess.run([sys.executable, "-c", PROBE, json.dumps(plan)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=timeout, stdin=subprocess.DEVNULL)
+        out, err, rc, why = proc.stdout, proc.stderr, proc.returncode, None
+    except subprocess.TimeoutExpired as e:
+        out, err, rc, why = e.stdout or b"", e.stderr or b"", None, "timed out after %d s" % timeout
+    except OSError as e:
+        return {"*": {"ok": False, "error": "cannot run %s: %s" % (sys.executable, e)}}
+    for line in out[:MAX_PROBE_OUTPUT].decode("utf-8", "replace").splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(event, dict) or "step" not in event:
+            continue
+        current = event["step"] if event.get("state") == "start" else None
+        if event.get("state") == "done":
+            results[event["step"]] = {k: v for k, v in event.items() if k not in ("step", "state")}
+    if current is not None:
+        if why is None:
+            why = "the interpreter died (%s)" % ("signal %d" % -rc if rc is not None and rc < 0 else "exit %s" % rc)
+        tail = err[-2000:].decode("utf-8", "replace").strip().splitlines()
+        results[current] = {"ok": False, "error": why + (": " + tail[-1] if tail else "")}
+    return results
+
+
+# --- the report --------------------------------------------------------------------------------
+
+
+def package_entry(dists, name):
+    dist = dists.get(name)
+    if not dist:
+        return {"installed": False}
+    return {"installed": True, "version": dist["version"], "dist_info": dist["dist_info"],
+            "site": dist["site"], "kiln": dist["kiln"]}
+
+
+def gather(args):
+    report = {"doctor_version": DOCTOR_VERSION, "python": interpreter(), "glibc": glibc_version()}
+    dists = distributions()
+    packages = {name: package_entry(dists, name) for name in WATCHED}
+    torch = packages["torch"]
+    if torch["installed"]:
+        torch["version_py"], torch["cuda"] = torch_files(dists["torch"])
+    kiln_wheels = []
+    for key in sorted(dists):
+        dist = dists[key]
+        if dist["kiln"]:
+            entry = {"name": dist["name"], "version": dist["version"], "dist_info": dist["dist_info"],
+                     "site": dist["site"], "provenance": kiln_provenance(dist)}
+            entry["modules"] = top_level_modules(read_text(os.path.join(dist["dist_info"], "RECORD")) or "")
+            kiln_wheels.append(entry)
+    report["packages"] = packages
+    report["kiln_wheels"] = kiln_wheels
+    report["driver"], report["gpus"] = driver(args.libcuda or os.environ.get("KILN_LIBCUDA"))
+
+    imports = []
+    conv = packages[CAUSAL_CONV1D]
+    if conv["installed"]:
+        imports.append((CAUSAL_CONV1D, ["causal_conv1d", "causal_conv1d_cuda"]))
+    if any(packages[n]["installed"] for n in FLA_NAMES):
+        imports.append(("fla", ["fla.ops.gated_delta_rule"]))
+    for w in kiln_wheels:
+        if normalize(w["name"]) != CAUSAL_CONV1D and w["modules"]:
+            imports.append((w["name"], w["modules"]))
+    plan = {"torch": torch["installed"], "imports": imports,
+            "run_conv": conv["installed"] and report["driver"]["available"],
+            "transformers": packages["transformers"]["installed"]}
+    results = probe(plan, args.timeout) if (plan["torch"] or imports or plan["transformers"]) else {}
+    apply_probe(report, results)
+    return report
+
+
+def apply_probe(report, results):
+    packages = report["packages"]
+    if "torch" in results:
+        packages["torch"]["import"] = results["torch"]
+    if CAUSAL_CONV1D in [n for n in packages if packages[n].get("installed")]:
+        packages[CAUSAL_CONV1D]["import"] = results.get("import:" + CAUSAL_CONV1D, {"ok": None})
+        if "run:causal-conv1d" in results:
+            packages[CAUSAL_CONV1D]["run"] = results["run:causal-conv1d"]
+    for n in FLA_NAMES:
+        if packages[n]["installed"]:
+            packages[n]["import"] = results.get("import:fla", {"ok": None})
+    for w in report["kiln_wheels"]:
+        key = CAUSAL_CONV1D if normalize(w["name"]) == CAUSAL_CONV1D else w["name"]
+        w["import"] = results.get("import:" + key, {"ok": None, "error": "no modules to import"})
+        built = w["provenance"].get("torch")
+        have = packages["torch"].get("version_py")
+        w["torch_match"] = None if not built or not have else built == have
+    if "transformers" in results:
+        packages["transformers"]["qwen3_5"] = results["transformers"]
+    if "*" in results:
+        report["probe_error"] = results["*"]["error"]
+
+
+def triton_note(report):
+    triton = report["packages"]["triton"]
+    if not triton["installed"]:
+        return None
+    hopper = any(g["cc"].startswith("9.") for g in report["gpus"])
+    if hopper and version_tuple(triton["version"]) < FLA_HOPPER_TRITON:
+        return ("fla's gated chunk backward refuses Hopper with Triton < 3.7.1 (training only; "
+                "torch >= 2.13 brings a newer Triton)")
+    return None
+
+
+def fast_path(report, install_line):
+    """Whether transformers' Gated DeltaNet layers will run the kernels, and if not, why."""
+    p, reasons = report["packages"], []
+    conv = p[CAUSAL_CONV1D]
+    fla = [p[n] for n in FLA_NAMES if p[n]["installed"]]
+    missing = ([] if conv["installed"] else ["causal_conv1d"]) + ([] if fla else ["fla"])
+    if missing:
+        reasons.append("%s not installed: %s" % (" and ".join(missing), install_line))
+    if conv.get("import") and conv["import"].get("ok") is False:
+        reasons.append("causal_conv1d does not import: %s" % conv["import"].get("error"))
+    elif conv.get("run") and not conv["run"].get("ok"):
+        reasons.append("causal_conv1d does not run on this GPU: %s" % conv["run"].get("error"))
+    if fla and fla[0].get("import") and fla[0]["import"].get("ok") is False:
+        reasons.append("fla does not import: %s" % fla[0]["import"].get("error"))
+    if not p["torch"]["installed"]:
+        reasons.append("torch not installed")
+    elif p["torch"].get("import") and not p["torch"]["import"].get("ok"):
+        reasons.append("torch does not import: %s" % p["torch"]["import"].get("error"))
+    tr = p["transformers"]
+    if not tr["installed"]:
+        reasons.append("transformers not installed")
+    elif "qwen3_5" in tr and not tr["qwen3_5"].get("ok"):
+        reasons.append("transformers %s has no Qwen3.5 model: %s" % (tr["version"], tr["qwen3_5"].get("error")))
+    d = report["driver"]
+    if not d["available"]:
+        reasons.append("no usable NVIDIA driver or GPU: %s" % d["error"])
+    else:
+        tcuda = p["torch"].get("cuda")
+        if tcuda and d["cuda"] and version_tuple(tcuda)[:1] > version_tuple(d["cuda"])[:1]:
+            reasons.append("torch is built with CUDA %s but the driver supports CUDA %s at most: update the driver"
+                           % (tcuda, d["cuda"]))
+        elif p["torch"].get("import", {}).get("ok") and not p["torch"]["import"].get("cuda_available"):
+            reasons.append("torch.cuda.is_available() is False")
+    q = tr.get("qwen3_5") or {}
+    if q.get("ok"):
+        if q.get("is_fast_path_available") is False:
+            reasons.append("transformers says is_fast_path_available = False")
+        for w in q.get("warnings") or []:
+            reasons.append("transformers warns: " + w)
+    return {"active": not reasons, "reasons": reasons}
+
+
+def archs_of(gpus):
+    ccs = sorted({g["cc"] for g in gpus}, key=version_tuple)
+    return ";".join(ccs)
+
+
+def next_commands(report, server):
+    torch = report["packages"]["torch"]
+    version = torch.get("version_py") or torch.get("version") or "<torch version>"
+    cuda = torch.get("cuda") or ""
+    if "+" not in version and cuda:
+        version += "+cu" + cuda.replace(".", "")
+    label = version.split("+", 1)[1] if "+" in version else "cu<XYZ>"
+    tag = report["python"]["abi_tag"]
+    archs = archs_of(report["gpus"]) or "<the GPUs' compute capabilities, e.g. 9.0>"
+    mm = ".".join(str(x) for x in version_tuple(version)[:2]) or "X.Y"
+    sms = "-".join("sm" + a.replace(".", "") for a in archs.split(";")) if report["gpus"] else "smXY"
+    name = "%s-torch%s-%s-%s" % (label, mm, tag, sms)
+    host = server.rstrip("/")
+    return {
+        "target": name,
+        "commands": [
+            "kiln target init --name %s --torch %s --index-url https://download.pytorch.org/whl/%s "
+            "--python-tags %s --archs '%s' --toolkit system" % (name, version, label, tag, archs),
+            "kiln build --target %s causal-conv1d flash-linear-attention" % name,
+            "kiln serve --host 0.0.0.0",
+            "uv pip install --index-url %s/%s/simple/ causal-conv1d flash-linear-attention" % (host, name),
+        ],
+        "install": "uv pip install --index-url %s/%s/simple/ causal-conv1d flash-linear-attention" % (host, name),
+    }
+
+
+def describe(entry, label=None):
+    if not entry["installed"]:
+        return "not installed"
+    text = entry["version"] + (" (kiln)" if entry.get("kiln") else "")
+    imp = entry.get("import")
+    if imp and imp.get("ok") is False:
+        text += ", does not import: %s" % imp.get("error")
+    elif imp and imp.get("ok"):
+        text += ", imports"
+    return text
+
+
+def summary(report):
+    p, d, rows = report["packages"], report["driver"], []
+    py = report["python"]
+    rows.append(["python", "%s %s (%s), glibc %s" % (py["executable"], py["version"], py["abi_tag"],
+                                                     report["glibc"] or "unknown")])
+    t = dict(p["torch"])
+    if t.get("version_py"):
+        t["version"] = t["version_py"]
+    rows.append(["torch", describe(t) + (", CUDA %s" % t["cuda"] if t.get("cuda") else "")])
+    note = triton_note(report)
+    rows.append(["triton", describe(p["triton"]) + ("; " + note if note else "")])
+    rows.append(["transformers", describe(p["transformers"])])
+    if d["available"] or d["cuda"]:
+        rows.append(["driver", "%s, CUDA %s (%s)" % (d["release"] or "release unknown", d["cuda"] or "?",
+                                                       d["libcuda"])])
+    if not d["available"]:
+        rows.append(["gpu", "none: %s" % d["error"]])
+    for g in report["gpus"]:
+        rows.append(["gpu %d" % g["index"], "%s, %s (compute capability %s)" % (g["name"], g["sm"], g["cc"])])
+    rows.append([CAUSAL_CONV1D, describe(p[CAUSAL_CONV1D])])
+    fla = [n for n in FLA_NAMES if p[n]["installed"]]
+    rows.append(["fla", "%s %s" % (fla[0], describe(p[fla[0]])) if fla else "not installed"])
+    for w in report["kiln_wheels"]:
+        text = "%s %s" % (w["name"], w["version"])
+        imp = w["import"]
+        text += ", imports" if imp.get("ok") else ", does not import: %s" % imp.get("error")
+        built = w["provenance"].get("torch")
+        if w["torch_match"] is False:
+            text += ", built for torch %s (not this torch %s)" % (built, p["torch"].get("version_py"))
+        elif w["torch_match"]:
+            text += ", built for this torch"
+        rows.append(["kiln wheel", text])
+    return rows
+
+
+def build_report(args):
+    report = gather(args)
+    nxt = next_commands(report, args.server)
+    report["fast_path"] = fast_path(report, nxt["install"])
+    report["next"] = nxt
+    report["summary"] = summary(report)
+    report["ok"] = report["fast_path"]["active"]
+    return report
+
+
+def render(report):
+    rows = report["summary"]
+    width = max(len(r[0]) for r in rows)
+    lines = ["%s  %s" % (r[0].ljust(width), r[1]) for r in rows]
+    fp = report["fast_path"]
+    if fp["active"]:
+        lines.append("fast path: active")
+    else:
+        lines.append("fast path: missing (%s)" % "; ".join(fp["reasons"]))
+        lines.append("next:")
+        lines.extend("  " + c for c in report["next"]["commands"])
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="doctor.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--libcuda", help="the driver library to load (default: libcuda.so.1; "
+                        "also KILN_LIBCUDA): a test and diagnostic hook")
+    parser.add_argument("--server", default=os.environ.get("KILN_SERVER", "http://<buildhost>:8000"),
+                        help="kiln serve's URL, for the install command")
+    parser.add_argument("--timeout", type=int, default=300, help="seconds for the import checks")
+    args = parser.parse_args(argv)
+    report = build_report(args)
+    if args.json:
+        sys.stdout.write(json.dumps(report, indent=1, sort_keys=True) + "\n")
+    else:
+        sys.stdout.write(render(report))
+    return 0 if report["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

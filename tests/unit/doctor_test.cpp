@@ -1,0 +1,158 @@
+// doctor: the embedded doctor.py, running it, the GPUs of a report, the static checks kiln adds
+// under "kiln" and the human report.
+#include "doctor/doctor.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "core/fs.h"
+#include "core/process.h"
+#include "core/strings.h"
+
+namespace kiln::doctor {
+namespace {
+
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+
+TEST(Doctor, EmbedsDoctorPyVerbatim) {
+  std::string file = read_file(fs::path(KILN_SOURCE_DIR) / "builder/doctor/doctor.py").value();
+  EXPECT_EQ(script(), file);
+  EXPECT_TRUE(script().starts_with("#!/usr/bin/env python3\n"));
+}
+
+TEST(Doctor, GpusOfAReport) {
+  auto report = nlohmann::json::parse(R"({"gpus": [{"cc": "9.0"}, {"cc": "12.0"}, {"cc": "9.0"},
+      {"cc": "x.0"}, {"cc": "123.0"}, {"cc": "9.10"}, {"cc": 9}, {}, 3]})");
+  auto gpus = report_gpus(report);
+  ASSERT_EQ(gpus.size(), 2u);
+  EXPECT_EQ(gpus[0].sm_name(), "sm_90");
+  EXPECT_EQ(gpus[1].sm_name(), "sm_120");
+  EXPECT_TRUE(report_gpus(nlohmann::json::parse(R"({"gpus": "none"})")).empty());
+  EXPECT_TRUE(report_gpus(nlohmann::json::array()).empty());
+}
+
+nlohmann::json sample(bool active) {
+  nlohmann::json r = nlohmann::json::parse(R"j({
+    "doctor_version": 1,
+    "summary": [["python", "/usr/bin/python3 3.12.3 (cp312), glibc 2.39"],
+                ["gpu 0", "NVIDIA H200, sm_90 (compute capability 9.0)"]],
+    "next": {"commands": ["kiln target init --name t", "kiln serve --host 0.0.0.0"]}
+  })j");
+  r["fast_path"] = {{"active", active}, {"reasons", nlohmann::json::array()}};
+  if (!active) r["fast_path"]["reasons"].push_back("causal_conv1d not installed: uv pip install x");
+  return r;
+}
+
+TEST(Doctor, RendersAlignedRowsTheFastPathAndTheNextCommands) {
+  EXPECT_EQ(render_text(sample(false)),
+            "python  /usr/bin/python3 3.12.3 (cp312), glibc 2.39\n"
+            "gpu 0   NVIDIA H200, sm_90 (compute capability 9.0)\n"
+            "fast path: missing (causal_conv1d not installed: uv pip install x)\n"
+            "next:\n"
+            "  kiln target init --name t\n"
+            "  kiln serve --host 0.0.0.0\n");
+  EXPECT_EQ(render_text(sample(true)),
+            "python  /usr/bin/python3 3.12.3 (cp312), glibc 2.39\n"
+            "gpu 0   NVIDIA H200, sm_90 (compute capability 9.0)\n"
+            "fast path: active\n");
+  // kiln's section decides: its rows join the table and its fast path replaces doctor.py's.
+  nlohmann::json r = sample(true);
+  r["kiln"] = nlohmann::json::parse(R"j({"installed": [
+      {"name": "causal-conv1d", "checks": [
+        {"id": "installed", "verdict": "pass", "message": "4 files"},
+        {"id": "torch-abi", "verdict": "pass", "message": "ok"},
+        {"id": "gpu-code", "verdict": "pass", "message": "SASS sm_120"},
+        {"id": "gpu-target", "gpu": "sm_90", "verdict": "fail", "message": "will not run on sm_90"}]},
+      {"name": "kiln-demo", "error": "no such dist-info directory"}],
+    "fast_path": {"active": false, "reasons": ["causal-conv1d gpu-target: will not run on sm_90"]}})j");
+  EXPECT_EQ(render_text(r),
+            "python                  /usr/bin/python3 3.12.3 (cp312), glibc 2.39\n"
+            "gpu 0                   NVIDIA H200, sm_90 (compute capability 9.0)\n"
+            "causal-conv1d (static)  torch-abi pass, gpu-target sm_90 fail: will not run on sm_90\n"
+            "kiln-demo (static)      not checked: no such dist-info directory\n"
+            "fast path: missing (causal-conv1d gpu-target: will not run on sm_90)\n"
+            "next:\n"
+            "  kiln target init --name t\n"
+            "  kiln serve --host 0.0.0.0\n");
+  // A report of the wrong shape renders what it can, without throwing.
+  EXPECT_EQ(render_text(nlohmann::json::parse(R"({"summary": [1, ["a"]], "kiln": 3})")),
+            "fast path: missing ()\nnext:\n");
+}
+
+TEST(Doctor, StaticChecksKeepDoctorPyReasonsAndAddTheirOwn) {
+  TempDir dir = TempDir::create(fs::temp_directory_path(), "kiln-doctor-").value();
+  fs::path site = dir.path() / "site";
+  fs::create_directories(site / "causal_conv1d-1.7.0.dist-info");
+  fs::create_directories(site / "causal_conv1d");
+  // An extension holding SASS for sm_90 and sm_120 (tests/data/fatbin/multi.fatbin).
+  std::ofstream(dir.path() / "dev.c") << "void* PyInit_dev(void) { return 0; }\n";
+  run_capture({"gcc", "-shared", "-fPIC", "-o", (dir.path() / "dev.so").string(),
+               (dir.path() / "dev.c").string()})
+      .value();
+  run_capture({"objcopy", "--add-section",
+               cat(".nv_fatbin=", KILN_SOURCE_DIR, "/tests/data/fatbin/multi.fatbin"),
+               (dir.path() / "dev.so").string(), (site / "causal_conv1d_cuda.so").string()})
+      .value();
+  std::ofstream(site / "causal_conv1d-1.7.0.dist-info/RECORD")
+      << "causal_conv1d_cuda.so,,\ncausal_conv1d-1.7.0.dist-info/RECORD,,\n";
+  nlohmann::json report = sample(true);
+  report["gpus"] = nlohmann::json::parse(R"([{"cc": "9.0"}])");
+  report["driver"] = {{"cuda", "13.0"}};
+  report["packages"] = {{"torch", {{"installed", false}}},
+                        {"causal-conv1d",
+                         {{"installed", true},
+                          {"site", site.string()},
+                          {"dist_info", (site / "causal_conv1d-1.7.0.dist-info").string()}}}};
+  report["kiln_wheels"] = nlohmann::json::array(
+      {{{"name", "gone"}, {"site", site.string()}, {"dist_info", "/x/gone-1.0.dist-info"}}});
+  nlohmann::json k = static_checks(report, "python3");
+  ASSERT_EQ(k["installed"].size(), 2u);
+  EXPECT_EQ(k["installed"][0]["name"], "causal-conv1d");
+  EXPECT_EQ(k["installed"][0]["ok"], true);
+  EXPECT_EQ(k["fast_path"], nlohmann::json::parse(R"({"active": true, "reasons": []})"));
+  EXPECT_EQ(k["ok"], true);  // a kiln wheel that cannot be checked does not decide the fast path
+  EXPECT_CONTAINS(k["installed"][1]["error"].get<std::string>(), "no such dist-info directory");
+  EXPECT_EQ(k["version"], KILN_VERSION_FOR_TESTS);
+  // On an sm_100 GPU causal-conv1d has nothing to run: the fast path is missing.
+  report["gpus"] = nlohmann::json::parse(R"([{"cc": "9.0"}, {"cc": "10.0"}])");
+  k = static_checks(report, "python3");
+  EXPECT_EQ(k["ok"], false);
+  ASSERT_EQ(k["fast_path"]["reasons"].size(), 1u);
+  EXPECT_CONTAINS(k["fast_path"]["reasons"][0].get<std::string>(),
+                  "causal-conv1d gpu-target: causal_conv1d_cuda.so will not run on sm_100");
+  // doctor.py's reasons come first and stay.
+  report = sample(false);
+  k = static_checks(report, "python3");
+  EXPECT_EQ(k["fast_path"]["reasons"],
+            nlohmann::json::array({"causal_conv1d not installed: uv pip install x"}));
+  EXPECT_TRUE(k["installed"].empty());
+}
+
+TEST(Doctor, RunsDoctorPyWithTheInterpreter) {
+  if (find_program("python3").empty()) GTEST_SKIP() << "no python3";
+  Options o;
+  o.libcuda = "/nonexistent/libcuda.so.1";
+  o.server = "http://builder:8000";
+  nlohmann::json report = run_script(o).value();
+  EXPECT_EQ(report["doctor_version"], 1);
+  EXPECT_EQ(report["driver"]["available"], false);
+  EXPECT_CONTAINS(report["driver"]["error"].get<std::string>(),
+                  "cannot load /nonexistent/libcuda.so.1");
+  EXPECT_CONTAINS(report["next"]["commands"].back().get<std::string>(),
+                  "uv pip install --index-url http://builder:8000/");
+  o.python = "/nonexistent/python3";
+  auto bad = run_script(o);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().kind, ErrorKind::BadInput);
+  o.python = "true";  // exits 0 and prints nothing
+  auto empty = run_script(o);
+  ASSERT_FALSE(empty);
+  EXPECT_CONTAINS(empty.error().message, "did not print its report");
+  o.python = "false";  // exit 1, no report either
+  EXPECT_FALSE(run_script(o));
+}
+
+}  // namespace
+}  // namespace kiln::doctor
