@@ -28,13 +28,20 @@ Expected<std::string> metapackage_metadata(fetch::Downloader& downloader,
   return Error::failed(cat(file.filename, " has no .dist-info/METADATA"));
 }
 
+// A final release: digits and dots only ("13.4.0rc1" is not).
+bool is_final(const std::string& version) {
+  return !version.empty() && std::all_of(version.begin(), version.end(),
+                                         [](char c) { return is_ascii_digit(c) || c == '.'; });
+}
+
 // The newest cuda-toolkit release of `cuda_version` ("13.2" -> "13.2.2") on a page.
 Expected<std::string> newest_release(const std::vector<fetch::IndexFile>& page,
                                      const std::string& cuda_version) {
   std::string best;
   for (const auto& f : page) {
     auto fields = wheel_fields(f.filename);
-    if (!fields || (*fields)[1].rfind(cuda_version + ".", 0) != 0) continue;
+    if (!fields || (*fields)[1].rfind(cuda_version + ".", 0) != 0 || !is_final((*fields)[1]))
+      continue;
     if (best.empty() || version_less(best, (*fields)[1])) best = (*fields)[1];
   }
   if (best.empty())
@@ -80,7 +87,8 @@ Expected<fetch::IndexFile> newest_wheel(const std::vector<fetch::IndexFile>& pag
   for (const auto& f : page) {
     auto fields = wheel_fields(f.filename);
     if (!fields || manifest::normalize_name((*fields)[0]) != project ||
-        !version_matches((*fields)[1], spec) || !is_linux_x86_64((*fields)[4]))
+        !version_matches((*fields)[1], spec) || !is_linux_x86_64((*fields)[4]) ||
+        !is_final((*fields)[1]))
       continue;
     if (best && !version_less(best_version, (*fields)[1])) continue;
     best = &f;
@@ -104,10 +112,12 @@ Expected<ToolkitWheels> cuda_toolkit_wheels(fetch::Downloader& downloader, const
   KILN_TRY(fetch::IndexFile meta_wheel, newest_wheel(page, "cuda-toolkit", release));
   KILN_TRY(std::string metadata, metapackage_metadata(downloader, meta_wheel));
   std::vector<Component> components = toolkit_components(metadata);
-  if (std::none_of(components.begin(), components.end(),
-                   [](const Component& c) { return c.project == "nvidia-cuda-nvcc"; }))
-    return Error::failed(cat("cuda-toolkit ", release, " pins no nvidia-cuda-nvcc for its 'nvcc' ",
-                             "extra: kiln cannot make a compiler of its wheels"));
+  for (const char* needed : {"nvidia-cuda-nvcc", "nvidia-cuda-crt", "nvidia-nvvm",
+                             "nvidia-cuda-runtime", "nvidia-cuda-cccl"})
+    if (std::none_of(components.begin(), components.end(),
+                     [&](const Component& c) { return c.project == needed; }))
+      return Error::failed(cat("cuda-toolkit ", release, " pins no ", needed,
+                               ": kiln cannot make a compiler of its wheels"));
   ToolkitWheels out{release, {}};
   for (const Component& c : components) {
     KILN_TRY(auto files, fetch::read_project_page(context, c.project));

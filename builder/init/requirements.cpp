@@ -108,7 +108,9 @@ std::vector<Component> toolkit_components(std::string_view metadata) {
     auto r = parse_requirement(line);
     if (!r || r->op != "==" || !applies_to_linux(*r)) continue;
     std::string extra = r->marker_extra();
-    if (extra != "nvcc" && extra != "cccl") continue;
+    if (extra != "nvcc" && extra != "crt" && extra != "nvvm" && extra != "cudart" &&
+        extra != "cccl")
+      continue;
     Component c{manifest::normalize_name(r->name), r->version};
     if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
   }
@@ -117,8 +119,28 @@ std::vector<Component> toolkit_components(std::string_view metadata) {
   return out;
 }
 
+namespace {
+
+// "13.0.3.0" -> {13, 0, 3}: a release of digits only, trailing zeros dropped (PEP 440 pads the
+// shorter release with zeros); none for anything else (pre-releases, local labels).
+std::optional<std::vector<long>> release_numbers(std::string_view version) {
+  std::vector<long> out;
+  for (const std::string& part : split(version, ".", false)) {
+    if (part.empty() || part.size() > 9 || !std::all_of(part.begin(), part.end(), is_ascii_digit))
+      return std::nullopt;
+    out.push_back(std::stol(part));
+  }
+  while (!out.empty() && out.back() == 0) out.pop_back();
+  return out;
+}
+
+}  // namespace
+
 bool version_matches(std::string_view version, std::string_view spec) {
-  if (!spec.ends_with(".*")) return version == spec;
+  if (!spec.ends_with(".*")) {
+    auto a = release_numbers(version), b = release_numbers(spec);
+    return a && b ? *a == *b : version == spec;
+  }
   std::string_view prefix = spec.substr(0, spec.size() - 1);  // "13.2.86."
   if (version.starts_with(prefix)) return true;
   // "13.2.86" itself is within "13.2.86.*".

@@ -36,8 +36,9 @@ struct TorchCuda {
 std::optional<TorchCuda> cuda_from_metadata(std::string_view metadata);
 
 // The components kiln's wheel toolkit needs (nvcc, crt, nvvm, the runtime, CCCL) as cuda-toolkit's
-// metadata pins them for its `nvcc` and `cccl` extras: project name (normalised) and version spec
-// ("13.2.86.*"), sorted by project, each once.
+// metadata pins them for its `nvcc`, `crt`, `nvvm`, `cudart` and `cccl` extras (13.0.2's `nvcc`
+// extra names nvcc alone, 13.2.2's names crt, nvvm and the runtime too): project name
+// (normalised) and version spec ("13.2.86.*"), sorted by project, each once.
 struct Component {
   std::string project;
   std::string version;  // the `==` operand, maybe ending in ".*"
@@ -45,8 +46,8 @@ struct Component {
 };
 std::vector<Component> toolkit_components(std::string_view cuda_toolkit_metadata);
 
-// Whether `version` satisfies "==`spec`" (PEP 440 prefix matching for a trailing ".*", on
-// release segments; exact text otherwise).
+// Whether `version` satisfies "==`spec`": PEP 440 prefix matching for a trailing ".*", numeric
+// release equality with zero padding otherwise ("13.0.3.0" == "13.0.3"); exact text for others.
 bool version_matches(std::string_view version, std::string_view spec);
 
 }  // namespace kiln::init

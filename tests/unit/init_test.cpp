@@ -3,6 +3,8 @@
 // metadata, a real cuda-toolkit metapackage wheel, component pages).
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "../support/fetch_util.h"
 #include "../support/http_server.h"
 #include "archive/zip_writer.h"
@@ -78,6 +80,25 @@ TEST(Requirements, TorchCudaFromItsOwnMetadata) {
 }
 
 TEST(Requirements, ToolkitComponentsOfTheNvccAndCcclExtras) {
+  // cuda-toolkit 13.0.2 (torch 2.11, 2.12): the nvcc extra names nvcc alone; crt, nvvm and the
+  // runtime have their own extras.
+  std::string old = "Name: cuda-toolkit\nVersion: 13.0.2\n";
+  for (auto [p, v, extra] : std::vector<std::tuple<const char*, const char*, const char*>>{
+           {"nvidia-cuda-nvcc", "13.0.88", "nvcc"},
+           {"nvidia-cuda-crt", "13.0.88", "crt"},
+           {"nvidia-nvvm", "13.0.88", "nvvm"},
+           {"nvidia-cuda-runtime", "13.0.96", "cudart"},
+           {"nvidia-cuda-cccl", "13.0.85", "cccl"},
+           {"nvidia-cublas", "13.1.0.3", "cublas"}})
+    old += cat("Requires-Dist: ", p, "==", v,
+               ".*; (sys_platform == 'linux' or sys_platform == "
+               "'win32') and extra == '",
+               extra, "'\n");
+  EXPECT_EQ(toolkit_components(old), (std::vector<Component>{{"nvidia-cuda-cccl", "13.0.85.*"},
+                                                             {"nvidia-cuda-crt", "13.0.88.*"},
+                                                             {"nvidia-cuda-nvcc", "13.0.88.*"},
+                                                             {"nvidia-cuda-runtime", "13.0.96.*"},
+                                                             {"nvidia-nvvm", "13.0.88.*"}}));
   auto c = toolkit_components(toolkit_metadata("13.2.86"));
   std::vector<Component> want = {{"nvidia-cuda-cccl", "13.2.86.*"},
                                  {"nvidia-cuda-crt", "13.2.86.*"},
@@ -89,6 +110,9 @@ TEST(Requirements, ToolkitComponentsOfTheNvccAndCcclExtras) {
   EXPECT_TRUE(version_matches("13.2.86.1", "13.2.86.*"));
   EXPECT_FALSE(version_matches("13.2.861", "13.2.86.*"));
   EXPECT_FALSE(version_matches("13.2.8", "13.2.86"));
+  EXPECT_TRUE(version_matches("13.0.3.0", "13.0.3"));  // cuda-toolkit's file for torch 2.13's pin
+  EXPECT_FALSE(version_matches("13.0.30", "13.0.3"));
+  EXPECT_FALSE(version_matches("13.4.0rc1", "13.4.0"));
   EXPECT_TRUE(version_less("13.2.86", "13.2.100"));
 }
 
