@@ -25,6 +25,7 @@ toolchain::CudaRequest cuda_request(const Target& target) {
   r.version = target.cuda_version;
   r.home = target.cuda_home;
   for (const auto& w : target.cuda_wheels) r.wheels.push_back({w.file, w.sha256});
+  for (const auto& d : target.cuda_debs) r.debs.push_back({d.path, d.sha256});
   return r;
 }
 
@@ -91,6 +92,16 @@ Expected<void> resolve_cuda(ResolvedTarget& rt) {
     KILN_CHECK(
         toolchain::check_cuda_matches(found, target.cuda_version, cat("target ", target.name)));
     rt.cuda = std::move(found);
+  }
+  if (target.cuda_toolkit == "debian") {
+    // The archs the pinned release can build, known from its pins (nothing downloaded).
+    std::vector<std::pair<std::string, int>> archs;
+    for (const auto& a : target.archs.archs())
+      archs.emplace_back(a.sass ? a.sm_name() : a.compute_name(), a.number());
+    auto buildable =
+        toolchain::check_archs_buildable((*cuda_id)["release"].get<std::string>(), archs);
+    if (!buildable)
+      return Error::bad_input(cat("target ", target.name, ": ", buildable.error().message));
   }
   rt.toolchain["cuda"] = *cuda_id;
   return {};
