@@ -144,7 +144,8 @@ Expected<void> merge_package(const fs::path& unpacked, const fs::path& root,
        it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (ec) break;
     if (it->is_directory() && !it->is_symlink()) continue;
-    entries.emplace_back(it->path(), fs::relative(it->path(), unpacked, ec).generic_string());
+    // lexically: fs::relative would resolve a link to what it names.
+    entries.emplace_back(it->path(), it->path().lexically_relative(unpacked).generic_string());
   }
   if (ec) return Error::failed(cat("cannot read the unpacked ", package, ": ", ec.message()));
   std::sort(entries.begin(), entries.end());
