@@ -84,7 +84,8 @@ TEST(Target, BadInput) {
             "targets/t.toml:13:8: 'torch-2.10.0-cp311-cp311-manylinux_2_28_x86_64.whl' is not a "
             "torch 2.11.0 wheel for cp311");
   EXPECT_EQ(error_of(edit("toolkit = \"system\"", "toolkit = \"conda\"")),
-            "targets/t.toml:17:11: bad CUDA toolkit 'conda': expected 'system' or 'wheels'");
+            "targets/t.toml:17:11: bad CUDA toolkit 'conda': expected 'system', 'wheels' or "
+            "'debian'");
   EXPECT_EQ(
       error_of(edit("interpreter = \"python3\"", "interpreter = \"python3\"\nversion = \"3.11\"")),
       "targets/t.toml:5:1: [python] needs exactly one of 'interpreter' or 'version'");
