@@ -170,6 +170,7 @@ class Unpacker {
   }
 
   Expected<void> entry(struct archive* a, struct archive_entry* e);
+  bool skipped(struct archive_entry* e, const std::vector<std::string>& parts) const;
   Expected<std::size_t> add_node(std::size_t parent, const std::string& name, Kind kind,
                                  std::string_view member);
   std::size_t child(std::size_t node, std::string_view name) const;
@@ -518,6 +519,14 @@ Expected<void> Unpacker::finalize() {
   return {};
 }
 
+// A member the filter rejects, with skip_rejected: left unread once its name passed.
+bool Unpacker::skipped(struct archive_entry* e, const std::vector<std::string>& parts) const {
+  if (!options_.filter || !options_.skip_rejected || parts.empty()) return false;
+  std::string path = join(parts, "/");
+  if (archive_entry_hardlink(e) == nullptr && archive_entry_filetype(e) == AE_IFDIR) path += '/';
+  return !options_.filter(path);
+}
+
 Expected<void> Unpacker::entry(struct archive* a, struct archive_entry* e) {
   const UnpackLimits& limits = options_.limits;
   const char* raw = archive_entry_pathname(e);
@@ -532,6 +541,8 @@ Expected<void> Unpacker::entry(struct archive* a, struct archive_entry* e) {
     return bad(member, cat("is past the limit of ", limits.max_entries, " members"));
   std::vector<std::string> parts;
   if (std::string why = split_member(member, parts); !why.empty()) return bad(member, why);
+
+  if (skipped(e, parts)) return {};
 
   mode_t mode = archive_entry_mode(e);
   if (mode & (S_ISUID | S_ISGID | S_ISVTX))

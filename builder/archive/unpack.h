@@ -28,6 +28,10 @@ struct UnpackOptions {
   // Members it rejects are still checked (name, type, mode, link target as text) but neither
   // written nor counted against the size caps; a hardlink to a member it rejected is an error.
   std::function<bool(std::string_view path)> filter;
+  // With a filter: members it rejects are skipped once their name is checked (their type, mode and
+  // link target are not, since nothing is made of them). For archives whose unwanted members are
+  // of kinds kiln never extracts (a .deb's links to /etc): archive/deb.h.
+  bool skip_rejected = false;
 };
 
 struct UnpackResult {

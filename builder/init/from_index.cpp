@@ -10,6 +10,7 @@
 #include "fatbin/fatbin.h"
 #include "init/cuda_wheels.h"
 #include "init/requirements.h"
+#include "manifest/debian_toolkit.h"
 #include "manifest/target.h"
 #include "manifest/version.h"
 #include "toolchain/cuda.h"
@@ -127,7 +128,8 @@ struct ToolkitChoice {
   std::string kind;     // "system", "wheels", "debian"
   std::string release;  // the CUDA release that compiles ("13.2"), for the arch limits
   std::vector<manifest::CudaWheel> wheels;
-  std::string note;  // what it is, for the file's comment
+  std::string note;        // what it is, for the file's comment
+  std::string cuda_table;  // the whole [cuda] table, when the source writes its own
 };
 
 int major_of(const std::string& version) {
@@ -155,6 +157,19 @@ Expected<ToolkitChoice> system_toolkit(const TorchFacts& facts, const std::strin
   return tk;
 }
 
+// Debian's CUDA 12 packages, as built into kiln (manifests/tools/cuda12-debian.toml).
+Expected<ToolkitChoice> debian_toolkit(const IndexRequest& r, const TorchFacts& facts) {
+  KILN_TRY(manifest::DebianToolkitPins pins, manifest::builtin_debian_toolkit());
+  std::string note = cat("Debian ", pins.suite, "'s CUDA ", pins.release, " packages");
+  if (major_of(facts.cuda) != major_of(pins.release))
+    return Error::bad_input(cat("torch ", r.torch_version, " was built with CUDA ", facts.cuda,
+                                "; ", note, " build for CUDA ", major_of(pins.release),
+                                " only (use --toolkit wheels or system)"));
+  ToolkitChoice tk{"debian", pins.release, {}, note};
+  tk.cuda_table = manifest::debian_cuda_table(pins, facts.cuda);
+  return tk;
+}
+
 Expected<ToolkitChoice> choose_toolkit(const IndexRequest& r, fetch::Downloader& downloader,
                                        const TorchFacts& facts) {
   int major = major_of(facts.cuda);
@@ -173,8 +188,7 @@ Expected<ToolkitChoice> choose_toolkit(const IndexRequest& r, fetch::Downloader&
     return ToolkitChoice{"wheels", cat(parts.at(0), ".", parts.size() > 1 ? parts[1] : "0"),
                          std::move(w.wheels), cat("NVIDIA's CUDA ", w.release, " wheels")};
   }
-  if (kind == "debian")
-    return Error::bad_input("--toolkit debian: this kiln has no Debian toolkit source yet");
+  if (kind == "debian") return debian_toolkit(r, facts);
   return Error::bad_input(
       cat("bad --toolkit '", kind, "': expected 'system', 'wheels' or 'debian'"));
 }
@@ -222,6 +236,7 @@ std::string torch_table(const IndexRequest& r, const std::vector<TorchFile>& fil
 }
 
 std::string cuda_table(const TorchFacts& facts, const ToolkitChoice& tk) {
+  if (!tk.cuda_table.empty()) return tk.cuda_table;
   std::string out = cat("[cuda]\ntoolkit = ", toml_string(tk.kind),
                         "\nversion = ", toml_string(facts.cuda), "\n");
   for (const auto& w : tk.wheels)

@@ -38,9 +38,32 @@ void read_manylinux(const TableReader& t, Target& target) {
   target.manylinux = minor;
 }
 
+void read_cuda_debs(const SourceText& source, const TableReader& cr, Target& t) {
+  if (t.cuda_toolkit != "debian") {
+    if (cr.has("deb")) cr.fail("deb", "'cuda.deb' applies only to toolkit = \"debian\"");
+    return;
+  }
+  auto debs = cr.tables("deb");
+  if (debs.empty()) cr.fail_missing("deb");
+  for (const toml::table* d : debs) {
+    TableReader dr(source, *d, "cuda.deb", {"path", "sha256"});
+    CudaDeb deb{dr.required_string("path"), dr.required_string("sha256")};
+    std::string why;
+    if (!is_debian_pool_path(deb.path, why))
+      dr.fail("path", cat("bad pool path '", printable_excerpt(deb.path), "': ", why));
+    if (!is_sha256_hex(deb.sha256))
+      dr.fail("sha256", cat("bad sha256 '", printable_excerpt(deb.sha256),
+                            "': expected 64 lowercase hexadecimal digits"));
+    for (const auto& other : t.cuda_debs)
+      if (other.package() == deb.package())
+        dr.fail("path", cat("a second package ", deb.package(), " (", other.path, ")"));
+    t.cuda_debs.push_back(std::move(deb));
+  }
+}
+
 void read_cuda_wheels(const SourceText& source, const TableReader& cr, Target& t) {
   auto wheels = cr.tables("wheel");
-  if (t.cuda_toolkit == "system") {
+  if (t.cuda_toolkit != "wheels") {
     if (cr.has("wheel")) cr.fail("wheel", "'cuda.wheel' applies only to toolkit = \"wheels\"");
     return;
   }
@@ -155,19 +178,20 @@ Target parse(const std::string& text, const std::string& name, const std::string
 
   const toml::table* cuda = top.table("cuda");
   if (!cuda) top.fail_missing("cuda");
-  TableReader cr(source, *cuda, "cuda", {"toolkit", "version", "home", "wheel"});
+  TableReader cr(source, *cuda, "cuda", {"toolkit", "version", "home", "wheel", "deb"});
   t.cuda_toolkit = cr.string("toolkit").value_or("system");
-  if (t.cuda_toolkit != "system" && t.cuda_toolkit != "wheels")
-    cr.fail("toolkit",
-            cat("bad CUDA toolkit '", t.cuda_toolkit, "': expected 'system' or 'wheels'"));
+  if (t.cuda_toolkit != "system" && t.cuda_toolkit != "wheels" && t.cuda_toolkit != "debian")
+    cr.fail("toolkit", cat("bad CUDA toolkit '", printable_excerpt(t.cuda_toolkit),
+                           "': expected 'system', 'wheels' or 'debian'"));
   t.cuda_version = cr.required_string("version");
   if (!is_cuda_version(t.cuda_version))
     cr.fail("version",
             cat("bad CUDA version '", t.cuda_version, "': expected MAJOR.MINOR such as 13.0"));
   t.cuda_home = cr.string("home").value_or("");
-  if (!t.cuda_home.empty() && t.cuda_toolkit == "wheels")
+  if (!t.cuda_home.empty() && t.cuda_toolkit != "system")
     cr.fail("home", "'cuda.home' applies only to the system toolkit");
   read_cuda_wheels(source, cr, t);
+  read_cuda_debs(source, cr, t);
 
   if (const toml::table* compiler = top.table("compiler")) {
     TableReader comp(source, *compiler, "compiler", {"cxx"});
@@ -187,6 +211,38 @@ std::string CudaWheel::project() const {
     else
       c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return name;
+}
+
+std::string CudaDeb::file() const {
+  std::size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string CudaDeb::package() const {
+  std::string f = file();
+  return f.substr(0, f.find('_'));
+}
+
+bool is_debian_pool_path(std::string_view path, std::string& why) {
+  auto ok = [](char c) {
+    return is_ascii_alnum(c) || c == '.' || c == '+' || c == '~' || c == '_' || c == '-' ||
+           c == '/';
+  };
+  if (path.size() > kMaxPoolPathBytes)
+    why = cat("longer than ", kMaxPoolPathBytes, " bytes");
+  else if (!path.starts_with("pool/"))
+    why = "expected a path in the archive's pool, starting with pool/";
+  else if (!std::all_of(path.begin(), path.end(), ok))
+    why = "only letters, digits and . + ~ _ - / are allowed";
+  else if (!path.ends_with(".deb") || path.ends_with("/.deb"))
+    why = "expected a .deb file";
+  else
+    for (const auto& part : split(path, "/", /*skip_empty=*/false))
+      if (part.empty() || part == "." || part == "..") {
+        why = "has an empty, '.' or '..' component";
+        break;
+      }
+  return why.empty();
 }
 
 bool is_valid_target_name(std::string_view name) {
@@ -298,6 +354,7 @@ nlohmann::json Target::canonical() const {
   nlohmann::json cuda = {{"toolkit", cuda_toolkit}, {"version", cuda_version}, {"home", cuda_home}};
   for (const auto& w : cuda_wheels)
     cuda["wheels"].push_back({{"file", w.file}, {"sha256", w.sha256}});
+  for (const auto& d : cuda_debs) cuda["debs"].push_back({{"path", d.path}, {"sha256", d.sha256}});
   return {{"python", {{"interpreter", python_interpreter}, {"version", python_version}}},
           {"torch",
            {{"source", torch_source == TorchSource::Pypi ? "pypi" : "environment"},

@@ -27,6 +27,16 @@ struct CudaWheel {
   std::string project() const;  // "nvidia-cuda-nvcc", from the file name
 };
 
+// A pinned package of a toolkit from Debian's archive, by its path in the archive's pool (the
+// mirror comes from apt's configuration on the machine, fetch/debian_mirror.h).
+struct CudaDeb {
+  std::string
+      path;  // "pool/non-free/n/nvidia-cuda-toolkit/nvidia-cuda-toolkit_12.4.131~12.4.1-2_amd64.deb"
+  std::string sha256;
+  std::string file() const;     // the path's last component
+  std::string package() const;  // "nvidia-cuda-toolkit": the file name up to its first '_'
+};
+
 struct Target {
   std::string name;  // file stem, or "<stem>-<archs slug>" for an --archs override
   std::string display_path;
@@ -46,11 +56,13 @@ struct Target {
   // the sha256 pins the bytes wherever they come from.
   std::string torch_index_url;
 
-  // CUDA: "system" (detect) or "wheels" (a toolkit from pinned PyPI wheels).
+  // CUDA: "system" (detect), "wheels" (a toolkit from pinned PyPI wheels) or "debian" (from
+  // pinned Debian packages).
   std::string cuda_toolkit = "system";
-  std::string cuda_version;            // "13.0"
+  std::string cuda_version;            // "13.0": what torch was built with
   std::string cuda_home;               // optional, with the system toolkit
   std::vector<CudaWheel> cuda_wheels;  // with the wheels toolkit
+  std::vector<CudaDeb> cuda_debs;      // with the debian toolkit
 
   std::string cxx = "g++";
   ArchList archs;
@@ -85,6 +97,10 @@ bool is_torch_version(std::string_view version);
 bool is_index_url(std::string_view url);
 bool is_cpython_tag(std::string_view tag);
 bool is_cuda_version(std::string_view version);
+// A path in a Debian archive's pool: relative, "pool/" first, no "." or ".." component or empty
+// one, only [A-Za-z0-9.+~_/-], ending in ".deb", at most kMaxPoolPathBytes. Else "" and `why`.
+bool is_debian_pool_path(std::string_view path, std::string& why);
+constexpr std::size_t kMaxPoolPathBytes = 255;
 // The glibc minor of a manylinux platform tag (manylinux_2_28_x86_64 -> 28, as large as an int
 // holds; manylinux1/2010/2014 -> 5/12/17) with its architecture in `arch`, or -1 when it is none.
 int manylinux_minor(std::string_view tag, std::string& arch);

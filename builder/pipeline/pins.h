@@ -14,9 +14,11 @@
 
 namespace kiln::pipeline {
 
-// A file on the package index, pinned by sha256.
+// A file on the package index, pinned by sha256; or, with a pool path, a Debian package from the
+// mirror apt uses (fetch/debian_mirror.h).
 struct PinnedFile {
   std::string project, file, sha256;
+  std::string pool_path;  // "pool/non-free/n/...deb": a Debian toolkit's package
   std::string index_url;  // where to look for it; "" for the configured index
 };
 
@@ -30,8 +32,9 @@ Expected<std::vector<manifest::PinnedWheel>> build_env_wheels(const manifest::Bu
                                                               const manifest::Target& target);
 
 // Every file a build of the plan's items for `rt` fetches from the index: the toolkit's wheels
-// (a toolkit from wheels), the torch wheel (a pinned torch) for compiled packages, and the build
-// environment's wheels for setuptools ones. Sorted, each once.
+// (a toolkit from wheels) or packages (a toolkit from Debian's archive), the torch wheel (a pinned
+// torch) for compiled packages, and the build environment's wheels for setuptools ones. Sorted,
+// each once.
 Expected<std::vector<PinnedFile>> pinned_files(const resolve::Plan& plan,
                                                const resolve::ResolvedTarget& rt);
 

@@ -69,8 +69,8 @@ void flatten(const json& j, const std::string& path, std::map<std::string, std::
 Expected<void> fetch_torch(const resolve::ResolvedTarget& rt, Fetching& fetching,
                            const cache::Store& store, toolchain::Toolchain& tc) {
   KILN_TRY(manifest::TorchWheel wheel, torch_wheel_for(rt.target, tc.python.abi_tag));
-  KILN_TRY(fetch::Fetched got,
-           fetch_pinned(fetching, {"torch", wheel.file, wheel.sha256, rt.target.torch_index_url}));
+  KILN_TRY(fetch::Fetched got, fetch_pinned(fetching, {"torch", wheel.file, wheel.sha256, "",
+                                                       rt.target.torch_index_url}));
   KILN_TRY(tc.torch, toolchain::torch_from_wheel(got.path, wheel.sha256, store.sysroots()));
   tc.torch_wheel = got.path;
   return {};
@@ -91,10 +91,17 @@ Expected<Toolchain> prepare_toolchain(const resolve::ResolvedTarget& rt, Fetchin
   if (rt.cuda) {
     tc.cuda = *rt.cuda;
   } else {
-    auto fetch_wheel = [&fetching](const std::string& file,
-                                   const std::string& sha256) -> Expected<fs::path> {
-      std::string project = manifest::CudaWheel{file, sha256}.project();
-      KILN_TRY(fetch::Fetched got, fetch_pinned(fetching, {project, file, sha256}));
+    const bool debian = target.cuda_toolkit == "debian";
+    auto fetch_wheel = [&fetching, debian](const std::string& file,
+                                           const std::string& sha256) -> Expected<fs::path> {
+      PinnedFile pin;
+      if (debian) {  // `file` is a pool path
+        manifest::CudaDeb deb{file, sha256};
+        pin = {"debian", deb.file(), sha256, file};
+      } else {
+        pin = {manifest::CudaWheel{file, sha256}.project(), file, sha256, {}};
+      }
+      KILN_TRY(fetch::Fetched got, fetch_pinned(fetching, pin));
       return got.path;
     };
     auto cuda =

@@ -147,18 +147,25 @@ Expected<void> ValidateInputs::choose_torch(const validate::WheelSummary& summar
   return {};
 }
 
-// A wheel built with a CUDA toolkit from wheels finds the CUDA runtime in that toolkit, when the
-// cache has it (so it validates on a machine without a CUDA toolkit).
+// A wheel built with a CUDA toolkit from wheels or Debian packages finds the CUDA runtime in that
+// toolkit, when the cache has it (so it validates on a machine without a CUDA toolkit).
 void ValidateInputs::add_wheel_toolkit(const validate::WheelSummary& summary,
                                        validate::Options& options) const {
   if (!summary.provenance || !summary.provenance->facts.cuda) return;
   const auto& cuda = *summary.provenance->facts.cuda;
-  if (cuda.toolkit != "wheels" || !cuda.wheels) return;
   toolchain::CudaRequest request;
-  request.toolkit = "wheels";
+  request.toolkit = cuda.toolkit;
   request.version = cuda.version;
-  for (const auto& w : *cuda.wheels) request.wheels.push_back({w.file, w.sha256});
-  fs::path lib = store_.toolkits() / toolchain::wheel_toolkit_name(request) / "lib";
+  fs::path lib;
+  if (cuda.toolkit == "wheels" && cuda.wheels) {
+    for (const auto& w : *cuda.wheels) request.wheels.push_back({w.file, w.sha256});
+    lib = store_.toolkits() / toolchain::wheel_toolkit_name(request) / "lib";
+  } else if (cuda.toolkit == "debian" && cuda.debs) {
+    for (const auto& d : *cuda.debs) request.debs.push_back({d.path, d.sha256});
+    lib = store_.toolkits() / toolchain::debian_toolkit_name(request) / "lib64";
+  } else {
+    return;
+  }
   std::error_code ec;
   if (!fs::is_directory(lib, ec)) return;
   std::vector<fs::path> dirs = {lib};

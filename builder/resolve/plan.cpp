@@ -25,6 +25,7 @@ toolchain::CudaRequest cuda_request(const Target& target) {
   r.version = target.cuda_version;
   r.home = target.cuda_home;
   for (const auto& w : target.cuda_wheels) r.wheels.push_back({w.file, w.sha256});
+  for (const auto& d : target.cuda_debs) r.debs.push_back({d.path, d.sha256});
   return r;
 }
 
@@ -109,6 +110,8 @@ Expected<void> resolve_cuda(ResolvedTarget& rt) {
     release = found.version;
     rt.cuda = std::move(found);
   }
+  if (target.cuda_toolkit == "debian")  // the pinned release, known from its pins
+    release = (*cuda_id)["release"].get<std::string>();
   if (std::string problem = manifest::archs_toolkit_problem(target.archs, release);
       !problem.empty())
     return Error::bad_input(cat("target ", target.name, ": ", problem));

@@ -60,6 +60,39 @@ Expected<void> check_cuda_matches(const CudaToolkit& toolkit, const std::string&
   return {};
 }
 
+namespace {
+
+// "12.4" -> {12, 4}; {-1, -1} when it is not MAJOR.MINOR.
+std::pair<int, int> major_minor(std::string_view version) {
+  Scanner s(version);
+  std::string_view major = s.take_while(is_ascii_digit);
+  if (major.empty() || major.size() > 3 || !s.skip('.')) return {-1, -1};
+  std::string_view minor = s.take_while(is_ascii_digit);
+  if (minor.empty() || minor.size() > 3 || !s.done()) return {-1, -1};
+  return {std::atoi(std::string(major).c_str()), std::atoi(std::string(minor).c_str())};
+}
+
+}  // namespace
+
+Expected<std::string> cuda_compatibility(const std::string& compiler, const std::string& torch) {
+  auto [cm, cn] = major_minor(compiler);
+  auto [tm, tn] = major_minor(torch);
+  if (cm < 0 || tm < 0)
+    return Error::bad_input(cat("cannot compare CUDA ", compiler, " with torch's CUDA ", torch,
+                                ": expected MAJOR.MINOR"));
+  if (cm != tm)
+    return Error::bad_input(cat("the toolkit is CUDA ", compiler, " but torch is built with CUDA ",
+                                torch, ": the majors must match (torch's runtime is libcudart.so.",
+                                tm, ")"));
+  if (cn > tn)
+    return Error::bad_input(cat("the toolkit is CUDA ", compiler, ", newer than torch's CUDA ",
+                                torch, ": an extension may need a runtime newer than torch's"));
+  if (cn == tn) return cat("same CUDA release ", compiler);
+  return cat("minor version compatibility: nvcc ", compiler, " <= torch's CUDA ", torch,
+             ", same major ", cm, " (the extension needs libcudart.so.", cm,
+             ", which torch's CUDA ", torch, " runtime provides)");
+}
+
 int host_config_gcc_max(std::string_view text) {
   for (std::size_t at = text.find("#if"); at != std::string_view::npos;
        at = text.find("#if", at + 1)) {
@@ -107,6 +140,7 @@ Expected<void> check_host_compiler(const CudaToolkit& toolkit, const HostCompile
 std::unique_ptr<CudaSource> make_cuda_source(const CudaRequest& request, const fs::path& toolkits,
                                              FetchPinned fetch) {
   if (request.toolkit == "wheels") return wheels_cuda_source(request, toolkits, std::move(fetch));
+  if (request.toolkit == "debian") return debian_cuda_source(request, toolkits, std::move(fetch));
   return system_cuda_source(request);
 }
 

@@ -1,6 +1,7 @@
-// The CUDA toolkit: where it is, which version its nvcc is, and where it comes from. Two sources
-// behind one interface, one file each: the machine's toolkit (cuda_system.cpp) and a toolkit kiln
-// lays out from pinned NVIDIA wheels in its cache (cuda_wheels.cpp).
+// The CUDA toolkit: where it is, which version its nvcc is, and where it comes from. Three sources
+// behind one interface, one file each: the machine's toolkit (cuda_system.cpp), a toolkit kiln
+// lays out from pinned NVIDIA wheels in its cache (cuda_wheels.cpp), and one from pinned Debian
+// packages (cuda_debian.cpp).
 #pragma once
 
 #include <filesystem>
@@ -8,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -32,13 +34,18 @@ struct CudaRequest {
   struct Wheel {
     std::string file, sha256;
   };
-  std::string toolkit = "system";  // "system" | "wheels"
+  struct Deb {
+    std::string path, sha256;  // a pool path ("pool/non-free/n/...deb")
+  };
+  std::string toolkit = "system";  // "system" | "wheels" | "debian"
   std::string version;             // "13.0": what torch was built with
   std::string home;                // system: the target's cuda.home (optional)
   std::vector<Wheel> wheels;       // wheels: the pinned set
+  std::vector<Deb> debs;           // debian: the pinned packages
 };
 
-// Gets a pinned file (a wheel) into the download cache and returns its path.
+// Gets a pinned file (a wheel by file name, a Debian package by pool path) into the download cache
+// and returns its path.
 using FetchPinned = std::function<Expected<std::filesystem::path>(const std::string& file,
                                                                   const std::string& sha256)>;
 
@@ -57,9 +64,12 @@ std::unique_ptr<CudaSource> make_cuda_source(const CudaRequest& request,
                                              const std::filesystem::path& toolkits,
                                              FetchPinned fetch);
 
-// The two sources (make_cuda_source picks one by request.toolkit).
+// The three sources (make_cuda_source picks one by request.toolkit).
 std::unique_ptr<CudaSource> system_cuda_source(const CudaRequest& request);
 std::unique_ptr<CudaSource> wheels_cuda_source(const CudaRequest& request,
+                                               const std::filesystem::path& toolkits,
+                                               FetchPinned fetch);
+std::unique_ptr<CudaSource> debian_cuda_source(const CudaRequest& request,
                                                const std::filesystem::path& toolkits,
                                                FetchPinned fetch);
 
@@ -76,6 +86,29 @@ Expected<CudaToolkit> cuda_from_wheels(const CudaRequest& request,
 // The directory name of a wheel toolkit: "cuda-13.0-<first 16 hex digits of the pins' hash>".
 std::string wheel_toolkit_name(const CudaRequest& request);
 
+// The Debian toolkit: <toolkits>/cuda-<release>-debian-<sha16 of the pins>/, the packages' data
+// read with archive::unpack_deb and laid out like an installed toolkit (bin/, nvvm/, include/ with
+// CCCL, lib64/ with libcudart and lib -> lib64) with kiln's own bin/nvcc.profile, every path
+// relative to nvcc ($(_HERE_)), so nothing is read from /usr or /usr/local/cuda; made whole in a
+// temporary directory and renamed into place under a lock. `debs`: the pinned files in the
+// download cache, in the order of `request.debs`.
+Expected<CudaToolkit> cuda_from_debs(const CudaRequest& request,
+                                     const std::vector<std::filesystem::path>& debs,
+                                     const std::filesystem::path& toolkits);
+// The CUDA release of the pinned nvidia-cuda-toolkit package ("nvidia-cuda-toolkit_12.4.131~..."
+// -> "12.4"), known without downloading anything.
+Expected<std::string> debian_release(const CudaRequest& request);
+// "cuda-12.4-debian-<first 16 hex digits of the pins' hash>".
+std::string debian_toolkit_name(const CudaRequest& request);
+// Where a toolkit file comes from in a Debian package's data ("usr/bin/ptxas" -> "bin/ptxas"),
+// or "" when a build does not need it.
+std::string debian_toolkit_path(std::string_view package_path);
+
+// Whether an nvcc of release `compiler` may build extensions for a torch built with CUDA `torch`:
+// the same major, and a compiler minor no newer than torch's (CUDA's minor version
+// compatibility: torch's runtime of that major, libcudart.so.<major>, runs what an older minor's
+// compiler built). Returns the rule that allows it, for the build key and the log.
+Expected<std::string> cuda_compatibility(const std::string& compiler, const std::string& torch);
 // "Cuda compilation tools, release 13.0, V13.0.88" -> "13.0"
 std::string parse_nvcc_release(const std::string& version_text);
 // Fails, naming the toolkit needed, when the majors differ.

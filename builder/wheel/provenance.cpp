@@ -114,6 +114,17 @@ InputFacts::Cuda read_cuda(const Object& o) {
       c.wheels->push_back(std::move(cw));
     }
   }
+  if (const json* d = o.get("debs")) {
+    if (!d->is_array()) wrong(o.at("debs"), *d, "an array");
+    c.debs.emplace();
+    for (std::size_t i = 0; i < d->size(); ++i) {
+      Object e((*d)[i], cat(o.at("debs"), "[", i, "]"));
+      InputFacts::CudaDeb cd;
+      e.read("path", cd.path);
+      e.read("sha256", cd.sha256);
+      c.debs->push_back(std::move(cd));
+    }
+  }
   return c;
 }
 

@@ -58,10 +58,14 @@ struct InputFacts {
   struct CudaWheel {
     std::string file, sha256;
   };
+  struct CudaDeb {
+    std::string path, sha256;
+  };
   struct Cuda {                                    // inputs.toolchain.cuda
-    std::string toolkit;                           // "system" | "wheels"
+    std::string toolkit;                           // "system" | "wheels" | "debian"
     std::string version;                           // "13.0"
     std::optional<std::vector<CudaWheel>> wheels;  // the pinned NVIDIA wheels ("wheels" toolkit)
+    std::optional<std::vector<CudaDeb>> debs;      // the pinned Debian packages ("debian")
   };
   std::optional<Python> python;
   std::optional<TorchPin> torch;

@@ -102,12 +102,21 @@ class IndexModeTest(KilnTestCase):
         text = out.read_text()
         self.assertIn('[python]\nversion = "3.12"', text)
         self.assertEqual(text.count("[[torch.wheel]]"), 1)
+        # The default toolkit for a CUDA 12 torch: Debian's CUDA 12.4 packages, which cannot
+        # build sm_120 (it needs 12.8).
+        deb = self.tmp / "deb.toml"
+        self.init("--archs", "9.0+PTX", "-o", str(deb), check=0)
+        self.assertIn('[cuda]\ntoolkit = "debian"\nversion = "12.8"', deb.read_text())
+        self.assertIn("pool/non-free/n/nvidia-cuda-toolkit/", deb.read_text())
+        proc = self.init("--archs", "9.0;12.0", "-o", str(self.tmp / "b.toml"), check=2)
+        self.assertIn("sm_120 needs CUDA 12.8 or newer (this toolkit is 12.4)", proc.stderr)
         # NVIDIA publishes no CUDA 12 compiler as wheels.
         proc = self.init("--toolkit", "wheels", "-o", str(self.tmp / "w.toml"), check=2)
         self.assertIn("publishes no CUDA 12 compiler as wheels", proc.stderr)
         proc = self.init("--python-tags", "cp399", "-o", str(self.tmp / "n.toml"), check=1)
         self.assertIn("no torch 2.10.0+cu128 wheel for cp399", proc.stderr)
         self.assertFalse((self.tmp / "w.toml").exists())
+        self.assertFalse((self.tmp / "b.toml").exists())
         self.assertFalse((self.tmp / "n.toml").exists())
         # Never overwrites.
         self.init("--toolkit", "system", "-o", str(out), check=2)

@@ -6,6 +6,7 @@
 
 #include "core/fs.h"
 #include "core/strings.h"
+#include "manifest/debian_toolkit.h"
 #include "manifest/repository.h"
 
 namespace kiln::manifest {
@@ -83,7 +84,8 @@ TEST(Target, BadInput) {
             "targets/t.toml:13:8: 'torch-2.10.0-cp311-cp311-manylinux_2_28_x86_64.whl' is not a "
             "torch 2.11.0 wheel for cp311");
   EXPECT_EQ(error_of(edit("toolkit = \"system\"", "toolkit = \"conda\"")),
-            "targets/t.toml:17:11: bad CUDA toolkit 'conda': expected 'system' or 'wheels'");
+            "targets/t.toml:17:11: bad CUDA toolkit 'conda': expected 'system', 'wheels' or "
+            "'debian'");
   EXPECT_EQ(
       error_of(edit("interpreter = \"python3\"", "interpreter = \"python3\"\nversion = \"3.11\"")),
       "targets/t.toml:5:1: [python] needs exactly one of 'interpreter' or 'version'");
@@ -292,6 +294,116 @@ TEST(Target, ShippedTargetsParse) {
           .value();
   EXPECT_EQ(w.cuda_toolkit, "wheels");
   EXPECT_EQ(w.cuda_wheels.size(), 5u);
+}
+
+namespace {
+
+const char* kDebPath =
+    "pool/non-free/n/nvidia-cuda-toolkit/nvidia-cuda-toolkit_12.4.131~12.4.1-2_amd64.deb";
+
+std::string debian_target(const std::string& path, const std::string& extra = "") {
+  return edit("toolkit = \"system\"\nversion = \"13.0\"\n",
+              cat("toolkit = \"debian\"\nversion = \"12.8\"\n", extra, "\n[[cuda.deb]]\npath = \"",
+                  path, "\"\nsha256 = \"", std::string(64, 'c'), "\"\n"));
+}
+
+}  // namespace
+
+TEST(Target, DebianToolkit) {
+  Target t = parse_target(debian_target(kDebPath), "t", "targets/t.toml").value();
+  EXPECT_EQ(t.cuda_toolkit, "debian");
+  ASSERT_EQ(t.cuda_debs.size(), 1u);
+  EXPECT_EQ(t.cuda_debs[0].file(), "nvidia-cuda-toolkit_12.4.131~12.4.1-2_amd64.deb");
+  EXPECT_EQ(t.cuda_debs[0].package(), "nvidia-cuda-toolkit");
+  EXPECT_EQ(t.canonical()["cuda"]["debs"][0]["path"], kDebPath);
+  // Other toolkits' canonical form is unchanged (no "debs" key): their build keys stay.
+  EXPECT_FALSE(parse_target(kTarget, "t", "t").value().canonical()["cuda"].contains("debs"));
+}
+
+TEST(Target, DebianPoolPathsAreStrict) {
+  // The value starts at column 8 of line 21 (path = "...").
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"pool/main/../../../etc/x.deb", "has an empty, '.' or '..' component"},
+      {"pool//main/x.deb", "has an empty, '.' or '..' component"},
+      {"pool/./x.deb", "has an empty, '.' or '..' component"},
+      {"/pool/main/x.deb", "starting with pool/"},
+      {"dists/trixie/x.deb", "starting with pool/"},
+      {"http://deb.debian.org/debian/pool/x.deb", "starting with pool/"},
+      {"pool/main/x y.deb", "only letters, digits and . + ~ _ - / are allowed"},
+      {"pool/main/x%2e.deb", "only letters, digits and . + ~ _ - / are allowed"},
+      {"pool/main/x.tar.xz", "expected a .deb file"},
+      {"pool/main/.deb", "expected a .deb file"},
+      {"pool/" + std::string(300, 'a') + ".deb", "longer than 255 bytes"},
+  };
+  for (const auto& [path, why] : bad) {
+    std::string e = error_of(debian_target(path));
+    EXPECT_TRUE(e.starts_with("targets/t.toml:21:8: bad pool path")) << e;
+    EXPECT_NE(e.find(why), std::string::npos) << e;
+  }
+  std::string why;
+  EXPECT_TRUE(is_debian_pool_path("pool/main/c/cccl/libcu++-dev_2.3.2-2_all.deb", why)) << why;
+}
+
+TEST(Target, DebianToolkitKeysBelongTogether) {
+  EXPECT_NE(error_of(edit("toolkit = \"system\"", "toolkit = \"debian\""))
+                .find("missing required key 'cuda.deb'"),
+            std::string::npos)
+      << error_of(edit("toolkit = \"system\"", "toolkit = \"debian\""));
+  EXPECT_NE(error_of(debian_target(kDebPath, "home = \"/usr/local/cuda\"\n"))
+                .find("'cuda.home' applies only to the system toolkit"),
+            std::string::npos);
+  std::string twice =
+      debian_target(kDebPath) +
+      cat("\n[[cuda.deb]]\npath = \"", kDebPath, "\"\nsha256 = \"", std::string(64, 'd'), "\"\n");
+  EXPECT_NE(error_of(twice).find("a second package nvidia-cuda-toolkit"), std::string::npos)
+      << error_of(twice);
+  std::string wheel = debian_target(kDebPath) +
+                      "\n[[cuda.wheel]]\nfile = \"a-1-py3-none-any.whl\"\nsha256 = \"" +
+                      std::string(64, 'e') + "\"\n";
+  EXPECT_NE(error_of(wheel).find("'cuda.wheel' applies only to toolkit = \"wheels\""),
+            std::string::npos)
+      << error_of(wheel);
+  std::string deb_on_system = kTarget + cat("\n[[cuda.deb]]\npath = \"", kDebPath,
+                                            "\"\nsha256 = \"", std::string(64, 'c'), "\"\n");
+  EXPECT_NE(error_of(deb_on_system).find("'cuda.deb' applies only to toolkit = \"debian\""),
+            std::string::npos)
+      << error_of(deb_on_system);
+  std::string short_sha = debian_target(kDebPath);
+  short_sha.replace(short_sha.find(std::string(64, 'c')), 64, "abc");
+  EXPECT_NE(error_of(short_sha).find("bad sha256 'abc'"), std::string::npos);
+  EXPECT_NE(error_of(edit("toolkit = \"system\"", "toolkit = \"apt\""))
+                .find("expected 'system', 'wheels' or 'debian'"),
+            std::string::npos);
+}
+
+TEST(Target, BuiltInDebianPinsMatchTheShippedTarget) {
+  DebianToolkitPins pins = builtin_debian_toolkit().value();
+  EXPECT_EQ(pins.release, "12.4");
+  EXPECT_EQ(pins.suite, "trixie");
+  EXPECT_EQ(pins.debs.size(), 7u);
+  Target t = load_target(fs::path(KILN_SOURCE_DIR) / "manifests/targets/torch2.10-cu128.toml", "t")
+                 .value();
+  EXPECT_EQ(t.cuda_toolkit, "debian");
+  EXPECT_EQ(t.cuda_version, "12.8");
+  ASSERT_EQ(t.cuda_debs.size(), pins.debs.size());
+  for (std::size_t i = 0; i < pins.debs.size(); ++i) {
+    EXPECT_EQ(t.cuda_debs[i].path, pins.debs[i].path);
+    EXPECT_EQ(t.cuda_debs[i].sha256, pins.debs[i].sha256);
+  }
+  // The [cuda] table written from the pins parses into the same target.
+  std::string text = kTarget;
+  text.replace(text.find("[cuda]"), std::string::npos, debian_cuda_table(pins, "12.8"));
+  Target w = parse_target(text, "w", "w").value();
+  EXPECT_EQ(w.cuda_debs.size(), 7u);
+  EXPECT_EQ(w.canonical()["cuda"]["debs"], t.canonical()["cuda"]["debs"]);
+  // The file on disk is the built-in copy.
+  EXPECT_EQ(read_file(fs::path(KILN_SOURCE_DIR) / "manifests/tools/cuda12-debian.toml").value(),
+            kEmbeddedDebianToolkit);
+  EXPECT_FALSE(parse_debian_toolkit("release = \"12.4\"\nsuite = \"trixie\"\n", "x"));
+  EXPECT_FALSE(parse_debian_toolkit(
+      "release = \"12.4\"\nsuite = \"t\"\n[[deb]]\npath = \"pool/../x.deb\"\nsha256 = \"" +
+          std::string(64, 'a') + "\"\n",
+      "x"));
 }
 
 TEST(Target, EmbeddedDefaultIsValid) {

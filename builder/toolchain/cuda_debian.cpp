@@ -1,0 +1,362 @@
+// A CUDA toolkit from Debian's packages (nvidia-cuda-toolkit, nvidia-cuda-dev, libcudart12,
+// libnvvm4 and CCCL's libcu++-dev, libcub-dev, libthrust-dev): Debian installs them under /usr
+// (nvcc and cicc in /usr/lib/nvidia-cuda-toolkit/bin, the other tools in /usr/bin, headers in
+// /usr/include, libraries in /usr/lib/x86_64-linux-gnu) with an nvcc.profile that is a link to
+// /etc/nvcc.profile. kiln takes from each package's data only what a build needs, moves it into a
+// tree laid out like an installed toolkit and writes an nvcc.profile of its own whose every path is
+// relative to nvcc, so the toolkit reads nothing from /usr or /usr/local/cuda.
+#include <algorithm>
+#include <optional>
+
+#include "archive/deb.h"
+#include "core/fs.h"
+#include "core/hash.h"
+#include "core/lock.h"
+#include "core/log.h"
+#include "core/process.h"
+#include "core/strings.h"
+#include "toolchain/cuda.h"
+
+namespace kiln::toolchain {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A package path and where it goes. A `from` ending in '/' takes everything under it; one ending
+// in '*' takes the names it starts, followed by '.' or nothing (libcudart.so, libcudart.so.12).
+struct Rule {
+  std::string_view from, to;
+};
+constexpr Rule kRules[] = {
+    {"usr/lib/nvidia-cuda-toolkit/bin/nvcc", "bin/nvcc"},
+    {"usr/lib/nvidia-cuda-toolkit/bin/cicc", "nvvm/bin/cicc"},
+    {"usr/lib/nvidia-cuda-toolkit/bin/crt/", "bin/crt/"},
+    {"usr/lib/nvidia-cuda-toolkit/libdevice/", "nvvm/libdevice/"},
+    {"usr/bin/cudafe++", "bin/cudafe++"},
+    {"usr/bin/ptxas", "bin/ptxas"},
+    {"usr/bin/fatbinary", "bin/fatbinary"},
+    {"usr/bin/nvlink", "bin/nvlink"},
+    {"usr/bin/bin2c", "bin/bin2c"},
+    {"usr/bin/cuobjdump", "bin/cuobjdump"},
+    {"usr/bin/nvprune", "bin/nvprune"},
+    {"usr/bin/cu++filt", "bin/cu++filt"},
+    {"usr/include/nvvm.h", "nvvm/include/nvvm.h"},
+    {"usr/lib/x86_64-linux-gnu/libnvvm.so*", "nvvm/lib64/libnvvm.so"},
+    {"usr/lib/x86_64-linux-gnu/libcudart.so*", "lib64/libcudart.so"},
+    {"usr/lib/x86_64-linux-gnu/libcudart_static.a", "lib64/libcudart_static.a"},
+    {"usr/lib/x86_64-linux-gnu/libcudadevrt.a", "lib64/libcudadevrt.a"},
+    {"usr/lib/x86_64-linux-gnu/stubs/libcuda.so", "lib64/stubs/libcuda.so"},
+    {"usr/include/", "include/"},
+};
+
+// What nvcc needs to compile and what kiln links against, relative to the toolkit root.
+const std::vector<std::string> kRequired = {
+    "bin/nvcc",
+    "bin/nvcc.profile",
+    "bin/cudafe++",
+    "bin/ptxas",
+    "bin/fatbinary",
+    "bin/nvlink",
+    "bin/crt/link.stub",
+    "nvvm/bin/cicc",
+    "nvvm/libdevice/libdevice.10.bc",
+    "include/cuda_runtime.h",
+    "include/crt/host_config.h",
+    "include/cuda/std/version",
+    "include/cub/cub.cuh",
+    "include/thrust/version.h",
+    "lib64/libcudart.so",
+};
+
+// Every path relative to nvcc's own directory ($(_HERE_)); the layout of NVIDIA's own profile,
+// without its targets/ directory.
+constexpr const char* kProfile = R"(# Written by kiln: every path is relative to this directory.
+TOP              = $(_HERE_)/..
+
+NVVMIR_LIBRARY_DIR = $(TOP)/nvvm/libdevice
+
+LD_LIBRARY_PATH += $(TOP)/lib64:
+PATH            += $(TOP)/nvvm/bin:$(_HERE_):
+
+INCLUDES        +=  "-I$(TOP)/include" $(_SPACE_)
+
+LIBRARIES        =+ $(_SPACE_) "-L$(TOP)/lib64/stubs" "-L$(TOP)/lib64"
+
+CUDAFE_FLAGS    +=
+PTXAS_FLAGS     +=
+)";
+
+constexpr const char* kMarker = "kiln-toolkit.json";
+
+bool present(const fs::path& p) {
+  std::error_code ec;
+  return fs::exists(fs::symlink_status(p, ec));
+}
+
+std::string file_of(const std::string& pool_path) {
+  std::size_t slash = pool_path.rfind('/');
+  return slash == std::string::npos ? pool_path : pool_path.substr(slash + 1);
+}
+
+// Moves one entry of an unpacked package into the toolkit, where debian_toolkit_path says.
+Expected<void> place(const fs::path& from, const std::string& rel, const fs::path& root,
+                     const std::string& package) {
+  std::string to_rel = debian_toolkit_path(rel);
+  if (to_rel.empty()) return {};  // the filter let a parent directory through
+  fs::path to = root / to_rel;
+  std::error_code ec;
+  bool link = fs::is_symlink(fs::symlink_status(from, ec));
+  if (link) {
+    // Links stay in their directory: a target with no '/' cannot leave it wherever it lands.
+    std::string target = fs::read_symlink(from, ec).string();
+    if (ec || target.empty() || target.find('/') != std::string::npos || target == "." ||
+        target == "..")
+      return Error::bad_input(
+          cat(package, ": ", rel, " is a link to '", target, "', outside its own directory"));
+  }
+  if (present(to)) {
+    bool same = false;
+    if (link) {
+      same = fs::is_symlink(fs::symlink_status(to, ec)) &&
+             fs::read_symlink(to, ec) == fs::read_symlink(from, ec);
+    } else if (!fs::is_symlink(fs::symlink_status(to, ec))) {
+      auto a = sha256_file(from);
+      auto b = sha256_file(to);
+      same = a && b && *a == *b;
+    }
+    if (!same)
+      return Error::bad_input(cat("two of the pinned Debian packages hold different files at ",
+                                  to_rel, " (", package, ": ", rel, ")"));
+    return {};
+  }
+  KILN_CHECK(ensure_directory(to.parent_path()));
+  fs::rename(from, to, ec);
+  if (ec) return Error::failed(cat("cannot move ", rel, " into the toolkit: ", ec.message()));
+  return {};
+}
+
+Expected<void> merge_package(const fs::path& unpacked, const fs::path& root,
+                             const std::string& package) {
+  std::error_code ec;
+  std::vector<std::pair<fs::path, std::string>> entries;
+  for (auto it = fs::recursive_directory_iterator(unpacked, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    if (it->is_directory() && !it->is_symlink()) continue;
+    // lexically: fs::relative would resolve a link to what it names.
+    entries.emplace_back(it->path(), it->path().lexically_relative(unpacked).generic_string());
+  }
+  if (ec) return Error::failed(cat("cannot read the unpacked ", package, ": ", ec.message()));
+  std::sort(entries.begin(), entries.end());
+  for (const auto& [path, rel] : entries) KILN_CHECK(place(path, rel, root, package));
+  return {};
+}
+
+Expected<void> link(const fs::path& target, const fs::path& at, bool directory) {
+  if (present(at)) return {};
+  std::error_code ec;
+  if (directory)
+    fs::create_directory_symlink(target, at, ec);
+  else
+    fs::create_symlink(target, at, ec);
+  if (ec) return Error::failed(cat("cannot link ", at.string(), ": ", ec.message()));
+  return {};
+}
+
+Expected<void> lay_out(const fs::path& root) {
+  KILN_CHECK(write_file_atomic(root / "bin" / "nvcc.profile", kProfile));
+  KILN_CHECK(ensure_directory(root / "lib64"));
+  KILN_CHECK(link("lib64", root / "lib", true));
+  KILN_CHECK(ensure_directory(root / "targets" / "x86_64-linux"));
+  KILN_CHECK(link("../../include", root / "targets" / "x86_64-linux" / "include", true));
+  KILN_CHECK(link("../../lib64", root / "targets" / "x86_64-linux" / "lib", true));
+  std::vector<std::string> missing;
+  std::error_code ec;
+  for (const auto& rel : kRequired)
+    if (!fs::exists(root / rel, ec)) missing.push_back(rel);  // links followed: they must resolve
+  if (!missing.empty())
+    return Error::bad_input(cat(
+        "the pinned Debian packages make no complete CUDA toolkit: missing ", join(missing, ", "),
+        " (pin nvidia-cuda-toolkit, nvidia-cuda-dev, libcudart12, libnvvm4, "
+        "libcu++-dev, libcub-dev and libthrust-dev)"));
+  return {};
+}
+
+Expected<CudaToolkit> open_toolkit(const fs::path& root, const CudaRequest& request) {
+  fs::path nvcc = root / "bin" / "nvcc";
+  auto text = run_capture({nvcc.string(), "--version"});
+  if (!text) return Error::failed(cat("cannot run ", nvcc.string(), ": ", text.error().message));
+  CudaToolkit t{root, nvcc, parse_nvcc_release(*text), *text};
+  KILN_TRY(std::string release, debian_release(request));
+  if (t.version != release)
+    return Error::bad_input(cat("the pinned Debian packages hold nvcc ",
+                                t.version.empty() ? "of an unknown release" : t.version,
+                                ", but their nvidia-cuda-toolkit package says CUDA ", release));
+  KILN_CHECK(cuda_compatibility(t.version, request.version));
+  return t;
+}
+
+Expected<CudaToolkit> build_toolkit(const CudaRequest& request, const std::vector<fs::path>& debs,
+                                    const fs::path& toolkits, const fs::path& dest) {
+  KILN_TRY(TempDir staging, TempDir::create(toolkits, cat(".", dest.filename().string(), ".tmp-")));
+  fs::path root = staging.path() / "root";
+  KILN_CHECK(ensure_directory(root));
+  for (std::size_t i = 0; i < debs.size(); ++i) {
+    std::string package = debs[i].filename().string();
+    fs::path unpacked = staging.path() / cat("d", i);
+    archive::UnpackOptions options;
+    options.filter = [](std::string_view path) {
+      return !path.ends_with('/') && !debian_toolkit_path(path).empty();
+    };
+    options.skip_rejected = true;
+    log::info(cat("reading ", package));
+    KILN_CHECK(archive::unpack_deb(debs[i], unpacked, options));
+    KILN_CHECK(merge_package(unpacked, root, package));
+    std::error_code ec;
+    fs::remove_all(unpacked, ec);
+  }
+  KILN_CHECK(lay_out(root));
+  KILN_TRY(CudaToolkit t, open_toolkit(root, request));
+  nlohmann::json marker = {{"toolkit", "debian"},
+                           {"release", t.version},
+                           {"nvcc_version", t.version_text},
+                           {"debs", nlohmann::json::array()}};
+  for (const auto& d : request.debs)
+    marker["debs"].push_back({{"path", d.path}, {"sha256", d.sha256}});
+  KILN_CHECK(write_file_atomic(root / kMarker, marker.dump(2) + "\n"));
+  std::error_code ec;
+  fs::rename(root, dest, ec);
+  if (ec)
+    return Error::failed(
+        cat("cannot move the CUDA toolkit into ", dest.string(), ": ", ec.message()));
+  t.home = dest;
+  t.nvcc = dest / "bin" / "nvcc";
+  return t;
+}
+
+}  // namespace
+
+std::string debian_toolkit_path(std::string_view path) {
+  for (const auto& rule : kRules) {
+    std::string_view from = rule.from;
+    if (from.ends_with('/')) {
+      if (path.size() > from.size() && path.starts_with(from))
+        return cat(rule.to, path.substr(from.size()));
+    } else if (from.ends_with('*')) {
+      from.remove_suffix(1);
+      if (!path.starts_with(from)) continue;
+      std::string_view rest = path.substr(from.size());
+      if (rest.empty() || (rest.front() == '.' && rest.find('/') == std::string_view::npos))
+        return cat(rule.to, rest);
+    } else if (path == from) {
+      return std::string(rule.to);
+    }
+  }
+  return {};
+}
+
+Expected<std::string> debian_release(const CudaRequest& request) {
+  constexpr std::string_view kPackage = "nvidia-cuda-toolkit_";
+  for (const auto& d : request.debs) {
+    std::string file = file_of(d.path);
+    if (!file.starts_with(kPackage)) continue;
+    // nvidia-cuda-toolkit_12.4.131~12.4.1-2_amd64.deb: the upstream version's major.minor.
+    Scanner s(std::string_view(file).substr(kPackage.size()));
+    std::string_view major = s.take_while(is_ascii_digit);
+    if (major.empty() || !s.skip('.')) break;
+    std::string_view minor = s.take_while(is_ascii_digit);
+    if (minor.empty() || major.size() > 2 || minor.size() > 2) break;
+    return cat(major, ".", minor);
+  }
+  return Error::bad_input(
+      "the Debian toolkit pins no nvidia-cuda-toolkit_<MAJOR.MINOR...>_amd64.deb (the package "
+      "holding nvcc)");
+}
+
+std::string debian_toolkit_name(const CudaRequest& request) {
+  std::vector<std::string> pins;
+  for (const auto& d : request.debs) pins.push_back(cat(d.sha256, " ", d.path));
+  std::sort(pins.begin(), pins.end());  // the set, not its order, is the toolkit
+  auto release = debian_release(request);
+  return cat("cuda-", release ? *release : std::string("unknown"), "-debian-",
+             sha256_hex(join(pins, "\n")).substr(0, 16));
+}
+
+Expected<CudaToolkit> cuda_from_debs(const CudaRequest& request, const std::vector<fs::path>& debs,
+                                     const fs::path& toolkits) {
+  if (debs.size() != request.debs.size() || debs.empty())
+    return Error::bad_input("the Debian CUDA toolkit needs its pinned packages");
+  KILN_CHECK(debian_release(request));
+  fs::path dest = toolkits / debian_toolkit_name(request);
+  // Complete toolkits appear by rename: a directory there is whole.
+  if (present(dest / kMarker)) return open_toolkit(dest, request);
+  KILN_CHECK(ensure_directory(toolkits));
+  KILN_TRY(FileLock lock, FileLock::acquire(toolkits / (dest.filename().string() + ".lock")));
+  if (present(dest / kMarker)) return open_toolkit(dest, request);  // made meanwhile
+  std::error_code ec;
+  // Leftovers of a process that died while holding this lock.
+  fs::remove_all(dest, ec);
+  std::string stale = cat(".", dest.filename().string(), ".tmp-");
+  for (const auto& e : fs::directory_iterator(toolkits, ec))
+    if (e.path().filename().string().rfind(stale, 0) == 0) fs::remove_all(e.path(), ec);
+  log::info(
+      cat("laying out the CUDA toolkit from ", debs.size(), " Debian packages in ", dest.string()));
+  return build_toolkit(request, debs, toolkits, dest);
+}
+
+namespace {
+
+class DebianSource : public CudaSource {
+ public:
+  DebianSource(CudaRequest request, fs::path toolkits, FetchPinned fetch)
+      : request_(std::move(request)), toolkits_(std::move(toolkits)), fetch_(std::move(fetch)) {}
+
+  // The pins, the release their nvidia-cuda-toolkit holds and the rule that lets it build for
+  // torch's CUDA: refused here, before anything is downloaded, when no rule does.
+  Expected<nlohmann::json> identity() override {
+    KILN_TRY(std::string release, debian_release(request_));
+    KILN_TRY(std::string rule, cuda_compatibility(release, request_.version));
+    nlohmann::json debs = nlohmann::json::array();
+    for (const auto& d : request_.debs) debs.push_back({{"path", d.path}, {"sha256", d.sha256}});
+    return nlohmann::json{{"toolkit", "debian"},
+                          {"version", request_.version},
+                          {"release", release},
+                          {"compatibility", rule},
+                          {"debs", debs}};
+  }
+
+  Expected<CudaToolkit> toolkit() override {
+    if (ready_) return *ready_;
+    if (!fetch_) return Error::failed("the Debian toolkit has no way to fetch its packages");
+    std::vector<fs::path> files;
+    for (const auto& d : request_.debs) {
+      auto got = fetch_(d.path, d.sha256);
+      if (!got)
+        return Error{got.error().kind, cat("CUDA toolkit from Debian: ", got.error().message),
+                     got.error().detail};
+      files.push_back(*got);
+    }
+    KILN_TRY(CudaToolkit t, cuda_from_debs(request_, files, toolkits_));
+    KILN_TRY(std::string rule, cuda_compatibility(t.version, request_.version));
+    log::info(
+        cat("CUDA ", t.version, " from Debian for torch's CUDA ", request_.version, ": ", rule));
+    ready_ = t;
+    return t;
+  }
+
+ private:
+  CudaRequest request_;
+  fs::path toolkits_;
+  FetchPinned fetch_;
+  std::optional<CudaToolkit> ready_;
+};
+
+}  // namespace
+
+std::unique_ptr<CudaSource> debian_cuda_source(const CudaRequest& request, const fs::path& toolkits,
+                                               FetchPinned fetch) {
+  return std::make_unique<DebianSource>(request, toolkits, std::move(fetch));
+}
+
+}  // namespace kiln::toolchain
