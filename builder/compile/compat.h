@@ -23,8 +23,11 @@ inline std::filesystem::path compat_dir(const std::filesystem::path& root) {
 // and reads __libc_single_threaded@GLIBC_2.32 on every reference-count update: the one symbol that
 // made kiln's wheels manylinux_2_34 where the rest needs 2.17. kiln's header of that name declares
 // no such symbol: the process is taken to be multi-threaded, so libstdc++ always takes its atomic
-// path, as it does on glibc < 2.32. The header's text is part of the recipe
-// (resolve::kRecipeVersion): changing it changes objects their keys cannot see.
+// path, as it does on glibc < 2.32. kiln's <dlfcn.h> binds dlopen, dlsym, dlclose, dlerror and
+// dladdr to GLIBC_2.2.5 (a link on glibc >= 2.34 would take GLIBC_2.34); an object that calls
+// none of them is unchanged by it (a .symver of an unreferenced symbol emits nothing), and one that
+// calls them failed its floor before, so no committed wheel changed. The headers' text is part of
+// the recipe (resolve::kRecipeVersion): changing it changes objects their keys cannot see.
 Expected<std::filesystem::path> write_compat_headers(const std::filesystem::path& root,
                                                      int floor_minor);
 
