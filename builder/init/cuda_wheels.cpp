@@ -13,21 +13,6 @@ namespace kiln::init {
 
 namespace {
 
-constexpr std::uint64_t kMaxMetadataBytes = 4u << 20;
-
-// The METADATA of the cuda-toolkit metapackage wheel (a few KB; kept in the download cache).
-Expected<std::string> metapackage_metadata(fetch::Downloader& downloader,
-                                           const fetch::IndexFile& file) {
-  KILN_TRY(fetch::CachedFile got,
-           downloader.fetch(file.url, file.filename, file.sha256, file.size));
-  KILN_TRY(archive::ZipReader zip, archive::ZipReader::open(got.path));
-  for (const auto& e : zip.entries())
-    if (e.name.ends_with(".dist-info/METADATA") &&
-        std::count(e.name.begin(), e.name.end(), '/') == 1)
-      return zip.read(e, kMaxMetadataBytes);
-  return Error::failed(cat(file.filename, " has no .dist-info/METADATA"));
-}
-
 // A final release: digits and dots only ("13.4.0rc1" is not).
 bool is_final(const std::string& version) {
   return !version.empty() && std::all_of(version.begin(), version.end(),
@@ -80,6 +65,16 @@ bool version_less(const std::string& a, const std::string& b) {
   return false;
 }
 
+Expected<std::string> wheel_metadata(const std::filesystem::path& wheel, bool check_names) {
+  constexpr std::uint64_t kMaxMetadataBytes = 4u << 20;
+  KILN_TRY(archive::ZipReader zip, archive::ZipReader::open(wheel, {}, check_names));
+  for (const auto& e : zip.entries())
+    if (e.name.ends_with(".dist-info/METADATA") &&
+        std::count(e.name.begin(), e.name.end(), '/') == 1)
+      return zip.read(e, kMaxMetadataBytes);
+  return Error::failed(cat(wheel.filename().string(), " has no .dist-info/METADATA"));
+}
+
 Expected<fetch::IndexFile> newest_wheel(const std::vector<fetch::IndexFile>& page,
                                         const std::string& project, const std::string& spec) {
   const fetch::IndexFile* best = nullptr;
@@ -110,7 +105,9 @@ Expected<ToolkitWheels> cuda_toolkit_wheels(fetch::Downloader& downloader, const
     KILN_TRY(release, newest_release(page, cuda_version));
   }
   KILN_TRY(fetch::IndexFile meta_wheel, newest_wheel(page, "cuda-toolkit", release));
-  KILN_TRY(std::string metadata, metapackage_metadata(downloader, meta_wheel));
+  KILN_TRY(fetch::CachedFile got, downloader.fetch(meta_wheel.url, meta_wheel.filename,
+                                                   meta_wheel.sha256, meta_wheel.size));
+  KILN_TRY(std::string metadata, wheel_metadata(got.path, true));
   std::vector<Component> components = toolkit_components(metadata);
   for (const char* needed : {"nvidia-cuda-nvcc", "nvidia-cuda-crt", "nvidia-nvvm",
                              "nvidia-cuda-runtime", "nvidia-cuda-cccl"})

@@ -3,6 +3,7 @@
 // Linux x86_64 wheel on the index with its sha256.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,10 @@ Expected<ToolkitWheels> cuda_toolkit_wheels(fetch::Downloader& downloader, const
 // The newest Linux x86_64 wheel of `project` whose version satisfies "==`spec`" on a page.
 Expected<fetch::IndexFile> newest_wheel(const std::vector<fetch::IndexFile>& page,
                                         const std::string& project, const std::string& spec);
+
+// The top-level *.dist-info/METADATA of a wheel file (at most 4 MiB); `check_names`: hold every
+// entry name to archive::zip_name_problem.
+Expected<std::string> wheel_metadata(const std::filesystem::path& wheel, bool check_names);
 
 // The fields of a wheel file name, "-" split (NAME VERSION PY ABI PLATFORM), or none.
 std::optional<std::vector<std::string>> wheel_fields(const std::string& file);

@@ -23,25 +23,10 @@ using fetch::IndexFile;
 
 namespace {
 
-constexpr std::uint64_t kMaxMetadataBytes = 4u << 20;
-
 Expected<std::vector<IndexFile>> page_of(fetch::Downloader& downloader, const std::string& index,
                                          const std::string& project) {
   fetch::Context context{downloader, index};
   return fetch::read_project_page(context, project);
-}
-
-// The METADATA of a wheel in the download cache.
-Expected<std::string> wheel_metadata(const fs::path& wheel) {
-  KILN_TRY(archive::ZipReader zip, archive::ZipReader::open(wheel, {}, false));
-  for (const auto& e : zip.entries()) {
-    std::string_view name = e.name;
-    std::size_t slash = name.find('/');
-    if (slash != std::string_view::npos && name.substr(0, slash).ends_with(".dist-info") &&
-        name.substr(slash) == "/METADATA")
-      return zip.read(e, kMaxMetadataBytes);
-  }
-  return Error::failed(cat(wheel.filename().string(), " has no .dist-info/METADATA"));
 }
 
 // PEP 658: the wheel's METADATA, served beside it; checked against the sha256 the index gives.
@@ -83,7 +68,7 @@ Expected<void> read_wheel(fetch::Downloader& downloader, const fs::path& sysroot
                 ") for torch's CUDA version"));
   KILN_TRY(fetch::CachedFile got,
            downloader.fetch(file.url, file.filename, file.sha256, file.size));
-  KILN_TRY(std::string metadata, wheel_metadata(got.path));
+  KILN_TRY(std::string metadata, wheel_metadata(got.path, false));
   KILN_TRY(toolchain::TorchSysroot sysroot,
            toolchain::torch_from_wheel(got.path, file.sha256, sysroots));
   auto pinned = cuda_from_metadata(metadata);
