@@ -34,6 +34,21 @@ Expected<std::string> newest_release(const std::vector<fetch::IndexFile>& page,
   return best;
 }
 
+// The GCC range of a crt wheel's include/crt/host_config.h.
+Expected<void> read_gcc_range(fetch::Downloader& downloader, const fetch::IndexFile& crt,
+                              ToolkitWheels& out) {
+  constexpr std::uint64_t kMaxHeaderBytes = 1u << 20;
+  KILN_TRY(fetch::CachedFile got, downloader.fetch(crt.url, crt.filename, crt.sha256, crt.size));
+  KILN_TRY(archive::ZipReader zip, archive::ZipReader::open(got.path, {}, true));
+  for (const auto& e : zip.entries()) {
+    if (!e.name.ends_with("/include/crt/host_config.h")) continue;
+    KILN_TRY(std::string text, zip.read(e, kMaxHeaderBytes));
+    out.gcc.max = toolchain::host_config_gcc_max(text);
+    out.gcc_from = cat(crt.filename, ":", e.name);
+  }
+  return {};
+}
+
 }  // namespace
 
 // A wheel file name's five fields (NAME-VERSION-PY-ABI-PLATFORM), or none.
@@ -120,6 +135,7 @@ Expected<ToolkitWheels> cuda_toolkit_wheels(fetch::Downloader& downloader, const
     KILN_TRY(auto files, fetch::read_project_page(context, c.project));
     KILN_TRY(fetch::IndexFile wheel, newest_wheel(files, c.project, c.version));
     out.wheels.push_back({wheel.filename, wheel.sha256});
+    if (c.project == "nvidia-cuda-crt") KILN_CHECK(read_gcc_range(downloader, wheel, out));
   }
   return out;
 }

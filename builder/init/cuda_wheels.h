@@ -10,15 +10,21 @@
 #include "core/expected.h"
 #include "fetch/source.h"
 #include "manifest/target.h"
+#include "toolchain/cuda.h"
 
 namespace kiln::init {
 
 struct ToolkitWheels {
   std::string release;  // "13.2.2"
   std::vector<manifest::CudaWheel> wheels;
+  // The GCC majors its nvcc takes as host compiler, from the crt wheel's host_config.h, and
+  // where that was read ("<crt wheel>:nvidia/cu13/include/crt/host_config.h").
+  toolchain::GccRange gcc;
+  std::string gcc_from;
 };
 
-// `release` "": the newest cuda-toolkit release of `cuda_version` ("13.2") on the index.
+// `release` "": the newest cuda-toolkit release of `cuda_version` ("13.2") on the index. The crt
+// wheel (about 130 KB) is downloaded for its host_config.h.
 Expected<ToolkitWheels> cuda_toolkit_wheels(fetch::Downloader& downloader, const std::string& index,
                                             const std::string& cuda_version, std::string release);
 

@@ -13,6 +13,7 @@
 #include "manifest/debian_toolkit.h"
 #include "manifest/target.h"
 #include "manifest/version.h"
+#include "toolchain/compiler.h"
 #include "toolchain/cuda.h"
 #include "toolchain/torch.h"
 
@@ -113,8 +114,11 @@ struct ToolkitChoice {
   std::string kind;     // "system", "wheels", "debian"
   std::string release;  // the CUDA release that compiles ("13.2"), for the arch limits
   std::vector<manifest::CudaWheel> wheels;
-  std::string note;        // what it is, for the file's comment
-  std::string cuda_table;  // the whole [cuda] table, when the source writes its own
+  std::string note;         // what it is, for the file's comment
+  std::string cuda_table;   // the whole [cuda] table, when the source writes its own
+  toolchain::GccRange gcc;  // the host compilers it takes (max 0: known once it is laid out)
+  std::string gcc_from;     // the host_config.h that says so
+  std::string host_note;    // the host compilers it takes, for the file's comment
 };
 
 int major_of(const std::string& version) {
@@ -139,6 +143,8 @@ Expected<ToolkitChoice> system_toolkit(const TorchFacts& facts, const std::strin
   }
   tk.release = found->version;
   tk.note = cat("the system's CUDA ", found->version, " (", found->home.string(), " here)");
+  tk.gcc = toolchain::supported_gcc(*found);
+  tk.gcc_from = (found->home / "include" / "crt" / "host_config.h").string();
   return tk;
 }
 
@@ -170,12 +176,30 @@ Expected<ToolkitChoice> choose_toolkit(const IndexRequest& r, fetch::Downloader&
     KILN_TRY(ToolkitWheels w,
              cuda_toolkit_wheels(downloader, r.cuda_index, facts.cuda, facts.release));
     std::vector<std::string> parts = split(w.release, ".");
-    return ToolkitChoice{"wheels", cat(parts.at(0), ".", parts.size() > 1 ? parts[1] : "0"),
-                         std::move(w.wheels), cat("NVIDIA's CUDA ", w.release, " wheels")};
+    return ToolkitChoice{"wheels",
+                         cat(parts.at(0), ".", parts.size() > 1 ? parts[1] : "0"),
+                         std::move(w.wheels),
+                         cat("NVIDIA's CUDA ", w.release, " wheels"),
+                         "",
+                         w.gcc,
+                         w.gcc_from};
   }
   if (kind == "debian") return debian_toolkit(r, facts);
   return Error::bad_input(
       cat("bad --toolkit '", kind, "': expected 'system', 'wheels' or 'debian'"));
+}
+
+// The host compilers the toolkit takes, for the file's comment; a g++ here (the target's compiler)
+// outside them is warned of, as the target may be meant for another build machine: its build
+// refuses that compiler.
+std::string host_compiler_note(const ToolkitChoice& tk) {
+  if (tk.gcc.max == 0) return "";
+  auto cxx = toolchain::probe_compiler("g++");
+  if (cxx) {
+    if (auto fits = toolchain::check_gcc_range(tk.gcc, tk.release, tk.gcc_from, *cxx); !fits)
+      log::warn(cat(fits.error().message, " (the build machine needs one in range)"));
+  }
+  return cat("; its nvcc takes g++ ", tk.gcc.min, " to ", tk.gcc.max, " as host compiler");
 }
 
 Expected<manifest::ArchList> requested_archs(const IndexRequest& r, const TorchFacts& facts) {
@@ -246,9 +270,9 @@ std::string render(const IndexRequest& r, const std::vector<TorchFile>& files,
                    const manifest::ArchList& archs) {
   std::string std_note =
       facts.sysroot ? cat("; its cpp_extension compiles with -std=", facts.sysroot->cxx_std) : "";
-  std::string head =
-      cat("# Written by `", command_text(r), "`.\n# torch ", r.torch_version, " is a CUDA ",
-          facts.cuda, " build (", facts.source, ")", std_note, ".\n# Compiler: ", tk.note, ".\n");
+  std::string head = cat("# Written by `", command_text(r), "`.\n# torch ", r.torch_version,
+                         " is a CUDA ", facts.cuda, " build (", facts.source, ")", std_note,
+                         ".\n# Compiler: ", tk.note, tk.host_note, ".\n");
   std::string description = cat("torch ", r.torch_version, " / CUDA ", facts.cuda, " / ", tk.note,
                                 " / ", archs.canonical());
   return cat(head, "[target]\ndescription = ", toml_string(description),
@@ -289,6 +313,7 @@ Expected<IndexTarget> target_from_index(const IndexRequest& r, fetch::Downloader
   if (files.empty()) return missing_version(r, page);
   KILN_TRY(TorchFacts facts, torch_facts(r, downloader, sysroots, files));
   KILN_TRY(ToolkitChoice tk, choose_toolkit(r, downloader, facts));
+  tk.host_note = host_compiler_note(tk);
   KILN_TRY(manifest::ArchList archs, requested_archs(r, facts));
   if (std::string problem = manifest::archs_toolkit_problem(archs, tk.release); !problem.empty())
     return Error::bad_input(cat(tk.note, " cannot build ", archs.canonical(), ": ", problem));

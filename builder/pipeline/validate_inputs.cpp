@@ -8,6 +8,7 @@
 #include "core/log.h"
 #include "core/strings.h"
 #include "fetch/source.h"
+#include "pipeline/pins.h"
 #include "toolchain/cuda.h"
 
 namespace kiln::pipeline {
@@ -87,7 +88,8 @@ Expected<wheel::UpstreamMetadata> read_sdist_metadata(const fs::path& sdist,
 
 // The pinned torch wheel's sysroot: from the cache's sysroots, else fetched and unpacked there.
 Expected<toolchain::TorchSysroot> ValidateInputs::pinned(const std::string& file,
-                                                         const std::string& sha256) {
+                                                         const std::string& sha256,
+                                                         const std::string& index_url) {
   if (auto it = sysroots_.find(sha256); it != sysroots_.end()) return it->second;
   fs::path dir = store_.sysroots() / cat("torch-", sha256.substr(0, 16)) / "torch";
   std::error_code ec;
@@ -100,8 +102,7 @@ Expected<toolchain::TorchSysroot> ValidateInputs::pinned(const std::string& file
       KILN_TRY(fetching_, Fetching::create(store_.root(), offline_, index_url_));
     }
     log::info(cat("fetching ", file, " to check against its libraries"));
-    KILN_TRY(fetch::Fetched got,
-             fetch::fetch_index_file(fetching_->context(), "torch", file, sha256));
+    KILN_TRY(fetch::Fetched got, fetch_pinned(*fetching_, {"torch", file, sha256, "", index_url}));
     KILN_TRY(t, toolchain::torch_from_wheel(got.path, sha256, store_.sysroots()));
   }
   sysroots_.emplace(sha256, t);
@@ -123,7 +124,7 @@ Expected<void> ValidateInputs::choose_torch(const validate::WheelSummary& summar
     for (const auto& abi : summary.name.abi_tags)
       for (const auto& w : t.torch_wheels)
         if (w.python_tag == abi) {
-          KILN_TRY(options.torch, pinned(w.file, w.sha256));
+          KILN_TRY(options.torch, pinned(w.file, w.sha256, t.torch_index_url));
           options.torch_note = cat("target ", t.name);
           return {};
         }

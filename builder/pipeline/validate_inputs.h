@@ -41,7 +41,9 @@ class ValidateInputs {
                                           validate::Options base);
 
  private:
-  Expected<toolchain::TorchSysroot> pinned(const std::string& file, const std::string& sha256);
+  // `index_url` "": the configured index (a target's `[torch] index-url` otherwise).
+  Expected<toolchain::TorchSysroot> pinned(const std::string& file, const std::string& sha256,
+                                           const std::string& index_url = "");
   Expected<void> choose_torch(const validate::WheelSummary& summary, validate::Options& options);
   void add_wheel_toolkit(const validate::WheelSummary& summary, validate::Options& options) const;
   void add_upstream(const validate::WheelSummary& summary, validate::Options& options) const;

@@ -120,7 +120,7 @@ Expected<void> resolve_cuda(ResolvedTarget& rt) {
 }
 
 // Probes the target's Python, torch, CUDA toolkit and host compiler; checks CUDA against the
-// target.
+// target and the host compiler against the system toolkit's GCC range.
 Expected<ResolvedTarget> resolve_target(const Target& target) {
   ResolvedTarget rt{target, json::object(), "", {}, {}, {}, {}, 28};
   auto python = toolchain::probe_python(target.interpreter());
@@ -135,6 +135,11 @@ Expected<ResolvedTarget> resolve_target(const Target& target) {
   auto cxx = toolchain::probe_compiler(target.cxx);
   if (!cxx) return Error::failed(cat("target ", target.name, ": ", cxx.error().message));
   rt.toolchain["cxx"] = cxx->identity();
+  // A toolkit of pinned packages is checked once the build has laid it out.
+  if (rt.cuda) {
+    if (auto fits = toolchain::check_host_compiler(*rt.cuda, *cxx); !fits)
+      return Error::bad_input(cat("target ", target.name, ": ", fits.error().message));
+  }
   rt.cxx = std::move(*cxx);
   return rt;
 }

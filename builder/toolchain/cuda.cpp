@@ -123,18 +123,23 @@ GccRange supported_gcc(const CudaToolkit& toolkit) {
   return range;
 }
 
-Expected<void> check_host_compiler(const CudaToolkit& toolkit, const HostCompiler& cxx) {
+Expected<void> check_gcc_range(const GccRange& range, const std::string& cuda,
+                               const std::string& where, const HostCompiler& cxx) {
   if (cxx.version_text.find("clang") != std::string::npos) return {};
   int major = std::atoi(cxx.version.c_str());
-  GccRange range = supported_gcc(toolkit);
   if (major <= 0 || range.max == 0) return {};
   if (major < range.min || major > range.max)
-    return Error::failed(cat(
-        "host compiler ", cxx.command, " ", cxx.version, " (", cxx.path,
-        ") is outside the GCC versions CUDA ", toolkit.version, " supports (", range.min, " to ",
-        range.max, ", from ", (toolkit.home / "include" / "crt" / "host_config.h").string(),
-        "): install a g++ in that range and name it in the target's [compiler] cxx"));
+    return Error::failed(cat("host compiler ", cxx.command, " ", cxx.version, " (", cxx.path,
+                             ") is outside the GCC versions CUDA ", cuda, " supports (", range.min,
+                             " to ", range.max, ", from ", where,
+                             "): install a g++ in that range and name it in the target's "
+                             "[compiler] cxx"));
   return {};
+}
+
+Expected<void> check_host_compiler(const CudaToolkit& toolkit, const HostCompiler& cxx) {
+  return check_gcc_range(supported_gcc(toolkit), toolkit.version,
+                         (toolkit.home / "include" / "crt" / "host_config.h").string(), cxx);
 }
 
 std::unique_ptr<CudaSource> make_cuda_source(const CudaRequest& request, const fs::path& toolkits,

@@ -125,7 +125,11 @@ GccRange supported_gcc(const CudaToolkit& toolkit);
 // The N of the GNU block of a host_config.h's text ("#if __GNUC__ > N", then
 // "#error -- unsupported GNU version!" on a later line); 0 when there is none.
 int host_config_gcc_max(std::string_view host_config);
-// Fails with what to do when `cxx` is a GCC outside the toolkit's range; other compilers pass.
+// Fails with what to do when `cxx` is a GCC outside `range` (of CUDA `cuda`, read from `where`);
+// other compilers, and an unknown range, pass.
+Expected<void> check_gcc_range(const GccRange& range, const std::string& cuda,
+                               const std::string& where, const HostCompiler& cxx);
+// check_gcc_range with the toolkit's own range.
 Expected<void> check_host_compiler(const CudaToolkit& toolkit, const HostCompiler& cxx);
 
 }  // namespace kiln::toolchain

@@ -59,11 +59,12 @@ Expected<void> merge_wheel(const fs::path& unpacked, const fs::path& root,
     return Error::bad_input(
         cat(wheel_name, " is not an NVIDIA CUDA component wheel (no nvidia/ directory)"));
   for (const auto& component : fs::directory_iterator(nvidia, ec)) {
-    if (!component.is_directory()) continue;  // nvidia/__init__.py
+    if (!component.is_directory() || component.is_symlink()) continue;  // nvidia/__init__.py
     for (auto it = fs::recursive_directory_iterator(component.path(), ec);
          it != fs::recursive_directory_iterator(); it.increment(ec)) {
       if (ec) break;
-      fs::path rel = fs::relative(it->path(), component.path(), ec);
+      // Lexically: fs::relative would resolve a link to what it names.
+      fs::path rel = it->path().lexically_relative(component.path());
       std::string rel_s = rel.generic_string();
       // Python packaging and NVIDIA's build metadata are not part of the toolkit.
       if (rel_s.rfind(".metadata", 0) == 0 || rel.filename() == "__init__.py" ||

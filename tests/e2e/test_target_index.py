@@ -6,6 +6,7 @@ shipped targets for torch 2.12-2.15 (written by the same command against PyPI) r
 kiln-demo builds and validates with torch 2.15 and NVIDIA's CUDA 13.2.2 wheels.
 """
 
+import base64
 import hashlib
 import json
 import os
@@ -121,6 +122,59 @@ class IndexModeTest(KilnTestCase):
         self.assertFalse((self.tmp / "n.toml").exists())
         # Never overwrites.
         self.init("--toolkit", "system", "-o", str(out), check=2)
+
+
+class TargetIndexUrlTest(KilnTestCase):
+    """A target's `[torch] index-url` is where `kiln validate --target` asks for its torch."""
+
+    def test_validate_fetches_the_pinned_torch_from_the_targets_index(self):
+        torch_name = "torch-2.10.0+cu128-cp311-cp311-manylinux_2_28_x86_64.whl"
+        www = self.tmp / "www"
+        (www / "whl" / "files").mkdir(parents=True)
+        (www / "whl" / "cu128" / "torch").mkdir(parents=True)
+        # Not a torch: what is asked for, and where, is the point; kiln then refuses what came.
+        with zipfile.ZipFile(www / "whl" / "files" / torch_name, "w") as z:
+            z.writestr("torch/version.py", "__version__ = '2.10.0+cu128'\n")
+        sha = hashlib.sha256((www / "whl" / "files" / torch_name).read_bytes()).hexdigest()
+        (www / "whl" / "cu128" / "torch" / "index.json").write_text(json.dumps(
+            {"meta": {"api-version": "1.1"}, "name": "torch",
+             "files": [{"filename": torch_name, "url": "../../files/" + torch_name,
+                        "hashes": {"sha256": sha}}]}))
+        log, port_file = self.tmp / "www.log", self.tmp / "port"
+        proc = subprocess.Popen([sys.executable, str(SERVER), "--root", str(www),
+                                 "--port-file", str(port_file), "--log", str(log)])
+        self.addCleanup(proc.wait)
+        self.addCleanup(proc.terminate)
+        for _ in range(100):
+            if port_file.exists() and port_file.read_text().strip():
+                break
+            time.sleep(0.05)
+        index = f"http://127.0.0.1:{port_file.read_text().strip()}/whl/cu128/"
+        target = self.tmp / "cu128.toml"
+        target.write_text(f'[target]\narchs = "9.0"\n\n[python]\ninterpreter = "python3"\n\n'
+                          f'[torch]\nversion = "2.10.0+cu128"\nindex-url = "{index}"\n\n'
+                          f'[[torch.wheel]]\npython = "cp311"\nfile = "{torch_name}"\nsha256 = "{sha}"\n\n'
+                          '[cuda]\ntoolkit = "system"\nversion = "12.8"\n')
+        # A compiled wheel for cp311 (its contents do not matter before its torch is known).
+        wheel = self.tmp / "demo-1.0-cp311-cp311-manylinux_2_28_x86_64.whl"
+        entries = [("demo/__init__.py", b""),
+                   ("demo-1.0.dist-info/METADATA", b"Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n"),
+                   ("demo-1.0.dist-info/WHEEL", b"Wheel-Version: 1.0\nGenerator: t\nRoot-Is-Purelib: false\n"
+                                                b"Tag: cp311-cp311-manylinux_2_28_x86_64\n")]
+        record = "".join(f"{n},sha256={base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b'=').decode()},{len(d)}\n"
+                         for n, d in entries) + "demo-1.0.dist-info/RECORD,,\n"
+        with zipfile.ZipFile(wheel, "w") as z:
+            for n, d in entries + [("demo-1.0.dist-info/RECORD", record.encode())]:
+                z.writestr(n, d)
+        # An empty cache, and pip's configured index somewhere that answers nothing.
+        self.cache = self.tmp / "cache"
+        proc = self.kiln("validate", "--target", str(target), str(wheel),
+                         env={"no_proxy": "127.0.0.1", "PIP_INDEX_URL": "http://127.0.0.1:9/simple/"})
+        requests = [json.loads(line)["path"] for line in log.read_text().splitlines()] if log.exists() else []
+        self.assertIn("/whl/cu128/torch/", requests, proc.stderr)
+        self.assertTrue(any(r.startswith("/whl/files/torch-2.10.0") for r in requests), requests)
+        self.assertNotIn("127.0.0.1:9", proc.stderr)
+        self.assertNotEqual(proc.returncode, 0)  # the file served is no torch wheel
 
 
 class TorchArchsTest(KilnTestCase):

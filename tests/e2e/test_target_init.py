@@ -26,6 +26,25 @@ class TargetInitTest(KilnTestCase):
         # Never overwrites.
         self.kiln("target", "init", "--python", str(python), "-o", str(out), check=2)
 
+    def test_resolve_refuses_a_host_compiler_the_toolkit_refuses(self):
+        python = Path(os.environ.get("KILN_TORCH_ENV") or Path.home() / ".cache/kiln/torch-venv") / "bin" / "python"
+        if not python.exists() or not Path("/usr/local/cuda/include/crt/host_config.h").exists():
+            self.skipTest("no torch environment or no system CUDA")
+        # A GCC newer than any CUDA 13 takes: it answers kiln's two probes and nothing else.
+        gxx = self.tmp / "g++-99"
+        gxx.write_text('#!/bin/sh\ncase "$1" in\n  -dumpfullversion) echo 99.1.0 ;;\n'
+                       '  --version) echo "g++-99 (GCC) 99.1.0" ;;\n  *) exit 1 ;;\nesac\n')
+        gxx.chmod(0o755)
+        target = self.tmp / "newgcc.toml"
+        target.write_text(f'[target]\narchs = "9.0"\n\n[python]\ninterpreter = "{python}"\n\n'
+                          '[torch]\nsource = "environment"\nversion = "2.11.0"\n\n'
+                          '[cuda]\ntoolkit = "system"\nversion = "13.0"\n\n'
+                          f'[compiler]\ncxx = "{gxx}"\n')
+        proc = self.kiln("resolve", "kiln-demo", "--target", str(target), check=2)
+        self.assertRegex(proc.stderr, r"kiln: error: target newgcc: host compiler \S+g\+\+-99 99\.1\.0 "
+                         r"\(\S+\) is outside the GCC versions CUDA 13\.\d+ supports \(7 to \d+, from "
+                         r"/usr/local/cuda\S*/include/crt/host_config\.h\): install a g\+\+ in that range")
+
     def test_init_refuses_an_environment_without_torch(self):
         proc = self.kiln("target", "init", "--python", "python3", "-o", str(self.tmp / "x.toml"))
         if proc.returncode == 0:

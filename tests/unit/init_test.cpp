@@ -13,6 +13,7 @@
 #include "init/from_index.h"
 #include "init/requirements.h"
 #include "manifest/target.h"
+#include "toolchain/compiler.h"
 
 namespace kiln::init {
 
@@ -174,20 +175,42 @@ class IndexTest : public ::testing::Test {
                            {"url", "../../files/" + meta_wheel.filename().string()},
                            {"hashes", {{"sha256", sha256_hex(bytes)}}}}});
     for (std::string p : {"nvidia_cuda_nvcc", "nvidia_cuda_crt", "nvidia_nvvm",
-                          "nvidia_cuda_runtime", "nvidia_cuda_cccl"}) {
-      nlohmann::json fs_ = nlohmann::json::array();
-      for (std::string v : {"13.2.51", "13.2.86", "13.2.86.1", "13.3.1"})
-        for (std::string plat : {"manylinux_2_27_x86_64", "win_amd64"}) {
-          std::string name = cat(p, "-", v, "-py3-none-", plat, ".whl");
-          fs_.push_back({{"filename", name},
-                         {"url", "/files/" + name},
-                         {"hashes", {{"sha256", sha256_hex(name)}}}});
-        }
-      std::string project = p;
-      std::replace(project.begin(), project.end(), '_', '-');
-      page(project, fs_);
-    }
+                          "nvidia_cuda_runtime", "nvidia_cuda_cccl"})
+      component_page(p);
+    crt_wheel(15);
     server_.emplace(www_);
+  }
+
+  // Two releases of a component, Linux and Windows; the files are never fetched but the crt's.
+  void component_page(const std::string& p, const std::string& real_file = "",
+                      const std::string& real_sha256 = "") {
+    nlohmann::json fs_ = nlohmann::json::array();
+    for (std::string v : {"13.2.51", "13.2.86", "13.2.86.1", "13.3.1"})
+      for (std::string plat : {"manylinux_2_27_x86_64", "win_amd64"}) {
+        std::string name = cat(p, "-", v, "-py3-none-", plat, ".whl");
+        fs_.push_back(
+            {{"filename", name},
+             {"url", "/files/" + name},
+             {"hashes", {{"sha256", name == real_file ? real_sha256 : sha256_hex(name)}}}});
+      }
+    std::string project = p;
+    std::replace(project.begin(), project.end(), '_', '-');
+    page(project, fs_);
+  }
+
+  // The crt wheel kiln picks, real, with a host_config.h that refuses GCC newer than `gcc_max`.
+  void crt_wheel(int gcc_max) {
+    std::string name = "nvidia_cuda_crt-13.2.86.1-py3-none-manylinux_2_27_x86_64.whl";
+    fs::path path = www_ / "files" / name;
+    fs::remove(path);
+    auto zip = archive::ZipWriter::create(path).value();
+    zip.add("nvidia/cu13/include/crt/host_config.h",
+            cat("#if defined(__GNUC__)\n#if __GNUC__ > ", gcc_max,
+                "\n#error -- unsupported GNU version! gcc versions later than ", gcc_max,
+                " are not supported!\n#endif\n#endif\n"))
+        .value();
+    zip.finish().value();
+    component_page("nvidia_cuda_crt", name, sha256_hex(read_file(path).value()));
   }
 
   void page(const std::string& project, const nlohmann::json& files) {
@@ -240,6 +263,11 @@ TEST_F(IndexTest, WritesAFullyPinnedTargetWithoutDownloadingTorch) {
                         "nvidia_cuda_runtime-13.2.86.1-py3-none-manylinux_2_27_x86_64.whl",
                         "nvidia_nvvm-13.2.86.1-py3-none-manylinux_2_27_x86_64.whl"}));
   EXPECT_NE(t.text.find("cuda-toolkit[cublas"), std::string::npos);  // where CUDA was read
+  // The host compilers, from the crt wheel's host_config.h.
+  EXPECT_NE(t.text.find("# Compiler: NVIDIA's CUDA 13.2.2 wheels; its nvcc takes g++ 7 to 15 as "
+                        "host compiler.\n"),
+            std::string::npos)
+      << t.text;
   // No torch wheel was requested: its metadata came through PEP 658.
   EXPECT_EQ(read_file(www_.parent_path() / "www.log").value().find("manylinux_2_28_x86_64.whl\""),
             std::string::npos);
@@ -256,6 +284,27 @@ TEST_F(IndexTest, NarrowsPythonsAndPinsTheIndexGiven) {
   ASSERT_EQ(target.torch_wheels.size(), 1u);
   EXPECT_EQ(target.python_version, "3.12");
   EXPECT_EQ(target.torch_index_url, server_->url("/simple/"));
+}
+
+TEST_F(IndexTest, WarnsOfAHostCompilerTheToolkitRefuses) {
+  auto gxx = toolchain::probe_compiler("g++");
+  if (!gxx) GTEST_SKIP() << "no g++ on PATH";
+  int major = std::atoi(gxx->version.c_str());
+  if (major <= 7) GTEST_SKIP() << "g++ " << gxx->version << " is older than any CUDA 13 limit";
+  crt_wheel(major - 1);  // a toolkit that stops just before this machine's g++
+  std::string range = cat("7 to ", major - 1);
+  ::testing::internal::CaptureStderr();
+  IndexTarget t = run(request()).value();
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(t.text.find(cat("takes g++ ", range, " as host compiler")), std::string::npos)
+      << t.text;
+  EXPECT_NE(err.find(cat("kiln: warning: host compiler g++ ", gxx->version, " (", gxx->path,
+                         ") is outside the GCC versions CUDA 13.2 supports (", range,
+                         ", from "
+                         "nvidia_cuda_crt-13.2.86.1-py3-none-manylinux_2_27_x86_64.whl:nvidia/"
+                         "cu13/include/crt/host_config.h): install a g++ in that range")),
+            std::string::npos)
+      << err;
 }
 
 TEST_F(IndexTest, RefusesWhatTheToolkitCannotBuild) {
