@@ -153,8 +153,8 @@ Expected<void> ensure_build_env(const BuildEnvSpec& spec) {
   KILN_TRY(FileLock lock, FileLock::acquire(spec.dir.string() + ".lock"));
   if (fs::is_regular_file(marker, ec)) return {};  // another kiln made it meanwhile
   fs::remove_all(spec.dir, ec);
-  KILN_CHECK(ensure_directory(spec.staging));
-  KILN_TRY(TempDir tmp, TempDir::create(spec.staging, "env-"));
+  KILN_TRY(TempDir tmp, TempDir::create(spec.dir.parent_path(),
+                                        cat(".", spec.dir.filename().string(), ".tmp-")));
   const fs::path env = tmp.path() / "env";
   const std::string python = (env / "bin" / "python").string();
   log::info(

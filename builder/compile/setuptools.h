@@ -22,16 +22,16 @@ namespace kiln::compile {
 
 // A build environment, made once per identity and reused.
 struct BuildEnvSpec {
-  std::filesystem::path dir;      // where it lives: <cache>/envs/setuptools-<identity hash>
-  std::filesystem::path staging;  // where it is made before it is renamed into place
-  std::string interpreter;        // the target's Python: the environment's base
-  std::filesystem::path pip;      // pip's wheel file: it runs the installation
+  std::filesystem::path dir;  // where it lives: <cache>/envs/setuptools-<identity hash>
+  std::string interpreter;    // the target's Python: the environment's base
+  std::filesystem::path pip;  // pip's wheel file: it runs the installation
   std::vector<std::filesystem::path> wheels;  // installed with --no-deps from these files only
   std::filesystem::path torch_site;  // a torch of another environment: its site-packages (a .pth)
   std::string identity;              // written into the environment as kiln-env.json
 };
 
-// Makes the environment unless it is there: in a staging directory, renamed into place when
+// Makes the environment unless it is there: in a staging directory beside `dir` (so the rename
+// never crosses a mount, even when envs/ is a link to another one), renamed into place when
 // complete (under a lock), so a half-made one is never used. It must import torch.
 Expected<void> ensure_build_env(const BuildEnvSpec& spec);
 

@@ -178,7 +178,6 @@ Expected<fs::path> setuptools_env(const manifest::BuildEnvPins& pins,
   spec.identity = identity.dump(2) + "\n";
   std::error_code ec;
   if (fs::is_regular_file(spec.dir / "kiln-env.json", ec)) return spec.dir;
-  spec.staging = store.tmp_root();
   spec.interpreter = tc.python.executable;
   for (const auto& w : files) {
     KILN_TRY(fetch::Fetched got, fetch_pinned(fetching, {w.project, w.file, w.sha256}));

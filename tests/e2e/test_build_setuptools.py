@@ -7,12 +7,14 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 import unittest
 import zipfile
 from pathlib import Path
 
-from kilntest import KilnTestCase
+from kilntest import SHARED_CACHE, KilnTestCase
 
 TORCH_ENV = Path(os.environ.get("KILN_TORCH_ENV") or Path.home() / ".cache/kiln/torch-venv")
 
@@ -132,12 +134,23 @@ class BuildSetuptoolsTest(KilnTestCase):
         self.assertIn("scale_add", surfaces[0])
         self.assertIn("TORCH_VERSION", surfaces[0])
 
-    def test_reproducible_across_checkouts_and_caches(self):
+    def test_reproducible_across_checkouts_caches_and_environments(self):
         first = self.build(self.fresh_cache("r1"), "--backend", "setuptools")["items"][0]
         other = self.copy_project("elsewhere")
-        second = self.build(self.fresh_cache("r2"), "--backend", "setuptools", project=other)["items"][0]
+        # The second cache makes its build environment anew, in an envs/ that links out of /tmp:
+        # kiln's private /tmp binds the real one's entries back, so staging the environment under
+        # the cache's tmp/ and renaming it into envs/ would cross a mount.
+        cache = self.fresh_cache("r2")
+        envs = Path(tempfile.mkdtemp(prefix="kiln-test-envs-", dir=SHARED_CACHE.parent))
+        self.addCleanup(shutil.rmtree, envs, ignore_errors=True)
+        (cache / "envs").unlink()
+        (cache / "envs").symlink_to(envs)
+        second = self.build(cache, "--backend", "setuptools", project=other)["items"][0]
         self.assertEqual(second["key"], first["key"])
         self.assertEqual(sha256(second["wheel"]), sha256(first["wheel"]))
+        made = [p.name for p in envs.iterdir()]
+        self.assertEqual(len([n for n in made if n.startswith("setuptools-") and not n.endswith(".lock")]), 1, made)
+        self.assertFalse([n for n in made if ".tmp-" in n], made)  # no staging left behind
 
     def test_bad_backend_choices(self):
         # TORCH_CUDA_ARCH_LIST cannot ask for PTX alone: refused before anything is built.
