@@ -107,8 +107,9 @@ Expected<Toolchain> prepare_toolchain(const resolve::ResolvedTarget& rt, Fetchin
     auto cuda =
         toolchain::make_cuda_source(resolve::cuda_request(target), store.toolkits(), fetch_wheel);
     KILN_TRY(tc.cuda, cuda->toolkit());
+    // The system toolkit's range was checked by resolve; this one is known now it is laid out.
+    KILN_CHECK(toolchain::check_host_compiler(tc.cuda, tc.cxx));
   }
-  KILN_CHECK(toolchain::check_host_compiler(tc.cuda, tc.cxx));
   if (rt.torch) {
     tc.torch = *rt.torch;
   } else {
