@@ -35,6 +35,21 @@ def pypi_torch_files(version):
             and len(f["filename"][:-4].split("-")) == 5}  # kiln leaves build-tagged re-uploads out
 
 
+def serve_directory(test, root, log):
+    """Serves `root` over HTTP (tests/support/http_server.py, stopped at cleanup), each request a
+    JSON line in `log`; returns its base URL."""
+    port_file = test.tmp / f"port-{log.stem}"
+    proc = subprocess.Popen([sys.executable, str(SERVER), "--root", str(root),
+                             "--port-file", str(port_file), "--log", str(log)])
+    test.addCleanup(proc.wait)
+    test.addCleanup(proc.terminate)
+    for _ in range(100):
+        if port_file.exists() and port_file.read_text().strip():
+            break
+        time.sleep(0.05)
+    return f"http://127.0.0.1:{port_file.read_text().strip()}/"
+
+
 class IndexModeTest(KilnTestCase):
     """torch 2.10.0 as PyPI has it, served as 2.10.0+cu128 with PEP 658 metadata."""
 
@@ -63,16 +78,7 @@ class IndexModeTest(KilnTestCase):
             {"meta": {"api-version": "1.1"}, "name": "torch", "files": entries}))
         self.files = files
         self.log = self.tmp / "www.log"
-        port_file = self.tmp / "port"
-        proc = subprocess.Popen([sys.executable, str(SERVER), "--root", str(self.served),
-                                 "--port-file", str(port_file), "--log", str(self.log)])
-        self.addCleanup(proc.wait)
-        self.addCleanup(proc.terminate)
-        for _ in range(100):
-            if port_file.exists() and port_file.read_text().strip():
-                break
-            time.sleep(0.05)
-        self.index = f"http://127.0.0.1:{port_file.read_text().strip()}/whl/cu128/"
+        self.index = serve_directory(self, self.served, self.log) + "whl/cu128/"
 
     def init(self, *args, check=None):
         return self.kiln("target", "init", "--torch", "2.10.0+cu128", "--index-url", self.index,
@@ -140,16 +146,8 @@ class TargetIndexUrlTest(KilnTestCase):
             {"meta": {"api-version": "1.1"}, "name": "torch",
              "files": [{"filename": torch_name, "url": "../../files/" + torch_name,
                         "hashes": {"sha256": sha}}]}))
-        log, port_file = self.tmp / "www.log", self.tmp / "port"
-        proc = subprocess.Popen([sys.executable, str(SERVER), "--root", str(www),
-                                 "--port-file", str(port_file), "--log", str(log)])
-        self.addCleanup(proc.wait)
-        self.addCleanup(proc.terminate)
-        for _ in range(100):
-            if port_file.exists() and port_file.read_text().strip():
-                break
-            time.sleep(0.05)
-        index = f"http://127.0.0.1:{port_file.read_text().strip()}/whl/cu128/"
+        log = self.tmp / "www.log"
+        index = serve_directory(self, www, log) + "whl/cu128/"
         target = self.tmp / "cu128.toml"
         target.write_text(f'[target]\narchs = "9.0"\n\n[python]\ninterpreter = "python3"\n\n'
                           f'[torch]\nversion = "2.10.0+cu128"\nindex-url = "{index}"\n\n'

@@ -6,15 +6,13 @@
 
 #include <fstream>
 
+#include "../support/expect.h"
 #include "core/fs.h"
 #include "core/process.h"
 #include "core/strings.h"
 
 namespace kiln::doctor {
 namespace {
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
 TEST(Doctor, EmbedsDoctorPyVerbatim) {
   std::string file = read_file(fs::path(KILN_SOURCE_DIR) / "builder/doctor/doctor.py").value();

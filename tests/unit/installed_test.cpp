@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 
+#include "../support/expect.h"
 #include "core/fs.h"
 #include "core/hash.h"
 #include "core/process.h"
@@ -14,9 +15,6 @@
 
 namespace kiln::validate {
 namespace {
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
 class Installed : public ::testing::Test {
  protected:

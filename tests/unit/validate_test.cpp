@@ -7,6 +7,7 @@
 #include <map>
 #include <regex>
 
+#include "../support/expect.h"
 #include "archive/zip_reader.h"
 #include "archive/zip_writer.h"
 #include "core/fs.h"
@@ -36,9 +37,6 @@ std::string said(const Report& r, const std::string& id) {
 std::string details(const Report& r, const std::string& id) {
   return join(check(r, id).details, "\n");
 }
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
 class Validate : public ::testing::Test {
  protected:
