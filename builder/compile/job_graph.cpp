@@ -5,6 +5,7 @@
 #include <numeric>
 #include <optional>
 
+#include "compile/content_key.h"
 #include "compile/flags.h"
 #include "compile/nvcc_split.h"
 #include "core/clock.h"
@@ -53,6 +54,11 @@ void add_units(const NativeContext& ctx, const manifest::Extension& ext, const s
 
 fs::path keep_dir(const NativeContext& ctx, const Unit& u) {
   return ctx.root / "keep" / (u.ext->name + "." + u.tag);
+}
+
+// A split CUDA unit's second object: its fat binary.
+fs::path fatbin_object(const NativeContext& ctx, const Unit& u) {
+  return ctx.root / "obj" / (u.ext->name + "." + u.tag + ".fatbin.o");
 }
 
 // An arch token as a directory or log name: "sm_120+ptx" -> "sm_120-ptx".
@@ -170,11 +176,13 @@ std::string join_commands(const Steps& steps) {
   return join(lines, "\x1e");
 }
 
-// A split unit's commands and cache keys.
+// A split unit's commands, command keys (content_key.h) and dependency files.
 struct SplitCommands {
   std::vector<Steps> device_steps;  // per arch
   std::vector<std::string> device_keys;
+  std::vector<fs::path> device_depfiles;
   Steps front_steps, host_steps;
+  fs::path front_depfile, host_depfile;
   std::vector<std::string> fatbinary, assemble;  // the fat binary, then its object
   std::string reference;                         // the host part's x.fatbin.c
   std::string assembly;                          // the fat binary's object's source
@@ -182,6 +190,36 @@ struct SplitCommands {
   std::string host_key, fatbin_key;
   nvcc::Env env;  // the jobs' environment: kiln's, then nvcc's own
 };
+
+// What a split unit's jobs learn of its content keys as the build goes: each arch's device part's
+// (from a manifest that matched, or from its job), and what the pass the host part's stub comes
+// from read (the lowest arch's preprocessing, the same for its front end).
+struct UnitKeys {
+  std::vector<std::optional<std::string>> devices;
+  std::optional<Deps> stub;
+};
+
+// The fat binary's content key: its commands' and every arch's device part's.
+std::optional<std::string> fatbin_content_key(const std::string& command_key,
+                                              const UnitKeys& keys) {
+  std::string text = command_key;
+  for (const auto& d : keys.devices) {
+    if (!d) return std::nullopt;
+    text += "," + *d;
+  }
+  return sha256_hex(text);
+}
+
+// Adds -MD -MF `depfile` to the preprocessing step of `steps` (nvcc's gcc -E); false when none.
+bool add_depfile(Steps& steps, const fs::path& depfile) {
+  for (auto& step : steps) {
+    const nvcc::Step kind = nvcc::classify(step);
+    if (kind != nvcc::Step::DevicePreprocess && kind != nvcc::Step::HostPreprocess) continue;
+    append(step, {"-MD", "-MF", depfile.string()});
+    return true;
+  }
+  return false;
+}
 
 // The devices' passes that wrote a module id and stub, which must all agree.
 using Written = std::vector<std::pair<fs::path, fs::path>>;
@@ -227,16 +265,20 @@ class Planner {
  private:
   void plan_cxx(Unit& u);
   void plan_whole_file(Unit& u, const std::string& why_not);
-  void plan_split(Unit& u, const SplitUnit& su);
-  SplitCommands split_commands(const Unit& u, const SplitUnit& su) const;
+  void plan_split(Unit& u, const SplitUnit& su, const SplitCommands& c);
+  Expected<SplitCommands> split_commands(const Unit& u, const SplitUnit& su) const;
   // The device jobs a split unit needs (an index per arch, none where the cache restored it or
   // no job needs it); `lowest_cached` says whether the lowest arch's part was restored.
   std::vector<std::optional<std::size_t>> plan_devices(const Unit& u, const SplitUnit& su,
-                                                       const SplitCommands& c, bool host_hit,
-                                                       bool fatbin_hit, bool& lowest_cached);
+                                                       const SplitCommands& c,
+                                                       const std::shared_ptr<UnitKeys>& keys,
+                                                       bool host_hit, bool fatbin_hit,
+                                                       bool& lowest_cached);
   std::size_t plan_host(const Unit& u, const SplitUnit& su, const SplitCommands& c,
+                        const std::shared_ptr<UnitKeys>& keys,
                         std::optional<std::size_t> lowest_device, bool lowest_cached);
   void plan_fatbin(const Unit& u, const SplitUnit& su, const SplitCommands& c,
+                   const std::shared_ptr<UnitKeys>& keys,
                    const std::vector<std::optional<std::size_t>>& device_jobs,
                    std::optional<std::size_t> host_job);
   void plan_links();
@@ -248,14 +290,22 @@ class Planner {
   Job steps_job(const Unit& u, std::string label, const Steps& steps, const SplitCommands& c,
                 const std::string& log_suffix, double memory_gib) const;
   std::string object_key(std::string_view kind, const std::string& commands) const;
+  fs::path depfile(const Unit& u, const std::string& part) const;
   bool reuse(const std::string& key, const fs::path& object);
-  std::function<Expected<void>()> store(const std::string& key, const fs::path& object) const;
+  // Restores the object of the job with `command_key` when a recorded dependency set matches.
+  bool reuse_keyed(const std::string& command_key, const std::string& label,
+                   const fs::path& object);
+  // Records what the job read (its dependency file) and stores its object under that key.
+  std::function<Expected<void>()> store_keyed(const std::string& command_key,
+                                              const fs::path& depfile,
+                                              const fs::path& object) const;
   Steps in_pid_namespace(Steps steps) const;
   double unit_estimate(const Unit& u) const { return u.source_bytes * u.share; }
 
   PlanInput in_;
   const NativeContext& ctx_;
   ObjectCache& cache_;
+  std::shared_ptr<ContentKeys> keys_;  // shared with the jobs, which record what they read
   JobGraph graph_;
   std::vector<std::vector<std::size_t>> ext_deps_;  // per extension, the jobs its link waits for
   std::vector<std::string> arch_tokens_;            // "sm_90", "sm_120+ptx"
@@ -265,7 +315,10 @@ class Planner {
 };
 
 Planner::Planner(PlanInput input, ObjectCache& cache)
-    : in_(std::move(input)), ctx_(*in_.ctx), cache_(cache) {
+    : in_(std::move(input)),
+      ctx_(*in_.ctx),
+      cache_(cache),
+      keys_(std::make_shared<ContentKeys>(cache, ctx_.root / "src")) {
   ext_deps_.resize(ctx_.manifest->extensions.size());
   for (const auto& one : ctx_.archs.each()) arch_tokens_.push_back(one.canonical());
   for (const auto& a : ctx_.archs.archs())
@@ -314,15 +367,41 @@ std::string Planner::object_key(std::string_view kind, const std::string& comman
   return sha256_hex(cat(ctx_.object_salt, "\n", kind, "\n", commands));
 }
 
+// Where a job's compiler writes the files it read (`gcc -MD`), apart from its intermediates.
+fs::path Planner::depfile(const Unit& u, const std::string& part) const {
+  return ctx_.root / "deps" / cat(u.ext->name, ".", u.tag, part, ".d");
+}
+
 bool Planner::reuse(const std::string& key, const fs::path& object) {
   if (!cache_.restore_object(key, object)) return false;
   graph_.objects_reused++;
   return true;
 }
 
-std::function<Expected<void>()> Planner::store(const std::string& key,
-                                               const fs::path& object) const {
-  return [cache = &cache_, key, object] { return cache->store_object(key, object); };
+bool Planner::reuse_keyed(const std::string& command_key, const std::string& label,
+                          const fs::path& object) {
+  auto keyed = keys_->lookup(command_key, label);
+  return keyed && reuse(keyed->key, object);
+}
+
+namespace {
+// A job whose dependencies cannot be read is not cached (a warning says why); the build goes on.
+void not_cached(const fs::path& what, const Error& why) {
+  log::warn(cat(what.filename().string(), ": not cached: ", why.message));
+}
+}  // namespace
+
+std::function<Expected<void>()> Planner::store_keyed(const std::string& command_key,
+                                                     const fs::path& depfile,
+                                                     const fs::path& object) const {
+  return [keys = keys_, cache = &cache_, command_key, depfile, object]() -> Expected<void> {
+    auto keyed = keys->record(command_key, {depfile});
+    if (!keyed) {
+      not_cached(object, keyed.error());
+      return {};
+    }
+    return cache->store_object(keyed->key, object);
+  };
 }
 
 Steps Planner::in_pid_namespace(Steps steps) const {
@@ -331,6 +410,7 @@ Steps Planner::in_pid_namespace(Steps steps) const {
 }
 
 JobGraph Planner::plan() && {
+  graph_.directories.push_back(ctx_.root / "deps");
   for (std::size_t i = 0; i < in_.units.size(); ++i) {
     Unit& u = in_.units[i];
     if (!u.source.ends_with(".cu")) {
@@ -343,11 +423,12 @@ JobGraph Planner::plan() && {
       auto su = first + arch_tokens_.size() + 3 <= in_.dry_outputs.size()
                     ? split_unit(&in_.dry_outputs[first], arch_tokens_, in_.arch_list)
                     : Expected<SplitUnit>(Error::failed("no dry run"));
-      if (su) {
-        plan_split(u, *su);
+      auto commands = su ? split_commands(u, *su) : Expected<SplitCommands>(su.error());
+      if (commands) {
+        plan_split(u, *su, *commands);
         continue;
       }
-      why_not = su.error().message;
+      why_not = commands.error().message;
     }
     plan_whole_file(u, why_not);
   }
@@ -359,14 +440,16 @@ void Planner::plan_cxx(Unit& u) {
   const std::string source = (ctx_.root / "src" / u.source).string();
   std::vector<std::string> argv =
       cxx_compile_argv(ctx_, *u.ext, u.defines, source, u.object.string());
+  const fs::path dep = depfile(u, "");
+  append(argv, {"-MD", "-MF", dep.string()});
   const std::string key = object_key("cxx", join(argv, "\x1f"));
-  if (reuse(key, u.object)) return;
+  if (reuse_keyed(key, u.name, u.object)) return;
   Job job =
       unit_job(u, cat(fs::path(ctx_.cxx.path).filename().string(), " ", u.name), env_, ".log");
   job.argv = std::move(argv);
   job.memory_gib = 2.0;
   job.outputs = {u.object};
-  job.on_success = store(key, u.object);
+  job.on_success = store_keyed(key, dep, u.object);
   add(std::move(job), JobClass::HostCxx, unit_estimate(u), &u);
 }
 
@@ -378,30 +461,42 @@ void Planner::plan_whole_file(Unit& u, const std::string& why_not) {
   const std::string source = (ctx_.root / "src" / u.source).string();
   std::vector<std::string> argv = nvcc_compile_argv(
       ctx_, *u.ext, u.defines, source, u.object.string(), threads, keep.string(), in_.pid_prefix);
+  const fs::path dep = depfile(u, "");
+  append(argv, {"-MD", "-MF", dep.string()});
   const std::string key = object_key("nvcc", join(argv, "\x1f"));
-  if (reuse(key, u.object)) return;
+  if (reuse_keyed(key, u.name, u.object)) return;
   graph_.directories.push_back(keep);
   Job job = unit_job(u, cat("nvcc ", u.name, " ", archs_label_), env_, ".log");
   job.argv = std::move(argv);
   job.weight = threads;
   job.memory_gib = 1.0 + 2.5 * u.share * threads;
   job.outputs = {u.object};
-  job.on_success = store(key, u.object);
+  job.on_success = store_keyed(key, dep, u.object);
   add(std::move(job), u.sharded ? JobClass::ShardedDevice : JobClass::Device,
       unit_estimate(u) * static_cast<double>(arch_tokens_.size()), &u);
 }
 
-SplitCommands Planner::split_commands(const Unit& u, const SplitUnit& su) const {
+Expected<SplitCommands> Planner::split_commands(const Unit& u, const SplitUnit& su) const {
   SplitCommands c;
   c.env = env_;
   for (const auto& [name, value] : su.env)
     if (name != "SOURCE_DATE_EPOCH" && name != "LC_ALL") c.env.emplace_back(name, value);
-  for (const auto& d : su.devices) {
-    c.device_steps.push_back(in_pid_namespace(d.steps));
+  // Each pass's preprocessing writes what it read: its content key's dependencies.
+  auto with_depfile = [&](Steps steps, const fs::path& dep) -> Expected<Steps> {
+    if (!add_depfile(steps, dep))
+      return Error::failed("a pass of nvcc's dry run has no preprocessing step");
+    return in_pid_namespace(std::move(steps));
+  };
+  for (std::size_t a = 0; a < su.devices.size(); ++a) {
+    c.device_depfiles.push_back(depfile(u, "." + arch_dir(su.device_labels[a])));
+    KILN_TRY(Steps steps, with_depfile(su.devices[a].steps, c.device_depfiles.back()));
+    c.device_steps.push_back(std::move(steps));
     c.device_keys.push_back(object_key("nvcc-device", join_commands(c.device_steps.back())));
   }
-  c.front_steps = in_pid_namespace(su.front.steps);
-  c.host_steps = in_pid_namespace(su.host.steps);
+  c.front_depfile = depfile(u, ".front");
+  c.host_depfile = depfile(u, ".host");
+  KILN_TRY(c.front_steps, with_depfile(su.front.steps, c.front_depfile));
+  KILN_TRY(c.host_steps, with_depfile(su.host.steps, c.host_depfile));
   // The host object refers to its fat binary by a symbol, hidden in the module, that the fat
   // binary's object defines.
   const std::string symbol =
@@ -410,36 +505,54 @@ SplitCommands Planner::split_commands(const Unit& u, const SplitUnit& su) const 
   c.assembly = nvcc::fatbin_assembly(symbol, su.host.fatbin);
   c.assembly_file = su.host.fatbin.parent_path() / "fatbin.s";
   c.fatbinary = in_pid_namespace({su.host.fatbinary}).front();
-  c.assemble = {ctx_.cxx.path, "-c", c.assembly_file.string(), "-o", u.fatbin_object.string()};
+  c.assemble = {ctx_.cxx.path, "-c", c.assembly_file.string(), "-o",
+                fatbin_object(ctx_, u).string()};
   // The host part depends on the device parts only through the stub and module id, which the
   // front end's commands determine (wherever they are taken from); the fat binary on all.
   c.host_key = object_key("nvcc-host", cat(join_commands(c.host_steps), "\n", c.reference, "\n",
                                            join_commands(c.front_steps)));
-  c.fatbin_key = object_key("nvcc-fatbin", cat(join_commands({c.fatbinary, c.assemble}), "\n",
-                                               c.assembly, "\n", join(c.device_keys, ",")));
+  c.fatbin_key =
+      object_key("nvcc-fatbin", cat(join_commands({c.fatbinary, c.assemble}), "\n", c.assembly));
   return c;
 }
 
-void Planner::plan_split(Unit& u, const SplitUnit& su) {
-  u.fatbin_object = ctx_.root / "obj" / (u.ext->name + "." + u.tag + ".fatbin.o");
-  const SplitCommands c = split_commands(u, su);
-  const bool host_hit = reuse(c.host_key, u.object);
-  const bool fatbin_hit = reuse(c.fatbin_key, u.fatbin_object);
+void Planner::plan_split(Unit& u, const SplitUnit& su, const SplitCommands& c) {
+  u.fatbin_object = fatbin_object(ctx_, u);
+  auto keys = std::make_shared<UnitKeys>();
+  for (std::size_t a = 0; a < su.devices.size(); ++a) {
+    auto keyed = keys_->lookup(c.device_keys[a], cat(u.name, " ", su.device_labels[a]));
+    keys->devices.push_back(keyed ? std::optional(keyed->key) : std::nullopt);
+    if (a == 0 && keyed) keys->stub = std::move(keyed->deps);
+  }
+  const bool host_hit = reuse_keyed(c.host_key, cat(u.name, " host"), u.object);
+  const auto fatbin_key = fatbin_content_key(c.fatbin_key, *keys);
+  const bool fatbin_hit = fatbin_key && reuse(*fatbin_key, u.fatbin_object);
   if (host_hit && fatbin_hit) return;
   bool lowest_cached = false;
-  const auto device_jobs = plan_devices(u, su, c, host_hit, fatbin_hit, lowest_cached);
+  const auto device_jobs = plan_devices(u, su, c, keys, host_hit, fatbin_hit, lowest_cached);
   std::optional<std::size_t> host_job;
-  if (!host_hit) host_job = plan_host(u, su, c, device_jobs.front(), lowest_cached);
-  if (!fatbin_hit) plan_fatbin(u, su, c, device_jobs, host_job);
+  if (!host_hit) host_job = plan_host(u, su, c, keys, device_jobs.front(), lowest_cached);
+  if (!fatbin_hit) plan_fatbin(u, su, c, keys, device_jobs, host_job);
 }
 
 namespace {
-// Stores a device part's files, then removes the rest of nvcc's intermediates in its directory
-// (preprocessed sources, PTX not shipped).
-std::function<Expected<void>()> store_device_part(ObjectCache& cache, const std::string& key,
+// Records what arch `a`'s device pass read and stores its files under that key, then removes the
+// rest of nvcc's intermediates in its directory (preprocessed sources, PTX not shipped).
+std::function<Expected<void>()> store_device_part(ObjectCache& cache,
+                                                  std::shared_ptr<ContentKeys> content,
+                                                  std::shared_ptr<UnitKeys> keys, std::size_t a,
+                                                  const std::string& command_key,
+                                                  const fs::path& depfile,
                                                   const std::vector<fs::path>& outputs) {
-  return [cache = &cache, key, outputs]() -> Expected<void> {
-    KILN_CHECK(cache->store_device_part(key, outputs));
+  return [cache = &cache, content, keys, a, command_key, depfile, outputs]() -> Expected<void> {
+    auto keyed = content->record(command_key, {depfile});
+    if (keyed) {
+      keys->devices[a] = keyed->key;
+      if (a == 0 && !keys->stub) keys->stub = keyed->deps;
+      KILN_CHECK(cache->store_device_part(keyed->key, outputs));
+    } else {
+      not_cached(outputs.back(), keyed.error());
+    }
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(outputs.front().parent_path(), ec))
       if (std::find(outputs.begin(), outputs.end(), entry.path()) == outputs.end())
@@ -450,8 +563,9 @@ std::function<Expected<void>()> store_device_part(ObjectCache& cache, const std:
 }  // namespace
 
 std::vector<std::optional<std::size_t>> Planner::plan_devices(const Unit& u, const SplitUnit& su,
-                                                              const SplitCommands& c, bool host_hit,
-                                                              bool fatbin_hit,
+                                                              const SplitCommands& c,
+                                                              const std::shared_ptr<UnitKeys>& keys,
+                                                              bool host_hit, bool fatbin_hit,
                                                               bool& lowest_cached) {
   // All for the fat binary; the lowest arch's for the stub (unless a front end writes it).
   std::vector<std::optional<std::size_t>> jobs(su.devices.size());
@@ -462,7 +576,7 @@ std::vector<std::optional<std::size_t>> Planner::plan_devices(const Unit& u, con
     std::vector<fs::path> outputs = {d.module_id, d.stub};
     for (const auto& im : d.images) outputs.push_back(im.file);
     // A cached device part: its files back where the host part and the fat binary read them.
-    if (cache_.restore_device_part(c.device_keys[a], outputs)) {
+    if (keys->devices[a] && cache_.restore_device_part(*keys->devices[a], outputs)) {
       lowest_cached = lowest_cached || a == 0;
       graph_.objects_reused++;
       continue;
@@ -471,7 +585,8 @@ std::vector<std::optional<std::size_t>> Planner::plan_devices(const Unit& u, con
     Job job = steps_job(u, cat("nvcc ", u.name, " ", su.device_labels[a]), c.device_steps[a], c,
                         "." + arch_dir(su.device_labels[a]) + ".log", 0.5 + 2.5 * u.share);
     job.outputs = outputs;
-    job.on_success = store_device_part(cache_, c.device_keys[a], outputs);
+    job.on_success =
+        store_device_part(cache_, keys_, keys, a, c.device_keys[a], c.device_depfiles[a], outputs);
     jobs[a] = add(std::move(job), u.sharded ? JobClass::ShardedDevice : JobClass::Device,
                   unit_estimate(u), nullptr);
   }
@@ -479,6 +594,7 @@ std::vector<std::optional<std::size_t>> Planner::plan_devices(const Unit& u, con
 }
 
 std::size_t Planner::plan_host(const Unit& u, const SplitUnit& su, const SplitCommands& c,
+                               const std::shared_ptr<UnitKeys>& keys,
                                std::optional<std::size_t> lowest_device, bool lowest_cached) {
   // The stub and module id: from the lowest arch's device part when it is cached, from a
   // front-end job, or from that device part's job.
@@ -489,6 +605,11 @@ std::size_t Planner::plan_host(const Unit& u, const SplitUnit& su, const SplitCo
     Job front = steps_job(u, cat("nvcc ", u.name, " front end"), c.front_steps, c, ".front.log",
                           0.5 + 0.5 * u.share);
     front.outputs = {su.front.module_id, su.front.stub};
+    front.on_success = [content = keys_, keys, depfile = c.front_depfile]() -> Expected<void> {
+      auto deps = content->read(depfile);
+      if (deps && !keys->stub) keys->stub = std::move(*deps);
+      return {};
+    };
     dep = add(std::move(front), JobClass::FrontEnd, unit_estimate(u), nullptr);
   }
   Job host = steps_job(u, cat("nvcc ", u.name, " host"), c.host_steps, c, ".host.log", 1.0);
@@ -497,11 +618,23 @@ std::size_t Planner::plan_host(const Unit& u, const SplitUnit& su, const SplitCo
     return stage_host_inputs(from, hp, reference);
   };
   host.outputs = {u.object};
-  host.on_success = store(c.host_key, u.object);
+  // What the host part read: its own preprocessing's files and those of the pass its stub and
+  // module id come from.
+  host.on_success = [content = keys_, cache = &cache_, keys, command_key = c.host_key,
+                     depfile = c.host_depfile, object = u.object]() -> Expected<void> {
+    auto keyed = keys->stub ? content->record(command_key, {depfile}, *keys->stub)
+                            : Expected<Keyed>(Error::failed("its stub's dependencies are unknown"));
+    if (!keyed) {
+      not_cached(object, keyed.error());
+      return {};
+    }
+    return cache->store_object(keyed->key, object);
+  };
   return add(std::move(host), JobClass::HostOrFatBinary, unit_estimate(u), &u);
 }
 
 void Planner::plan_fatbin(const Unit& u, const SplitUnit& su, const SplitCommands& c,
+                          const std::shared_ptr<UnitKeys>& keys,
                           const std::vector<std::optional<std::size_t>>& device_jobs,
                           std::optional<std::size_t> host_job) {
   Job fat = steps_job(u, cat("fatbinary ", u.name, " ", archs_label_), {c.fatbinary, c.assemble}, c,
@@ -519,7 +652,15 @@ void Planner::plan_fatbin(const Unit& u, const SplitUnit& su, const SplitCommand
     return check_passes_agree(name, written, assembly, file);
   };
   fat.outputs = {u.fatbin_object};
-  fat.on_success = store(c.fatbin_key, u.fatbin_object);
+  fat.on_success = [cache = &cache_, keys, command_key = c.fatbin_key,
+                    object = u.fatbin_object]() -> Expected<void> {
+    auto key = fatbin_content_key(command_key, *keys);
+    if (!key) {
+      not_cached(object, Error::failed("a device part's key is unknown"));
+      return {};
+    }
+    return cache->store_object(*key, object);
+  };
   add(std::move(fat), JobClass::HostOrFatBinary, unit_estimate(u), &u);
 }
 

@@ -12,6 +12,7 @@ namespace fs = std::filesystem;
 namespace {
 constexpr std::string_view kObjectSuffix = ".o";
 constexpr std::string_view kDevicePartSuffix = ".dev";
+constexpr std::string_view kManifestSuffix = ".deps";
 constexpr std::string_view kDevicePartHeader = "kiln-device-part 1";
 }  // namespace
 
@@ -75,6 +76,15 @@ Expected<void> StoreObjectCache::store_device_part(const std::string& key,
     packed.emplace_back(f, std::move(data));
   }
   return store_.store_object(key, kDevicePartSuffix, pack_files(packed));
+}
+
+std::optional<std::string> StoreObjectCache::load_manifest(const std::string& command_key) {
+  return store_.load_object(command_key, kManifestSuffix);
+}
+
+Expected<void> StoreObjectCache::store_manifest(const std::string& command_key,
+                                                std::string_view text) {
+  return store_.store_object(command_key, kManifestSuffix, text);
 }
 
 }  // namespace kiln::compile

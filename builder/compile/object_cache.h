@@ -1,7 +1,9 @@
-// The native backend's object cache: what its jobs made, under keys the job graph computes (the
-// sha256 of a job's exact commands and the toolchain's identity). Two kinds of entry: an object
-// file (a C++ object, a host part, a fat binary's object, a whole-file nvcc object) and a device
-// part (the module id, stub and images one arch's device pass wrote, restored to the same paths).
+// The native backend's object cache: what its jobs made, under the content keys the job graph
+// computes (content_key.h: a job's commands, the tools' identities and the sha256 of every file
+// it read). Three kinds of entry: an object file (a C++ object, a host part, a fat binary's
+// object, a whole-file nvcc object), a device part (the module id, stub and images one arch's
+// device pass wrote, restored to the same paths) and a manifest (the dependency sets a job's
+// runs read, under its command key).
 //
 // An interface, so that the job graph can be planned and run in tests against an in-memory fake;
 // the real one keeps the entries in the cache's objects/ folder, whose layout and integrity
@@ -9,6 +11,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -33,6 +36,9 @@ class ObjectCache {
                                    const std::vector<std::filesystem::path>& files) = 0;
   virtual Expected<void> store_device_part(const std::string& key,
                                            const std::vector<std::filesystem::path>& files) = 0;
+  // A job's manifest (content_key.h): the dependency sets recorded under its command key.
+  virtual std::optional<std::string> load_manifest(const std::string& command_key) = 0;
+  virtual Expected<void> store_manifest(const std::string& command_key, std::string_view text) = 0;
 };
 
 // Over the cache's objects/ folder.
@@ -45,6 +51,8 @@ class StoreObjectCache : public ObjectCache {
                            const std::vector<std::filesystem::path>& files) override;
   Expected<void> store_device_part(const std::string& key,
                                    const std::vector<std::filesystem::path>& files) override;
+  std::optional<std::string> load_manifest(const std::string& command_key) override;
+  Expected<void> store_manifest(const std::string& command_key, std::string_view text) override;
 
  private:
   const cache::Store& store_;

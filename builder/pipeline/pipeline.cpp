@@ -331,8 +331,7 @@ Expected<const Toolchain*> toolchain_for(Run& run, const resolve::ResolvedTarget
 Expected<compile::BuildRequest> build_request(Run& run, const compile::Backend& backend,
                                               const resolve::PlanItem& item,
                                               const resolve::ResolvedTarget& rt,
-                                              const Toolchain* tc, const BuildRoot& build_root,
-                                              const std::string& sources) {
+                                              const Toolchain* tc, const BuildRoot& build_root) {
   compile::BuildRequest request;
   request.manifest = item.manifest;
   request.root = build_root.path();
@@ -344,11 +343,12 @@ Expected<compile::BuildRequest> build_request(Run& run, const compile::Backend& 
   request.manylinux = rt.manylinux;
   if (item.inputs.contains("shards"))
     request.shards = item.inputs["shards"].get<std::map<std::string, int>>();
+  // The tools' identities: what else a compile job reads (sources, torch's and Python's headers)
+  // its content key hashes (compile/content_key.h).
   if (tc)
     request.object_salt = json{{"recipe", resolve::kRecipeVersion},
-                               {"sources", sources},
-                               {"toolchain", rt.toolchain},
-                               {"torch", tc->torch.identity()}}
+                               {"cuda", rt.toolchain.value("cuda", json())},
+                               {"cxx", rt.toolchain.value("cxx", json())}}
                               .dump();
   if (backend.needs_build_env()) {
     KILN_TRY(request.env, setuptools_env(run.plan.build_env, rt, *tc, run.fetching, run.store));
@@ -456,8 +456,7 @@ Expected<cache::Entry> build_item(Run& run, const resolve::PlanItem& item,
   if (backend->compiles()) {
     KILN_TRY(tc, toolchain_for(run, *rt));
   }
-  KILN_TRY(compile::BuildRequest request,
-           build_request(run, *backend, item, *rt, tc, build_root, sources));
+  KILN_TRY(compile::BuildRequest request, build_request(run, *backend, item, *rt, tc, build_root));
   KILN_TRY(compile::BuildOutput built, run_backend(run, *backend, item, request));
   KILN_CHECK(finish_spec(item, *rt, tc, std::move(built), spec, provenance));
   spec.metadata.version = spec.version;

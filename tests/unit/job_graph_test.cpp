@@ -139,9 +139,34 @@ class MemoryObjectCache : public ObjectCache {
     device_parts[key] = std::move(packed);
     return {};
   }
+  std::optional<std::string> load_manifest(const std::string& command_key) override {
+    auto it = manifests.find(command_key);
+    return it == manifests.end() ? std::nullopt : std::optional(it->second);
+  }
+  Expected<void> store_manifest(const std::string& command_key, std::string_view text) override {
+    manifests[command_key] = text;
+    return {};
+  }
   std::map<std::string, std::string> objects;
   std::map<std::string, PackedFiles> device_parts;
+  std::map<std::string, std::string> manifests;
 };
+
+// The dependency file a fake compiler writes for `argv` (at its -MF): the source the command
+// names (an existing .cu or .cpp file) and what `reads` says that source includes.
+Expected<void> write_depfile(
+    const std::vector<std::string>& argv,
+    const std::function<std::vector<std::string>(const std::string&)>& reads) {
+  auto mf = std::find(argv.begin(), argv.end(), "-MF");
+  if (mf == argv.end() || mf + 1 == argv.end()) return {};
+  auto source = std::find_if(argv.begin(), argv.end(), [](const std::string& w) {
+    return (w.ends_with(".cu") || w.ends_with(".cpp")) && fs::is_regular_file(w);
+  });
+  if (source == argv.end()) return Error::failed("no source in " + join(argv, " "));
+  std::string text = cat(*(mf + 1), ".out: ", *source);
+  for (const auto& header : reads(*source)) text += " \\\n  " + header;
+  return write_file_atomic(*(mf + 1), text + "\n");
+}
 
 // Starts jobs as the real runner does with one slot (the first ready job, in the given order),
 // without their commands: `before`, then each declared output written (`content`), then
@@ -164,6 +189,8 @@ class FakeRunner : public CommandRunner {
       const Job& job = jobs[i];
       started.push_back(job.label);
       if (job.before) KILN_CHECK(job.before());
+      KILN_CHECK(write_depfile(job.argv, reads));
+      for (const auto& step : job.then) KILN_CHECK(write_depfile(step, reads));
       for (const auto& file : job.outputs) KILN_CHECK(write_file_atomic(file, content(file)));
       if (job.on_success) KILN_CHECK(job.on_success());
       done[i] = true;
@@ -173,6 +200,10 @@ class FakeRunner : public CommandRunner {
     return stats;
   }
   std::function<std::string(const fs::path&)> content = made;
+  // What each source includes, for the dependency files.
+  std::function<std::vector<std::string>(const std::string&)> reads = [](const std::string&) {
+    return std::vector<std::string>{};
+  };
   std::vector<Job> given;
   std::vector<std::string> started;
   int slots = 0;
@@ -242,6 +273,9 @@ class JobGraphTest : public ::testing::Test {
     fs::remove_all(ctx_.root, ec);
     fs::create_directories(ctx_.root / "obj");
     fs::create_directories(ctx_.root / "out");
+    for (const auto& ext : manifest_.extensions)
+      for (const auto& src : ext.sources)
+        EXPECT_TRUE(write_file_atomic(ctx_.root / "src" / src, "// " + src + "\n"));
     ctx_.archs = manifest::ArchList::parse(archs).value();
     PlanInput in;
     in.ctx = &ctx_;
@@ -531,6 +565,49 @@ TEST_F(JobGraphTest, AddingAnArchRunsOnlyItsDevicePartsAndTheFatBinaries) {
   NativeResult result = run_graph(std::move(added), warm, 16, -1).value();
   EXPECT_EQ(result.stats.run, expected.size());
   EXPECT_EQ(result.objects_reused, 2u * 4u + 1u);
+}
+
+TEST_F(JobGraphTest, ObjectsAreKeyedByWhatTheirJobsRead) {
+  // Two torch releases seen at one path, as a target's torch/ link in the build root: every
+  // source includes torch.h, the backward file also bwd.h.
+  MemoryObjectCache cache;
+  const fs::path torch = dir_->path() / "torch";
+  auto release = [&](const std::string& bwd) {
+    write_file_atomic(torch / "torch.h", "// torch\n").value();
+    write_file_atomic(torch / "bwd.h", bwd).value();
+  };
+  auto reads = [&](const std::string& source) {
+    std::vector<std::string> headers = {(torch / "torch.h").string()};
+    if (source.ends_with("bwd.cu")) headers.push_back((torch / "bwd.h").string());
+    return headers;
+  };
+  release("// 2.12\n");
+  FakeRunner cold;
+  cold.reads = reads;
+  run_graph(plan("9.0", 16, cache), cold, 16, -1).value();
+  EXPECT_EQ(labels(plan("9.0", 16, cache)), std::set<std::string>{kLink});
+
+  // A release that changes only the backward file's own header: its two shards compile again
+  // (the changed header always misses), the other units' objects are the first release's.
+  release("// 2.13\n");
+  JobGraph next = plan("9.0", 16, cache);
+  std::set<std::string> expected = {kLink};
+  for (const auto& u : {kBwd0, kBwd1})
+    expected.insert(
+        {nvcc(u, "sm_90"), nvcc(u, "front end"), nvcc(u, "host"), fatbinary(u, "sm_90")});
+  EXPECT_EQ(labels(next), expected);
+  EXPECT_EQ(next.objects_reused, 1u + 2u * 2u);  // C++, and fwd's and update's host and fat binary
+  FakeRunner warm;
+  warm.reads = reads;
+  run_graph(std::move(next), warm, 16, -1).value();
+  EXPECT_EQ(labels(plan("9.0", 16, cache)), std::set<std::string>{kLink});
+
+  // Back to the first release: its dependency sets are still recorded, every object is reused.
+  release("// 2.12\n");
+  EXPECT_EQ(labels(plan("9.0", 16, cache)), std::set<std::string>{kLink});
+  // A header a unit read gone: a miss, not an error.
+  fs::remove(torch / "torch.h");
+  EXPECT_EQ(labels(plan("9.0", 16, cache)).size(), 1u + 1u + 4u * 4u);
 }
 
 TEST_F(JobGraphTest, WithFewerSlotsThanDevicePartsAHostPartWaitsForTheLowestArch) {
