@@ -11,6 +11,7 @@
 #include <ctime>
 #include <tuple>
 
+#include "cache/remote.h"
 #include "core/fault.h"
 #include "core/fs.h"
 #include "core/hash.h"
@@ -170,24 +171,7 @@ std::optional<Entry> Store::lookup_verified(const std::string& key, std::string&
 
 namespace {
 
-// An object cache entry's first line: "kiln-object 1 <sha256 of the rest>".
-constexpr std::string_view kObjectMagic = "kiln-object 1 ";
-constexpr std::size_t kObjectHeader = kObjectMagic.size() + 64 + 1;
-constexpr std::string_view kNoObjectHeader =
-    "no kiln-object header (written by an older kiln, or truncated)";
-
-// The bytes an object cache entry holds, or what is wrong with it.
-Expected<std::string_view> object_payload(std::string_view entry) {
-  if (entry.size() < kObjectHeader || !entry.starts_with(kObjectMagic) ||
-      entry[kObjectHeader - 1] != '\n')
-    return Error::failed(std::string(kNoObjectHeader));
-  std::string_view recorded = entry.substr(kObjectMagic.size(), 64);
-  std::string_view bytes = entry.substr(kObjectHeader);
-  if (sha256_hex(bytes) != recorded)
-    return Error::failed(
-        cat("its bytes do not match the sha256 its header records (", recorded, ")"));
-  return bytes;
-}
+constexpr std::string_view kNoObjectHeader = kNoEntryHeader;
 
 bool same_file(const struct stat& a, const struct stat& b) {
   return a.st_dev == b.st_dev && a.st_ino == b.st_ino && a.st_size == b.st_size &&
@@ -205,7 +189,7 @@ std::optional<std::string> load_or_remove(const fs::path& path, std::string& pro
   if (S_ISREG(before.st_mode)) {  // (a FIFO there would block the read; a link leads elsewhere)
     auto data = read_file(path);
     if (!data) return std::nullopt;
-    auto payload = object_payload(*data);
+    auto payload = entry_payload(*data);
     if (payload) return std::string(*payload);
     problem = payload.error().message;
   } else {
@@ -224,13 +208,17 @@ fs::path Store::object_path(const std::string& key, std::string_view suffix) con
 
 Expected<void> Store::store_object(const std::string& key, std::string_view suffix,
                                    std::string_view bytes) const {
+  KILN_CHECK(write_object(key, suffix, bytes));
+  if (shared_) shared_->put(remote_object_name(key, suffix), bytes);
+  return {};
+}
+
+Expected<void> Store::write_object(const std::string& key, std::string_view suffix,
+                                   std::string_view bytes) const {
   if (!is_sha256_hex(key)) return Error::failed(cat("not an object key: ", key));
   fs::path path = object_path(key, suffix);
   KILN_CHECK(ensure_directory(path.parent_path()));
-  std::string entry;
-  entry.reserve(kObjectHeader + bytes.size());
-  entry.append(kObjectMagic).append(sha256_hex(bytes)).append("\n").append(bytes);
-  return write_file_atomic(path, entry);
+  return write_file_atomic(path, frame_entry(bytes));
 }
 
 std::optional<std::string> Store::load_object(const std::string& key,
@@ -242,7 +230,55 @@ std::optional<std::string> Store::load_object(const std::string& key,
   if (!problem.empty())
     log::verbose(cat("object cache: ", object_path(key, suffix).string(), ": ", problem,
                      removed ? "; removed, " : "; ", "building it again"));
+  if (bytes) {
+    local_stats_.hits++;
+    return bytes;
+  }
+  local_stats_.misses++;
+  if (!shared_) return std::nullopt;
+  bytes = shared_->get(remote_object_name(key, suffix));
+  if (bytes) (void)write_object(key, suffix, *bytes);  // kept locally; a failure is a later miss
   return bytes;
+}
+
+namespace {
+
+// A wheel file name a remote may name: a plain *.whl name, nothing that leads elsewhere.
+bool plain_wheel_name(const std::string& name) {
+  return name.size() > 4 && name.size() <= 255 && name.ends_with(".whl") &&
+         name.find('/') == std::string::npos && name.find('\0') == std::string::npos &&
+         name.front() != '.';
+}
+
+}  // namespace
+
+std::optional<Store::SharedWheel> Store::fetch_shared_wheel(const std::string& key,
+                                                            const fs::path& dir) const {
+  if (!shared_ || !is_sha256_hex(key)) return std::nullopt;
+  auto text = shared_->get(remote_wheel_info_name(key));
+  if (!text) return std::nullopt;
+  nlohmann::json info = nlohmann::json::parse(*text, nullptr, false);
+  const std::string name = info.is_object() ? info.value("wheel", "") : "";
+  const std::string sha = info.is_object() ? info.value("sha256", "") : "";
+  auto refuse = [&](const std::string& why) {
+    log::warn(cat("remote cache: the entry for ", key.substr(0, 16), " is refused: ", why));
+    return std::nullopt;
+  };
+  if (!plain_wheel_name(name) || !is_sha256_hex(sha))
+    return refuse("its entry.json does not name a wheel and its sha256");
+  auto bytes = shared_->get(remote_wheel_name(key, name));
+  if (!bytes) return std::nullopt;
+  if (sha256_hex(*bytes) != sha) return refuse(cat(name, " does not match its recorded sha256"));
+  if (!write_file_atomic(dir / name, *bytes)) return std::nullopt;
+  return SharedWheel{dir / name, std::move(info)};
+}
+
+void Store::share_entry(const Entry& entry) const {
+  if (!shared_ || shared_->readonly() || !shared_->on()) return;
+  auto bytes = read_file(entry.wheel);
+  if (!bytes) return;
+  shared_->put(remote_wheel_name(entry.key, entry.wheel.filename().string()), *bytes);
+  shared_->put(remote_wheel_info_name(entry.key), entry.info.dump(2) + "\n");
 }
 
 std::vector<std::string> Store::object_files() const {
@@ -287,7 +323,7 @@ ObjectsVerified Store::verify_objects() const {
       out.damaged.push_back({rel, data.error().message});
       continue;
     }
-    if (auto payload = object_payload(*data); !payload) {
+    if (auto payload = entry_payload(*data); !payload) {
       if (payload.error().message == kNoObjectHeader)
         out.stale.push_back(rel);
       else

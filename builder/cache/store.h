@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cache/remote.h"
 #include "core/expected.h"
 #include "core/fs.h"
 #include "core/lock.h"
@@ -134,6 +136,28 @@ class Store {
   // anew, and the damaged bytes are never used.
   std::optional<std::string> load_object(const std::string& key, std::string_view suffix) const;
 
+  // The shared remote cache (remote.h), when the build has one: an object cache miss is looked up
+  // there (and kept locally when found), what is stored locally is stored there too, and wheels
+  // pass through fetch_shared_wheel and share_entry.
+  void set_shared(std::shared_ptr<SharedCache> shared) { shared_ = std::move(shared); }
+  SharedCache* shared() const { return shared_.get(); }
+  // The remote's wheel for `key`, written into `dir`: its path and the entry.json info it came
+  // with. nullopt when the remote has none, or what it has is not a wheel whose bytes match the
+  // sha256 its info records. The caller validates the wheel before it commits it.
+  struct SharedWheel {
+    std::filesystem::path wheel;
+    nlohmann::json info;
+  };
+  std::optional<SharedWheel> fetch_shared_wheel(const std::string& key,
+                                                const std::filesystem::path& dir) const;
+  // Stores a committed entry's wheel, then its info, on the remote (nothing when read-only).
+  void share_entry(const Entry& entry) const;
+  // The object cache's own hits and misses in this process (before the remote is asked).
+  struct LocalStats {
+    std::uint64_t hits = 0, misses = 0;
+  };
+  LocalStats local_stats() const { return local_stats_; }
+
   // A fresh, locked staging directory under <cache>/tmp: "<tmp>/<prefix>XXXXXX".
   Expected<Staging> staging(std::string_view prefix) const;
   std::filesystem::path tmp_root() const { return root_ / "tmp"; }
@@ -169,10 +193,15 @@ class Store {
 
  private:
   std::filesystem::path entry_dir(const std::string& key) const { return wheels() / key; }
+  // The local object cache entry alone.
+  Expected<void> write_object(const std::string& key, std::string_view suffix,
+                              std::string_view bytes) const;
   // The object cache's entries, each as "objects/<key[0:2]>/<file>" (temporaries, ".<file>.tmp-…",
   // left out), sorted.
   std::vector<std::string> object_files() const;
   std::filesystem::path root_;
+  std::shared_ptr<SharedCache> shared_;
+  mutable LocalStats local_stats_;
 };
 
 }  // namespace kiln::cache

@@ -182,12 +182,15 @@ std::vector<Deps> ContentKeys::candidates(const std::string& command_key) {
 std::optional<Keyed> ContentKeys::lookup(const std::string& command_key, const std::string& label) {
   std::string why;
   for (const Deps& deps : candidates(command_key)) {
-    auto changed = std::find_if(deps.begin(), deps.end(),
-                                [&](const auto& d) { return hasher_.sha256(d.first) != d.second; });
+    std::optional<std::string> now;
+    auto changed = std::find_if(deps.begin(), deps.end(), [&](const auto& d) {
+      now = hasher_.sha256(d.first);
+      return now != d.second;
+    });
     if (changed == deps.end()) return Keyed{content_key(command_key, deps), deps};
-    if (why.empty()) why = changed->first;
+    if (why.empty()) why = cat(changed->first, now ? " changed" : " is gone");
   }
-  if (!why.empty()) log::verbose(cat(label, ": compiled again: ", why, " changed"));
+  if (!why.empty() && !label.empty()) log::verbose(cat(label, ": compiled again: ", why));
   return std::nullopt;
 }
 

@@ -75,7 +75,7 @@ class ContentKeys {
   ContentKeys(ObjectCache& cache, std::filesystem::path cwd) : cache_(cache), hasher_(cwd) {}
   // The content key of the job with `command_key` when one of its recorded dependency sets
   // matches the files now; nullopt when none does (the job must run). `label` names the job in
-  // the verbose log's reason for a miss.
+  // the verbose log's reason for a miss ("": no log).
   std::optional<Keyed> lookup(const std::string& command_key, const std::string& label);
   // After the job ran: the files its dependency files name plus `extra` (files another job read
   // for it), hashed now, recorded under `command_key` (newest first, at most kMaxCandidates).

@@ -197,6 +197,7 @@ struct SplitCommands {
 struct UnitKeys {
   std::vector<std::optional<std::string>> devices;
   std::optional<Deps> stub;
+  bool host_staged = false;  // the host part's job ran here (not restored): its stub must agree
 };
 
 // The fat binary's content key: its commands' and every arch's device part's.
@@ -299,6 +300,10 @@ class Planner {
   std::function<Expected<void>()> store_keyed(const std::string& command_key,
                                               const fs::path& depfile,
                                               const fs::path& object) const;
+  // Where the cache grants leases: the job runs only while this worker holds its command key's
+  // lease, and is done without running when `restore` finds another worker's output.
+  void gate(Job& job, const std::string& command_key, std::function<bool()> restore) const;
+  std::function<bool()> restore_keyed(const std::string& command_key, const fs::path& object) const;
   Steps in_pid_namespace(Steps steps) const;
   double unit_estimate(const Unit& u) const { return u.source_bytes * u.share; }
 
@@ -409,6 +414,26 @@ Steps Planner::in_pid_namespace(Steps steps) const {
   return steps;
 }
 
+void Planner::gate(Job& job, const std::string& command_key, std::function<bool()> restore) const {
+  if (!cache_.has_leases()) return;
+  auto waited = std::make_shared<bool>(false);
+  job.gate = [cache = &cache_, command_key, restore, waited]() -> Expected<Gate> {
+    if (restore()) return Gate::Done;
+    if (cache->take_lease(command_key)) return Gate::Run;
+    if (!std::exchange(*waited, true)) cache->count_wait();
+    return Gate::Wait;
+  };
+  job.finally = [cache = &cache_, command_key] { cache->release_lease(command_key); };
+}
+
+std::function<bool()> Planner::restore_keyed(const std::string& command_key,
+                                             const fs::path& object) const {
+  return [keys = keys_, cache = &cache_, command_key, object] {
+    auto keyed = keys->lookup(command_key, "");
+    return keyed && cache->restore_object(keyed->key, object);
+  };
+}
+
 JobGraph Planner::plan() && {
   graph_.directories.push_back(ctx_.root / "deps");
   for (std::size_t i = 0; i < in_.units.size(); ++i) {
@@ -443,13 +468,14 @@ void Planner::plan_cxx(Unit& u) {
   const fs::path dep = depfile(u, "");
   append(argv, {"-MD", "-MF", dep.string()});
   const std::string key = object_key("cxx", join(argv, "\x1f"));
-  if (reuse_keyed(key, u.name, u.object)) return;
-  Job job =
-      unit_job(u, cat(fs::path(ctx_.cxx.path).filename().string(), " ", u.name), env_, ".log");
+  const std::string label = cat(fs::path(ctx_.cxx.path).filename().string(), " ", u.name);
+  if (reuse_keyed(key, label, u.object)) return;
+  Job job = unit_job(u, label, env_, ".log");
   job.argv = std::move(argv);
   job.memory_gib = 2.0;
   job.outputs = {u.object};
   job.on_success = store_keyed(key, dep, u.object);
+  gate(job, key, restore_keyed(key, u.object));
   add(std::move(job), JobClass::HostCxx, unit_estimate(u), &u);
 }
 
@@ -464,7 +490,7 @@ void Planner::plan_whole_file(Unit& u, const std::string& why_not) {
   const fs::path dep = depfile(u, "");
   append(argv, {"-MD", "-MF", dep.string()});
   const std::string key = object_key("nvcc", join(argv, "\x1f"));
-  if (reuse_keyed(key, u.name, u.object)) return;
+  if (reuse_keyed(key, cat("nvcc ", u.name, " ", archs_label_), u.object)) return;
   graph_.directories.push_back(keep);
   Job job = unit_job(u, cat("nvcc ", u.name, " ", archs_label_), env_, ".log");
   job.argv = std::move(argv);
@@ -472,6 +498,7 @@ void Planner::plan_whole_file(Unit& u, const std::string& why_not) {
   job.memory_gib = 1.0 + 2.5 * u.share * threads;
   job.outputs = {u.object};
   job.on_success = store_keyed(key, dep, u.object);
+  gate(job, key, restore_keyed(key, u.object));
   add(std::move(job), u.sharded ? JobClass::ShardedDevice : JobClass::Device,
       unit_estimate(u) * static_cast<double>(arch_tokens_.size()), &u);
 }
@@ -520,11 +547,11 @@ void Planner::plan_split(Unit& u, const SplitUnit& su, const SplitCommands& c) {
   u.fatbin_object = fatbin_object(ctx_, u);
   auto keys = std::make_shared<UnitKeys>();
   for (std::size_t a = 0; a < su.devices.size(); ++a) {
-    auto keyed = keys_->lookup(c.device_keys[a], cat(u.name, " ", su.device_labels[a]));
+    auto keyed = keys_->lookup(c.device_keys[a], cat("nvcc ", u.name, " ", su.device_labels[a]));
     keys->devices.push_back(keyed ? std::optional(keyed->key) : std::nullopt);
     if (a == 0 && keyed) keys->stub = std::move(keyed->deps);
   }
-  const bool host_hit = reuse_keyed(c.host_key, cat(u.name, " host"), u.object);
+  const bool host_hit = reuse_keyed(c.host_key, cat("nvcc ", u.name, " host"), u.object);
   const auto fatbin_key = fatbin_content_key(c.fatbin_key, *keys);
   const bool fatbin_hit = fatbin_key && reuse(*fatbin_key, u.fatbin_object);
   if (host_hit && fatbin_hit) return;
@@ -562,6 +589,22 @@ std::function<Expected<void>()> store_device_part(ObjectCache& cache,
 }
 }  // namespace
 
+namespace {
+// Another worker's device part for arch `a`, when its manifest now matches and the part is there.
+std::function<bool()> restore_device_part(ObjectCache& cache, std::shared_ptr<ContentKeys> content,
+                                          std::shared_ptr<UnitKeys> keys, std::size_t a,
+                                          const std::string& command_key,
+                                          const std::vector<fs::path>& outputs) {
+  return [cache = &cache, content, keys, a, command_key, outputs] {
+    auto keyed = content->lookup(command_key, "");
+    if (!keyed || !cache->restore_device_part(keyed->key, outputs)) return false;
+    keys->devices[a] = keyed->key;
+    if (a == 0 && !keys->stub) keys->stub = std::move(keyed->deps);
+    return true;
+  };
+}
+}  // namespace
+
 std::vector<std::optional<std::size_t>> Planner::plan_devices(const Unit& u, const SplitUnit& su,
                                                               const SplitCommands& c,
                                                               const std::shared_ptr<UnitKeys>& keys,
@@ -587,6 +630,8 @@ std::vector<std::optional<std::size_t>> Planner::plan_devices(const Unit& u, con
     job.outputs = outputs;
     job.on_success =
         store_device_part(cache_, keys_, keys, a, c.device_keys[a], c.device_depfiles[a], outputs);
+    gate(job, c.device_keys[a],
+         restore_device_part(cache_, keys_, keys, a, c.device_keys[a], outputs));
     jobs[a] = add(std::move(job), u.sharded ? JobClass::ShardedDevice : JobClass::Device,
                   unit_estimate(u), nullptr);
   }
@@ -614,9 +659,12 @@ std::size_t Planner::plan_host(const Unit& u, const SplitUnit& su, const SplitCo
   }
   Job host = steps_job(u, cat("nvcc ", u.name, " host"), c.host_steps, c, ".host.log", 1.0);
   if (dep) host.deps = {*dep};
-  host.before = [from = *from, hp = su.host, reference = c.reference] {
-    return stage_host_inputs(from, hp, reference);
+  host.before = [from = *from, hp = su.host, reference = c.reference, keys]() -> Expected<void> {
+    KILN_CHECK(stage_host_inputs(from, hp, reference));
+    keys->host_staged = true;
+    return {};
   };
+  gate(host, c.host_key, restore_keyed(c.host_key, u.object));
   host.outputs = {u.object};
   // What the host part read: its own preprocessing's files and those of the pass its stub and
   // module id come from.
@@ -647,8 +695,10 @@ void Planner::plan_fatbin(const Unit& u, const SplitUnit& su, const SplitCommand
   // must the pass the host part took them from, when it ran in this build.
   Written written;
   for (const auto& d : su.devices) written.emplace_back(d.module_id, d.stub);
-  if (host_job) written.emplace_back(su.host.module_id, su.host.stub);
-  fat.before = [name = u.name, written, assembly = c.assembly, file = c.assembly_file] {
+  // The host part's pass too, when its job ran here (not when another worker's was restored).
+  fat.before = [name = u.name, written, host = su.host, keys, assembly = c.assembly,
+                file = c.assembly_file]() mutable {
+    if (keys->host_staged) written.emplace_back(host.module_id, host.stub);
     return check_passes_agree(name, written, assembly, file);
   };
   fat.outputs = {u.fatbin_object};

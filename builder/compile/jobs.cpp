@@ -103,74 +103,112 @@ double available_memory_gib() {
 
 }  // namespace
 
-Expected<JobStats> run_jobs(const std::vector<Job>& jobs, const RunnerOptions& options) {
-  const int slots = options.slots > 0 ? options.slots : default_slots();
-  const double memory = options.memory_gib > 0 ? options.memory_gib : available_memory_gib() * 0.9;
-  JobStats stats;
-  double start = now();
-  std::vector<int> state(jobs.size(), 0);  // 0 waiting, 1 running, 2 done
-  std::list<Running> running;
-  std::size_t done = 0;
-  int used_slots = 0;
-  double used_memory = 0;
-  const std::size_t total = jobs.size();
+namespace {
 
-  while (done < total) {
-    if (interrupted()) {
-      stop_all(running);
-      return Error::interrupted("interrupted: stopped every build job");
+// One run of run_jobs: the jobs' states, the running processes, the slots and memory they hold.
+class Runner {
+ public:
+  Runner(const std::vector<Job>& jobs, const RunnerOptions& options)
+      : jobs_(jobs),
+        slots_(options.slots > 0 ? options.slots : default_slots()),
+        memory_(options.memory_gib > 0 ? options.memory_gib : available_memory_gib() * 0.9),
+        state_(jobs.size(), 0),
+        ask_again_(jobs.size(), 0) {}
+
+  Expected<JobStats> run() {
+    const double start = now();
+    while (done_ < jobs_.size()) {
+      if (interrupted()) {
+        abort();
+        return Error::interrupted("interrupted: stopped every build job");
+      }
+      KILN_CHECK(start_ready());
+      KILN_TRY(bool progressed, reap());
+      if (!progressed) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    // Start what fits, in the given order (callers put the critical path first).
-    for (std::size_t i = 0; i < total; ++i) {
-      if (state[i] != 0) continue;
+    stats_.wall_seconds = now() - start;
+    return stats_;
+  }
+
+ private:
+  // Starts what fits, in the given order (callers put the critical path first).
+  Expected<void> start_ready() {
+    for (std::size_t i = 0; i < jobs_.size(); ++i) {
+      if (state_[i] != 0) continue;
       bool ready = true;
-      for (std::size_t d : jobs[i].deps) ready = ready && state[d] == 2;
+      for (std::size_t d : jobs_[i].deps) ready = ready && state_[d] == 2;
       if (!ready) continue;
-      int weight = std::min(jobs[i].weight, slots);
-      bool fits = used_slots + weight <= slots &&
-                  (running.empty() || used_memory + jobs[i].memory_gib <= memory);
+      int weight = std::min(jobs_[i].weight, slots_);
+      bool fits = used_slots_ + weight <= slots_ &&
+                  (running_.empty() || used_memory_ + jobs_[i].memory_gib <= memory_);
       if (!fits) break;  // keep the order: a big job is not overtaken forever by small ones
-      KILN_CHECK(ensure_directory(jobs[i].log.parent_path()));
-      std::string commands = format_argv(jobs[i].argv) + "\n";
-      for (const auto& argv : jobs[i].then) commands += format_argv(argv) + "\n";
-      KILN_CHECK(write_file_atomic(jobs[i].log.string() + ".cmd", commands));
-      if (jobs[i].before) {
-        auto ok = jobs[i].before();
-        if (!ok) {
-          stop_all(running);
-          return std::move(ok).error();
-        }
-      }
-      auto child = spawn_step(jobs[i], 0);
-      if (!child) {
-        stop_all(running);
-        return child.error();
-      }
-      state[i] = 1;
-      used_slots += weight;
-      used_memory += jobs[i].memory_gib;
-      running.emplace_back(Running{i, std::move(*child), now()});
-      log::info(cat("start ", jobs[i].label));
-      fault_point("compile");
+      KILN_TRY(Gate gate, ask_gate(i));
+      if (gate == Gate::Run) KILN_CHECK(start(i, weight));
     }
-    // Reap finished jobs.
+    return {};
+  }
+
+  // A job's gate: Run (or no gate), Wait (asked again half a second later) or Done.
+  Expected<Gate> ask_gate(std::size_t i) {
+    if (!jobs_[i].gate) return Gate::Run;
+    if (now() < ask_again_[i]) return Gate::Wait;
+    auto gate = jobs_[i].gate();
+    if (!gate) {
+      abort();
+      return std::move(gate).error();
+    }
+    if (*gate == Gate::Wait) ask_again_[i] = now() + 0.5;
+    if (*gate == Gate::Done) {
+      state_[i] = 2;
+      ++done_;
+      stats_.gated_done++;
+      log::info(cat("[", done_, "/", jobs_.size(), "] ", jobs_[i].label, " (another worker's)"));
+    }
+    return *gate;
+  }
+
+  Expected<void> start(std::size_t i, int weight) {
+    const Job& job = jobs_[i];
+    KILN_CHECK(ensure_directory(job.log.parent_path()));
+    std::string commands = format_argv(job.argv) + "\n";
+    for (const auto& argv : job.then) commands += format_argv(argv) + "\n";
+    KILN_CHECK(write_file_atomic(job.log.string() + ".cmd", commands));
+    auto failed = [&](Error e) -> Expected<void> {
+      if (job.finally) job.finally();
+      abort();
+      return e;
+    };
+    if (job.before)
+      if (auto ok = job.before(); !ok) return failed(std::move(ok).error());
+    auto child = spawn_step(job, 0);
+    if (!child) return failed(std::move(child).error());
+    state_[i] = 1;
+    used_slots_ += weight;
+    used_memory_ += job.memory_gib;
+    running_.emplace_back(Running{i, std::move(*child), now()});
+    log::info(cat("start ", job.label));
+    fault_point("compile");
+    return {};
+  }
+
+  // Reaps finished steps: the next step of a job, or its end. True when something ended.
+  Expected<bool> reap() {
     bool progressed = false;
-    for (auto r = running.begin(); r != running.end();) {
+    for (auto r = running_.begin(); r != running_.end();) {
       ProcessResult result;
       if (!r->child->poll(result)) {
         ++r;
         continue;
       }
       progressed = true;
-      std::size_t i = r->index;
-      const Job& job = jobs[i];
+      const Job& job = jobs_[r->index];
       r->cpu_seconds += result.cpu_seconds;
       r->max_rss_kib = std::max(r->max_rss_kib, result.max_rss_kib);
       if (result.ok() && r->step < job.then.size()) {
         auto next = spawn_step(job, r->step + 1);
         if (!next) {
-          stop_all(running);
-          return next.error();
+          abort();
+          return std::move(next).error();
         }
         r->child.reset();
         r->child.emplace(std::move(*next));
@@ -178,42 +216,70 @@ Expected<JobStats> run_jobs(const std::vector<Job>& jobs, const RunnerOptions& o
         ++r;
         continue;
       }
-      double seconds = now() - r->started;
-      double cpu = r->cpu_seconds;
-      long rss = r->max_rss_kib;
-      const std::vector<std::string>& argv = step_argv(job, r->step);
-      used_slots -= std::min(job.weight, slots);
-      used_memory -= job.memory_gib;
-      r = running.erase(r);
-      if (!result.ok()) {
-        stop_all(running);
-        auto text = read_file(job.log);
-        return Error::failed(cat(job.label, " failed (",
-                                 result.term_signal ? cat("signal ", result.term_signal)
-                                                    : cat("exit ", result.exit_code),
-                                 "); log: ", job.log.string()),
-                             cat("command: ", format_argv(argv), "\n",
-                                 tail_lines(text ? *text : std::string(), 25)));
-      }
-      if (job.on_success) {
-        auto ok = job.on_success();
-        if (!ok) {
-          stop_all(running);
-          return std::move(ok).error();
-        }
-      }
-      state[i] = 2;
-      ++done;
-      stats.run++;
-      stats.cpu_seconds += cpu;
-      stats.timings.push_back({job.label, seconds, rss, cpu});
-      log::info(cat("[", done, "/", total, "] ", job.label, " (", static_cast<int>(seconds + 0.5),
-                    " s)"));
+      Running ended = std::move(*r);
+      r = running_.erase(r);
+      KILN_CHECK(finish(ended, result));
     }
-    if (!progressed) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return progressed;
   }
-  stats.wall_seconds = now() - start;
-  return stats;
+
+  // A job's end: its failure stops everything; its success runs on_success. Either way its
+  // `finally` runs (a lease ends once the object is stored).
+  Expected<void> finish(Running& ended, const ProcessResult& result) {
+    const Job& job = jobs_[ended.index];
+    used_slots_ -= std::min(job.weight, slots_);
+    used_memory_ -= job.memory_gib;
+    const double seconds = now() - ended.started;
+    Expected<void> ok = result.ok() ? Expected<void>() : failure(job, ended.step, result);
+    if (ok && job.on_success) ok = job.on_success();
+    if (job.finally) job.finally();
+    if (!ok) {
+      abort();
+      return ok;
+    }
+    state_[ended.index] = 2;
+    ++done_;
+    stats_.run++;
+    stats_.cpu_seconds += ended.cpu_seconds;
+    stats_.timings.push_back({job.label, seconds, ended.max_rss_kib, ended.cpu_seconds});
+    log::info(cat("[", done_, "/", jobs_.size(), "] ", job.label, " (",
+                  static_cast<int>(seconds + 0.5), " s)"));
+    return {};
+  }
+
+  static Error failure(const Job& job, std::size_t step, const ProcessResult& result) {
+    auto text = read_file(job.log);
+    return Error::failed(cat(job.label, " failed (",
+                             result.term_signal ? cat("signal ", result.term_signal)
+                                                : cat("exit ", result.exit_code),
+                             "); log: ", job.log.string()),
+                         cat("command: ", format_argv(step_argv(job, step)), "\n",
+                             tail_lines(text ? *text : std::string(), 25)));
+  }
+
+  // Stops every running job and runs their `finally`.
+  void abort() {
+    for (const auto& r : running_)
+      if (jobs_[r.index].finally) jobs_[r.index].finally();
+    stop_all(running_);
+  }
+
+  const std::vector<Job>& jobs_;
+  const int slots_;
+  const double memory_;
+  JobStats stats_;
+  std::vector<int> state_;         // 0 waiting, 1 running, 2 done
+  std::vector<double> ask_again_;  // a waiting gate's next question
+  std::list<Running> running_;
+  std::size_t done_ = 0;
+  int used_slots_ = 0;
+  double used_memory_ = 0;
+};
+
+}  // namespace
+
+Expected<JobStats> run_jobs(const std::vector<Job>& jobs, const RunnerOptions& options) {
+  return Runner(jobs, options).run();
 }
 
 }  // namespace kiln::compile

@@ -87,4 +87,20 @@ Expected<void> StoreObjectCache::store_manifest(const std::string& command_key,
   return store_.store_object(command_key, kManifestSuffix, text);
 }
 
+bool StoreObjectCache::has_leases() const {
+  return store_.shared() && !store_.shared()->readonly() && store_.shared()->has_leases();
+}
+
+bool StoreObjectCache::take_lease(const std::string& command_key) {
+  return !has_leases() || store_.shared()->take_lease("objects/" + command_key);
+}
+
+void StoreObjectCache::release_lease(const std::string& command_key) {
+  if (has_leases()) store_.shared()->release_lease("objects/" + command_key);
+}
+
+void StoreObjectCache::count_wait() {
+  if (store_.shared()) store_.shared()->count_wait();
+}
+
 }  // namespace kiln::compile

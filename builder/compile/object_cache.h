@@ -39,6 +39,16 @@ class ObjectCache {
   // A job's manifest (content_key.h): the dependency sets recorded under its command key.
   virtual std::optional<std::string> load_manifest(const std::string& command_key) = 0;
   virtual Expected<void> store_manifest(const std::string& command_key, std::string_view text) = 0;
+  // Compile once across workers, where a remote cache grants leases (cache/remote.h): this
+  // worker makes the object of `command_key` only while it holds its lease. Without leases
+  // every lease is granted.
+  virtual bool has_leases() const { return false; }
+  virtual bool take_lease(const std::string& command_key) {
+    (void)command_key;
+    return true;
+  }
+  virtual void release_lease(const std::string& command_key) { (void)command_key; }
+  virtual void count_wait() {}
 };
 
 // Over the cache's objects/ folder.
@@ -53,6 +63,10 @@ class StoreObjectCache : public ObjectCache {
                                    const std::vector<std::filesystem::path>& files) override;
   std::optional<std::string> load_manifest(const std::string& command_key) override;
   Expected<void> store_manifest(const std::string& command_key, std::string_view text) override;
+  bool has_leases() const override;
+  bool take_lease(const std::string& command_key) override;
+  void release_lease(const std::string& command_key) override;
+  void count_wait() override;
 
  private:
   const cache::Store& store_;

@@ -19,6 +19,7 @@ Expected<NativeResult> run_graph(JobGraph graph, CommandRunner& runner, int slot
   RunnerOptions options;
   options.slots = slots;
   KILN_TRY(result.stats, runner.run(jobs, options));
+  result.objects_reused += result.stats.gated_done;
   return result;
 }
 

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -46,6 +47,10 @@ struct Transfer {
   bool bad_range = false;
   std::string write_error;
   const HttpClient::Progress* progress = nullptr;
+
+  // put()
+  bool uploading = false;
+  std::string_view upload;  // what is left to send
 
   // get()
   std::string body;
@@ -182,6 +187,14 @@ size_t on_text_data(char* data, size_t size, size_t count, void* user) {
   return len;
 }
 
+size_t on_upload_data(char* buffer, size_t size, size_t count, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  std::size_t n = std::min(size * count, t->upload.size());
+  std::memcpy(buffer, t->upload.data(), n);
+  t->upload.remove_prefix(n);
+  return n;
+}
+
 int on_progress(void* user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t, curl_off_t) {
   auto* t = static_cast<Transfer*>(user);
   if (t->to_file && t->progress && *t->progress && dlnow >= 0)
@@ -219,6 +232,17 @@ class CurlClient final : public HttpClient {
   HttpResponse get(const std::string& url, const Headers& request_headers) override {
     Transfer t;
     t.max_body = options_.max_text_bytes;
+    HttpResponse r = perform(url, request_headers, t, nullptr);
+    r.body = std::move(t.body);
+    return r;
+  }
+
+  HttpResponse put(const std::string& url, std::string_view body,
+                   const Headers& request_headers) override {
+    Transfer t;
+    t.max_body = options_.max_text_bytes;
+    t.uploading = true;
+    t.upload = body;
     HttpResponse r = perform(url, request_headers, t, nullptr);
     r.body = std::move(t.body);
     return r;
@@ -272,7 +296,13 @@ class CurlClient final : public HttpClient {
     curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(curl, CURLOPT_FAILONERROR, 1L);
-    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, t.uploading ? 0L : 1L);
+    if (t.uploading) {
+      curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+      curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(t.upload.size()));
+      curl_easy_setopt(curl, CURLOPT_READFUNCTION, on_upload_data);
+      curl_easy_setopt(curl, CURLOPT_READDATA, &t);
+    }
     curl_easy_setopt(curl, CURLOPT_MAXREDIRS, options_.max_redirects);
 #if LIBCURL_VERSION_NUM >= 0x075500
     curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");

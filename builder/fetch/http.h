@@ -58,6 +58,10 @@ class HttpClient {
 
   // GET a small text (an index page) into `body`, with extra request headers such as Accept.
   virtual HttpResponse get(const std::string& url, const Headers& request_headers) = 0;
+  // PUT `body` at `url` (no redirects followed: a body is not sent on to another place); the
+  // answer's body is read like get()'s.
+  virtual HttpResponse put(const std::string& url, std::string_view body,
+                           const Headers& request_headers) = 0;
 
   // Called while download() runs with the body bytes this answer has brought so far and the size
   // it announced (0: unknown). Empty: nothing is called.

@@ -27,6 +27,7 @@
 #include "validate/validate.h"
 #include "wheel/metadata.h"
 #include "wheel/provenance.h"
+#include "wheel/reader.h"
 #include "wheel/tags.h"
 #include "wheel/upstream.h"
 #include "wheel/writer.h"
@@ -475,6 +476,63 @@ Expected<cache::Entry> build_item(Run& run, const resolve::PlanItem& item,
   return run.store.commit(item.key, wheel_path, info);
 }
 
+// Why a wheel the remote cache has for `item` is not taken (empty: it is taken): it must be
+// kiln's build of this very key (its kiln.json says so) and pass the checks a build passes.
+std::string refuse_shared_wheel(Run& run, const resolve::PlanItem& item,
+                                const fs::path& wheel_path) {
+  const manifest::Manifest& m = *item.manifest;
+  const std::string prefix = cat(manifest::wheel_name(m.name), "-", m.version);
+  const std::string name = wheel_path.filename().string();
+  if (!name.starts_with(prefix + "-") && !name.starts_with(prefix + "+"))
+    return cat(name, " is not a wheel of ", m.name, " ", m.version);
+  auto files = wheel::read_wheel_files(wheel_path);
+  if (!files) return files.error().message;
+  auto kiln_json = std::find_if(files->begin(), files->end(), [](const wheel::ReadEntry& e) {
+    return e.path.ends_with(".dist-info/kiln.json") && e.path.find('/') == e.path.rfind('/');
+  });
+  if (kiln_json == files->end()) return "it has no kiln.json";
+  auto provenance = wheel::parse_provenance(kiln_json->data);
+  if (!provenance) return provenance.error().message;
+  if (provenance->build_key != item.key)
+    return cat("its kiln.json names another build key (", provenance->build_key.substr(0, 16), ")");
+  const resolve::ResolvedTarget* rt = target_of(run.plan, item.target_name);
+  const Toolchain* tc = nullptr;
+  if (compile::make_backend(m.backend)->compiles()) {
+    auto prepared = toolchain_for(run, *rt);
+    if (!prepared) return prepared.error().message;
+    tc = *prepared;
+  }
+  wheel::UpstreamMetadata none;
+  auto checked = check_before_commit(wheel_path, m, rt, tc, none);
+  return checked ? "" : checked.error().message;
+}
+
+// The wheel of `item` from the remote cache, validated and committed locally; nullopt when the
+// remote has none that passes.
+std::optional<cache::Entry> shared_hit(Run& run, const resolve::PlanItem& item) {
+  if (!run.store.shared()) return std::nullopt;
+  auto staging = run.store.staging("remote-");
+  if (!staging) return std::nullopt;
+  auto fetched = run.store.fetch_shared_wheel(item.key, staging->path());
+  if (!fetched) return std::nullopt;
+  if (std::string why = refuse_shared_wheel(run, item, fetched->wheel); !why.empty()) {
+    log::warn(cat("remote cache: ", fetched->wheel.filename().string(), " for ",
+                  item.manifest->name, " (", item.target_name, ") is refused: ", why,
+                  "; building it"));
+    return std::nullopt;
+  }
+  nlohmann::json info = {{"package", item.manifest->name},
+                         {"version", fetched->info.value("version", item.manifest->version)},
+                         {"target", item.target_name},
+                         {"backend", fetched->info.value("backend", "")},
+                         {"manifest_version", item.manifest->version},
+                         {"from", run.store.shared()->describe()}};
+  if (fetched->info.contains("archs")) info["archs"] = fetched->info["archs"];
+  auto entry = run.store.commit(item.key, fetched->wheel, info);
+  if (!entry) return std::nullopt;
+  return *entry;
+}
+
 // One item: a verified cache hit, or a build under the key's lock.
 Expected<ItemResult> run_item(Run& run, const resolve::PlanItem& item) {
   const manifest::Manifest& m = *item.manifest;
@@ -501,9 +559,20 @@ Expected<ItemResult> run_item(Run& run, const resolve::PlanItem& item) {
     ir.seconds = now() - started;
     return ir;
   }
+  if (auto shared = shared_hit(run, item)) {
+    KILN_CHECK(record_last(run, item, *shared));
+    ir.remote_hit = true;
+    ir.wheel = shared->wheel;
+    ir.sha256 = shared->sha256;
+    if (run.options.explain) ir.why.push_back("remote cache hit");
+    ir.seconds = now() - started;
+    log::info(cat("took ", shared->wheel.filename().string(), " from the remote cache"));
+    return ir;
+  }
   if (run.options.explain)
     ir.why = explain_miss(run.store.read_last(item.target_name, m.normalized_name()), item.inputs);
   KILN_TRY(cache::Entry entry, build_item(run, item, target_of(run.plan, item.target_name)));
+  run.store.share_entry(entry);
   KILN_CHECK(record_last(run, item, entry));
   ir.wheel = entry.wheel;
   ir.sha256 = entry.sha256;
@@ -518,6 +587,7 @@ Expected<ItemResult> run_item(Run& run, const resolve::PlanItem& item) {
 Expected<Result> run(const resolve::Plan& plan, const Options& options) {
   Result result;
   cache::Store store(options.cache);
+  store.set_shared(options.shared);
   KILN_TRY(std::unique_ptr<Fetching> fetching,
            Fetching::create(options.cache, options.offline, options.index_url));
   Run state{plan, options, store, *fetching, {}, result};
@@ -527,6 +597,7 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
     result.items.push_back(std::move(ir));
   }
   result.downloads = fetching->downloads();
+  result.local = store.local_stats();
   return result;
 }
 

@@ -4,9 +4,11 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "cache/store.h"
 #include "compile/jobs.h"
 #include "core/expected.h"
 #include "resolve/plan.h"
@@ -20,6 +22,9 @@ struct Options {
   std::string index_url;         // "" = pip's configuration
   bool explain = false;          // say why each package is (re)built
   bool keep_build_root = false;  // keep each item's build root (sources, objects, logs)
+  // The shared remote cache (cache/remote.h), or null: objects and wheels missing locally are
+  // taken from it (wheels validated first), what is built is stored there.
+  std::shared_ptr<cache::SharedCache> shared;
 };
 
 struct ItemResult {
@@ -27,6 +32,7 @@ struct ItemResult {
   std::filesystem::path wheel;
   std::string sha256;
   bool cache_hit = false;
+  bool remote_hit = false;       // the wheel came from the remote cache (validated, then committed)
   std::vector<std::string> why;  // with --explain
   double seconds = 0;
 };
@@ -37,6 +43,7 @@ struct Result {
   std::size_t compile_jobs = 0;  // compiler and linker processes run
   std::size_t objects_reused = 0;
   std::vector<compile::JobStats::Timing> timings;
+  cache::Store::LocalStats local;  // the local object cache's hits and misses
 };
 
 Expected<Result> run(const resolve::Plan& plan, const Options& options);

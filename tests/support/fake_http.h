@@ -76,6 +76,14 @@ class FakeHttp final : public fetch::HttpClient {
     return r;
   }
 
+  fetch::HttpResponse put(const std::string& url, std::string_view body,
+                          const fetch::Headers& request_headers) override {
+    requests.push_back({url, 0, request_headers, false});
+    puts[url] = std::string(body);
+    return start(url, next(url));
+  }
+  std::map<std::string, std::string> puts;  // what put() sent, per URL
+
   fetch::HttpResponse get(const std::string& url, const fetch::Headers& request_headers) override {
     requests.push_back({url, 0, request_headers, false});
     FakeAnswer a = next(url);

@@ -53,6 +53,37 @@ TEST(Jobs, FirstFailureStopsEverythingAndShowsTheLog) {
   EXPECT_FALSE(fs::exists(dir.path() / "never"));
 }
 
+TEST(Jobs, GatesWaitWhileOthersRunAndDoneJobsNeverRun) {
+  // "held" waits for three questions (another worker holds its lease) while "free" runs; then
+  // it is done without running; "dependent" runs after it; every job that ran is released.
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-jobs-").value();
+  std::vector<Job> jobs = {sh("held", "touch held", dir.path()),
+                           sh("free", "touch free", dir.path()),
+                           sh("dependent", "touch dependent", dir.path())};
+  jobs[2].deps = {0};
+  int asked = 0;
+  std::vector<std::string> released;
+  jobs[0].gate = [&]() -> Expected<Gate> { return ++asked < 3 ? Gate::Wait : Gate::Done; };
+  jobs[0].finally = [&] { released.push_back("held"); };
+  jobs[1].gate = []() -> Expected<Gate> { return Gate::Run; };
+  jobs[1].finally = [&] { released.push_back("free"); };
+  auto stats = run_jobs(jobs, {1, 64}).value();
+  EXPECT_EQ(asked, 3);
+  EXPECT_EQ(stats.run, 2u);
+  EXPECT_EQ(stats.gated_done, 1u);
+  EXPECT_FALSE(fs::exists(dir.path() / "held"));
+  EXPECT_TRUE(fs::exists(dir.path() / "free") && fs::exists(dir.path() / "dependent"));
+  EXPECT_EQ(released, std::vector<std::string>{"free"});
+
+  // A failing job that holds a lease releases it.
+  std::vector<Job> failing = {sh("bad", "exit 3", dir.path())};
+  bool let_go = false;
+  failing[0].gate = []() -> Expected<Gate> { return Gate::Run; };
+  failing[0].finally = [&] { let_go = true; };
+  EXPECT_FALSE(run_jobs(failing, {1, 64}));
+  EXPECT_TRUE(let_go);
+}
+
 TEST(Jobs, SlotsBoundParallelism) {
   auto dir = TempDir::create(fs::temp_directory_path(), "kiln-jobs-").value();
   std::vector<Job> jobs = {sh("a", "sleep 0.2", dir.path()), sh("b", "sleep 0.2", dir.path())};

@@ -1,0 +1,34 @@
+// kiln.toml: a cache's settings, in the directory that holds the cache (beside it). Today one
+// table, [remote-cache]: the shared remote cache builds use (cache/remote.h, docs/scale.md).
+//
+//   [remote-cache]
+//   url = "redis://cache.example:6379/0"   # or an http(s):// WebDAV or HTTP cache
+//   token-file = "remote-cache.token"      # relative to kiln.toml; never the token itself
+//   readonly = false
+//   lease-ttl = 600                         # seconds a worker may hold a compile lease
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "core/expected.h"
+
+namespace kiln::manifest {
+
+struct RemoteCacheSettings {
+  std::string url;
+  std::string token_file;  // absolute, or "" when none
+  bool readonly = false;
+  std::int64_t lease_ttl = 600;
+};
+
+struct Settings {
+  RemoteCacheSettings remote_cache;
+};
+
+// Reads `file` (no file: the defaults). Unknown keys, wrong types and bad values are located
+// errors ("kiln.toml:3:7: ...").
+Expected<Settings> load_settings(const std::filesystem::path& file);
+
+}  // namespace kiln::manifest
