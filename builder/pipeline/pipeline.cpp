@@ -550,24 +550,23 @@ Expected<ItemResult> run_item(Run& run, const resolve::PlanItem& item) {
   if (!damaged.empty())
     log::warn(cat("cache entry ", item.key.substr(0, 16), " of ", m.name, " was damaged (", damaged,
                   "); it was removed and is built again"));
-  if (hit) {
-    KILN_CHECK(record_last(run, item, *hit));
-    ir.cache_hit = true;
-    ir.wheel = hit->wheel;
-    ir.sha256 = hit->sha256;
-    if (run.options.explain) ir.why.push_back("cache hit: nothing changed");
+  // A hit, local or remote: recorded as the package's last build, nothing built.
+  auto taken = [&](const cache::Entry& entry, const char* why) -> Expected<ItemResult> {
+    KILN_CHECK(record_last(run, item, entry));
+    ir.wheel = entry.wheel;
+    ir.sha256 = entry.sha256;
+    if (run.options.explain) ir.why.push_back(why);
     ir.seconds = now() - started;
     return ir;
+  };
+  if (hit) {
+    ir.cache_hit = true;
+    return taken(*hit, "cache hit: nothing changed");
   }
   if (auto shared = shared_hit(run, item)) {
-    KILN_CHECK(record_last(run, item, *shared));
     ir.remote_hit = true;
-    ir.wheel = shared->wheel;
-    ir.sha256 = shared->sha256;
-    if (run.options.explain) ir.why.push_back("remote cache hit");
-    ir.seconds = now() - started;
     log::info(cat("took ", shared->wheel.filename().string(), " from the remote cache"));
-    return ir;
+    return taken(*shared, "remote cache hit");
   }
   if (run.options.explain)
     ir.why = explain_miss(run.store.read_last(item.target_name, m.normalized_name()), item.inputs);

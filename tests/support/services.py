@@ -122,6 +122,10 @@ class Service:
 
     name = "service"
 
+    def _choose_port(self):
+        """One free port, for services that listen on one (Slurm chooses its own two)."""
+        self.port = free_port()
+
     def __init__(self, tmpdir):
         self.dir = Path(tmpdir) / f"{self.name}-{uuid.uuid4().hex[:8]}"
         self.dir.mkdir(parents=True)
@@ -288,9 +292,6 @@ class Redis(Service):
         self.port = None
         self._start_with_free_ports(self._choose_port)
 
-    def _choose_port(self):
-        self.port = free_port()
-
     @property
     def url(self):
         return f"redis://127.0.0.1:{self.port}"
@@ -381,9 +382,6 @@ class WebDav(Service):
         (self.dir / "tmp").mkdir()
         self.port = None
         self._start_with_free_ports(self._choose_port)
-
-    def _choose_port(self):
-        self.port = free_port()
 
     @property
     def url(self):
