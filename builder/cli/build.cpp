@@ -1,41 +1,42 @@
 // kiln build [PACKAGES…] [--target T]… [--archs SPEC] [--backend B] [--jobs N] [--explain]
-// [--offline]
-//            [--keep-build-root]
+//            [--offline] [--keep-build-root] [--remote-cache URL] [--remote-cache-readonly]
+//            [--expect-key KEY]
 #include <CLI/CLI.hpp>
 
 #include <iostream>
 
 #include "cli/context.h"
+#include "cli/remote_option.h"
 #include "cli/usage.h"
+#include "core/error.h"
 #include "core/strings.h"
 #include "pipeline/pipeline.h"
-#include "remote/remote.h"
 #include "resolve/plan.h"
 
 namespace kiln::cli {
 
 namespace {
 
-// The build's remote cache (remote/remote.h says where it comes from), or null.
-std::shared_ptr<cache::SharedCache> shared_cache(const std::optional<std::string>& url,
-                                                 bool readonly,
-                                                 const std::filesystem::path& cache) {
-  remote::Config config = remote::load_config(url, readonly, cache).value();
-  if (config.url.empty()) return nullptr;
-  auto backend = remote::open_remote(config).value();
-  return std::make_shared<cache::SharedCache>(std::move(backend), config.readonly,
-                                              config.lease_ttl);
-}
-
 nlohmann::json stores_json(const pipeline::Result& result, const cache::SharedCache* shared) {
   nlohmann::json stores = {
       {"local", {{"hits", result.local.hits}, {"misses", result.local.misses}}}};
-  if (shared) {
-    stores["remote"] = shared->stats().to_json();
-    stores["remote"]["url"] = shared->describe();
-    stores["remote"]["readonly"] = shared->readonly();
-  }
+  if (shared) stores["remote"] = remote_json(*shared);
   return stores;
+}
+
+// --expect-key: the plan must be that one item with that build key (a matrix job checks that its
+// runner resolves what the machine that wrote the matrix resolved).
+void check_expected_key(const resolve::Plan& plan, const std::string& expected) {
+  if (plan.items.size() != 1)
+    raise(Error::bad_input(cat("--expect-key needs a plan of one item; this one has ",
+                               plan.items.size(), " (name one package and one target)")));
+  const resolve::PlanItem& item = plan.items.front();
+  if (item.key != expected)
+    raise(Error::bad_input(
+        cat("the build key of ", item.manifest->name, " ", item.manifest->version, " for ",
+            item.target_name, " is ", item.key, " here, not ", expected,
+            " as expected: this machine's toolchain or manifests differ from those of the "
+            "machine that resolved the matrix (`kiln --json resolve` shows the key's inputs)")));
 }
 
 }  // namespace
@@ -45,8 +46,9 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
     std::vector<std::string> packages, targets;
     std::string archs, index_url, backend;
     int jobs = 0;
-    bool explain = false, offline = false, keep_build_root = false, remote_readonly = false;
-    std::optional<std::string> remote;
+    bool explain = false, offline = false, keep_build_root = false;
+    std::string expect_key;
+    RemoteOption remote;
   };
   auto opts = std::make_shared<Options>();
   sub.add_option("packages", opts->packages, "NAME or NAME==VERSION (default: every package)");
@@ -64,11 +66,9 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
                "Never use the network; fail when something is not cached");
   sub.add_option("--index-url", opts->index_url,
                  "Package index for sources and torch (default: pip's)");
-  sub.add_option("--remote-cache", opts->remote,
-                 "Shared remote cache: http(s):// (WebDAV) or redis:// (default: "
-                 "$KILN_REMOTE_CACHE, else kiln.toml beside the cache)");
-  sub.add_flag("--remote-cache-readonly", opts->remote_readonly,
-               "Take from the remote cache, never store into it");
+  add_remote_options(sub, opts->remote);
+  sub.add_option("--expect-key", opts->expect_key,
+                 "Fail unless the plan is one item with this build key (a matrix job's check)");
   sub.add_flag("--keep-build-root", opts->keep_build_root,
                "Keep each package's build root (sources, objects, logs) instead of removing it");
   return [&ctx, opts, archs_option] {
@@ -80,6 +80,7 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
     if (opts->backend == "pure") backend = manifest::Backend::Pure;
     resolve::Plan plan =
         resolve::make_plan(ctx.repository(), opts->packages, targets, opts->jobs, backend).value();
+    if (!opts->expect_key.empty()) check_expected_key(plan, opts->expect_key);
     pipeline::Options po;
     po.cache = ctx.cache_path();
     po.jobs = opts->jobs;
@@ -87,7 +88,7 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
     po.offline = opts->offline;
     po.index_url = opts->index_url;
     po.keep_build_root = opts->keep_build_root;
-    po.shared = shared_cache(opts->remote, opts->remote_readonly, po.cache);
+    po.shared = open_shared_cache(opts->remote, po.cache);
     pipeline::Result result = pipeline::run(plan, po).value();
     if (ctx.json) {
       nlohmann::json items = nlohmann::json::array();

@@ -1,10 +1,12 @@
-// kiln resolve [PACKAGES…] [--target T]… [--archs SPEC] [--all-versions]
+// kiln resolve [PACKAGES…] [--target T]… [--archs SPEC] [--all-versions] [--github-matrix]
 #include <CLI/CLI.hpp>
 
 #include <iostream>
+#include <map>
 
 #include "cli/context.h"
 #include "cli/table.h"
+#include "core/error.h"
 #include "core/log.h"
 #include "core/strings.h"
 #include "manifest/version.h"
@@ -17,8 +19,11 @@ namespace {
 struct Options {
   std::vector<std::string> packages, targets;
   std::string archs;
-  bool all_versions = false;
+  bool all_versions = false, github_matrix = false;
 };
+
+// GitHub Actions runs at most this many jobs from one matrix.
+constexpr std::size_t kGithubMatrixLimit = 256;
 
 // --all-versions: every manifest ("name==version") of the named packages (default: of every
 // package); a manifest that failed to load is named on stderr and left out.
@@ -74,6 +79,35 @@ int print_plan(const resolve::Plan& plan, bool json) {
   return 0;
 }
 
+// --github-matrix: one job per plan item as a `strategy.matrix` value ({"include": […]}) on one
+// line, for $GITHUB_OUTPUT. Each job builds its item with `kiln build PACKAGE --target TARGET
+// [--archs ARCHS] --expect-key KEY` (docs/examples/github-matrix.yml); `target` is the --target
+// value as given here (a name or a file), so the job resolves the same target.
+int print_github_matrix(const resolve::Plan& plan, const std::vector<manifest::Target>& targets,
+                        const std::vector<std::string>& target_args, const std::string& archs) {
+  if (plan.items.size() > kGithubMatrixLimit)
+    raise(Error::bad_input(cat("the plan has ", plan.items.size(),
+                               " items; a GitHub Actions "
+                               "matrix runs at most ",
+                               kGithubMatrixLimit,
+                               " jobs: split the packages or targets over several matrices")));
+  std::map<std::string, std::string> arg_of;  // target name -> its --target value
+  for (std::size_t i = 0; i < targets.size(); ++i)
+    arg_of[targets[i].name] = target_args.empty() ? "default" : target_args[i];
+  nlohmann::json include = nlohmann::json::array();
+  for (const auto& item : plan.items) {
+    const manifest::Manifest& m = *item.manifest;
+    include.push_back({{"name", cat(m.name, " ", m.version, " (", item.target_name, ")")},
+                       {"package", cat(m.name, "==", m.version)},
+                       {"target", arg_of.at(item.target_name)},
+                       {"archs", archs},
+                       {"backend", manifest::backend_name(m.backend)},
+                       {"key", item.key}});
+  }
+  std::cout << nlohmann::json{{"include", include}}.dump() << "\n";
+  return 0;
+}
+
 }  // namespace
 
 std::function<int()> configure_resolve(CLI::App& sub, Context& ctx) {
@@ -87,6 +121,8 @@ std::function<int()> configure_resolve(CLI::App& sub, Context& ctx) {
       sub.add_option("--archs", opts->archs, "Override the targets' archs, e.g. \"9.0;12.0+PTX\"");
   sub.add_flag("--all-versions", opts->all_versions,
                "Every manifest version of the packages (not only the newest) for every target");
+  sub.add_flag("--github-matrix", opts->github_matrix,
+               "Print the plan as a GitHub Actions matrix: {\"include\": [one job per item]}");
   return [&ctx, opts, archs_option] {
     require_archs_value(archs_option, opts->archs);
     std::vector<std::string> packages = opts->packages, target_names = opts->targets;
@@ -97,6 +133,7 @@ std::function<int()> configure_resolve(CLI::App& sub, Context& ctx) {
     }
     auto targets = ctx.targets(target_names, opts->archs);
     resolve::Plan plan = resolve::make_plan(ctx.repository(), packages, targets).value();
+    if (opts->github_matrix) return print_github_matrix(plan, targets, target_names, opts->archs);
     return print_plan(plan, ctx.json);
   };
 }

@@ -533,6 +533,18 @@ std::optional<cache::Entry> shared_hit(Run& run, const resolve::PlanItem& item) 
   return *entry;
 }
 
+// Why an item that must not be built has no wheel to take.
+Error not_taken(Run& run, const resolve::PlanItem& item) {
+  const cache::SharedCache* shared = run.store.shared();
+  std::string where = "is not in the local cache";
+  if (shared)
+    where = cat("is neither in the local cache nor in the remote cache ", shared->describe(),
+                shared->on() ? "" : " (off after an error: see the warning above)");
+  return Error::failed(cat(item.manifest->name, " ", item.manifest->version, " for target ",
+                           item.target_name, " (build key ", item.key.substr(0, 16), ") ", where,
+                           "; build it first"));
+}
+
 // One item: a verified cache hit, or a build under the key's lock.
 Expected<ItemResult> run_item(Run& run, const resolve::PlanItem& item) {
   const manifest::Manifest& m = *item.manifest;
@@ -568,6 +580,7 @@ Expected<ItemResult> run_item(Run& run, const resolve::PlanItem& item) {
     log::info(cat("took ", shared->wheel.filename().string(), " from the remote cache"));
     return taken(*shared, "remote cache hit");
   }
+  if (!run.options.build) return not_taken(run, item);
   if (run.options.explain)
     ir.why = explain_miss(run.store.read_last(item.target_name, m.normalized_name()), item.inputs);
   KILN_TRY(cache::Entry entry, build_item(run, item, target_of(run.plan, item.target_name)));

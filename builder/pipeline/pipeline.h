@@ -25,6 +25,9 @@ struct Options {
   // The shared remote cache (cache/remote.h), or null: objects and wheels missing locally are
   // taken from it (wheels validated first), what is built is stored there.
   std::shared_ptr<cache::SharedCache> shared;
+  // false: take wheels only (the local cache, then the remote); an item in neither is an error
+  // (`kiln index export` of a plan).
+  bool build = true;
 };
 
 struct ItemResult {
