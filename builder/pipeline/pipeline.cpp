@@ -485,13 +485,12 @@ std::string refuse_shared_wheel(Run& run, const resolve::PlanItem& item,
   const std::string name = wheel_path.filename().string();
   if (!name.starts_with(prefix + "-") && !name.starts_with(prefix + "+"))
     return cat(name, " is not a wheel of ", m.name, " ", m.version);
-  auto files = wheel::read_wheel_files(wheel_path);
-  if (!files) return files.error().message;
-  auto kiln_json = std::find_if(files->begin(), files->end(), [](const wheel::ReadEntry& e) {
-    return e.path.ends_with(".dist-info/kiln.json") && e.path.find('/') == e.path.rfind('/');
+  auto kiln_json = wheel::read_wheel_file(wheel_path, [](std::string_view path) {
+    return path.ends_with(".dist-info/kiln.json") && path.find('/') == path.rfind('/');
   });
-  if (kiln_json == files->end()) return "it has no kiln.json";
-  auto provenance = wheel::parse_provenance(kiln_json->data);
+  if (!kiln_json) return kiln_json.error().message;
+  if (!*kiln_json) return "it has no kiln.json";
+  auto provenance = wheel::parse_provenance(**kiln_json);
   if (!provenance) return provenance.error().message;
   if (provenance->build_key != item.key)
     return cat("its kiln.json names another build key (", provenance->build_key.substr(0, 16), ")");

@@ -15,4 +15,15 @@ Expected<std::vector<ReadEntry>> read_wheel_files(const std::filesystem::path& p
   return files;
 }
 
+Expected<std::optional<std::string>> read_wheel_file(
+    const std::filesystem::path& path, const std::function<bool(std::string_view)>& matches) {
+  KILN_TRY(archive::ZipReader zip, archive::ZipReader::open(path));
+  for (const auto& e : zip.entries()) {
+    if (e.is_directory() || e.is_symlink() || !matches(e.name)) continue;
+    KILN_TRY(std::string data, zip.read(e));
+    return std::optional<std::string>(std::move(data));
+  }
+  return std::optional<std::string>();
+}
+
 }  // namespace kiln::wheel

@@ -3,7 +3,10 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/expected.h"
@@ -19,5 +22,10 @@ struct ReadEntry {
 
 // Every file of the wheel at `path`, in the zip's order; directories are skipped.
 Expected<std::vector<ReadEntry>> read_wheel_files(const std::filesystem::path& path);
+
+// The contents of the first file whose path `matches` (nullopt when none does), reading no other
+// member (a wheel's kiln.json without inflating its libraries).
+Expected<std::optional<std::string>> read_wheel_file(
+    const std::filesystem::path& path, const std::function<bool(std::string_view)>& matches);
 
 }  // namespace kiln::wheel
