@@ -262,6 +262,21 @@ TEST_F(CurlTest, StatedSizeBoundsTheDownload) {
   ASSERT_TRUE(exact.has_value()) << exact.error().message;
 }
 
+// A stated size above the download limit (an index may state anything) is refused before a request.
+TEST_F(CurlTest, StatedSizeAboveTheLimitIsRefused) {
+  MAKE_DOWNLOADER(d, false);
+  d.set_max_bytes(body_.size() - 1);
+  auto got = d.fetch(server_->url("/pkg-1.0.tar.gz"), "pkg-1.0.tar.gz", sha_, body_.size());
+  ASSERT_FALSE(got.has_value());
+  EXPECT_NE(got.error().message.find("is above the download limit of"), std::string::npos)
+      << got.error().message;
+  EXPECT_TRUE(server_->requests().empty());
+  EXPECT_TRUE(downloads().empty());
+  d.set_max_bytes(body_.size());
+  auto ok = d.fetch(server_->url("/pkg-1.0.tar.gz"), "pkg-1.0.tar.gz", sha_, body_.size());
+  ASSERT_TRUE(ok.has_value()) << ok.error().message;
+}
+
 TEST_F(CurlTest, MissingCaBundleIsNamed) {
   ScopedEnv cert("PIP_CERT", "/nonexistent/ca.pem");
   auto r = http_->get("https://127.0.0.1:1/", {});
