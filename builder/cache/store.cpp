@@ -241,6 +241,12 @@ std::optional<std::string> Store::load_object(const std::string& key,
   return bytes;
 }
 
+std::optional<std::string> Store::load_shared_object(const std::string& key,
+                                                     std::string_view suffix) const {
+  if (!shared_ || !is_sha256_hex(key)) return std::nullopt;
+  return shared_->get(remote_object_name(key, suffix));
+}
+
 namespace {
 
 // A wheel file name a remote may name: a plain *.whl name, nothing that leads elsewhere.

@@ -135,6 +135,9 @@ class Store {
   // damaged entry is a miss (nullopt): a damaged one is removed, its job runs again and stores it
   // anew, and the damaged bytes are never used.
   std::optional<std::string> load_object(const std::string& key, std::string_view suffix) const;
+  // The remote's entry alone (nullopt without a remote): for a local entry that did not serve.
+  std::optional<std::string> load_shared_object(const std::string& key,
+                                                std::string_view suffix) const;
 
   // The shared remote cache (remote.h), when the build has one: an object cache miss is looked up
   // there (and kept locally when found), what is stored locally is stored there too, and wheels

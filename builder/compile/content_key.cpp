@@ -179,9 +179,17 @@ std::vector<Deps> ContentKeys::candidates(const std::string& command_key) {
   return parsed.value_or(std::vector<Deps>{});
 }
 
-std::optional<Keyed> ContentKeys::lookup(const std::string& command_key, const std::string& label) {
-  std::string why;
-  for (const Deps& deps : candidates(command_key)) {
+const std::vector<Deps>& ContentKeys::shared_candidates(const std::string& command_key) {
+  auto known = shared_.find(command_key);
+  if (known != shared_.end()) return known->second;
+  auto text = cache_.load_shared_manifest(command_key);
+  auto parsed = text ? parse_manifest(*text) : std::nullopt;
+  return shared_.emplace(command_key, parsed.value_or(std::vector<Deps>{})).first->second;
+}
+
+std::optional<Keyed> ContentKeys::match(const std::string& command_key,
+                                        const std::vector<Deps>& sets, std::string& why) {
+  for (const Deps& deps : sets) {
     std::optional<std::string> now;
     auto changed = std::find_if(deps.begin(), deps.end(), [&](const auto& d) {
       now = hasher_.sha256(d.first);
@@ -190,6 +198,15 @@ std::optional<Keyed> ContentKeys::lookup(const std::string& command_key, const s
     if (changed == deps.end()) return Keyed{content_key(command_key, deps), deps};
     if (why.empty()) why = cat(changed->first, now ? " changed" : " is gone");
   }
+  return std::nullopt;
+}
+
+std::optional<Keyed> ContentKeys::lookup(const std::string& command_key, const std::string& label) {
+  std::string why;
+  if (auto hit = match(command_key, candidates(command_key), why)) return hit;
+  // Another worker may have recorded the set that matches here (the local copy of the remote's
+  // manifest is only made when there is no local one).
+  if (auto hit = match(command_key, shared_candidates(command_key), why)) return hit;
   if (!why.empty() && !label.empty()) log::verbose(cat(label, ": compiled again: ", why));
   return std::nullopt;
 }
@@ -215,9 +232,15 @@ Expected<Keyed> ContentKeys::record(const std::string& command_key,
     deps = merge_deps(deps, these);
   }
   deps = merge_deps(deps, extra);
+  // Newest first, then this cache's sets, then the remote's (so that storing it there keeps the
+  // other workers' sets), each once.
   std::vector<Deps> all = {deps};
-  for (auto& old : candidates(command_key))
-    if (old != deps && all.size() < kMaxCandidates) all.push_back(std::move(old));
+  auto keep = [&all](const Deps& old) {
+    if (all.size() < kMaxCandidates && std::find(all.begin(), all.end(), old) == all.end())
+      all.push_back(old);
+  };
+  for (const auto& old : candidates(command_key)) keep(old);
+  for (const auto& old : shared_candidates(command_key)) keep(old);
   KILN_CHECK(cache_.store_manifest(command_key, render_manifest(all)));
   return Keyed{content_key(command_key, deps), std::move(deps)};
 }

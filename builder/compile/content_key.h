@@ -86,10 +86,16 @@ class ContentKeys {
   Expected<Deps> read(const std::filesystem::path& depfile);
 
  private:
+  // The dependency sets recorded locally under `command_key`.
   std::vector<Deps> candidates(const std::string& command_key);
+  // The remote's sets (read once per command key): other workers' dependency sets.
+  const std::vector<Deps>& shared_candidates(const std::string& command_key);
+  std::optional<Keyed> match(const std::string& command_key, const std::vector<Deps>& sets,
+                             std::string& why);
 
   ObjectCache& cache_;
   FileHasher hasher_;
+  std::map<std::string, std::vector<Deps>> shared_;  // by command key
 };
 
 // Two dependency sets as one (sorted, each path once).

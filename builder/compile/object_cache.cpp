@@ -87,6 +87,10 @@ Expected<void> StoreObjectCache::store_manifest(const std::string& command_key,
   return store_.store_object(command_key, kManifestSuffix, text);
 }
 
+std::optional<std::string> StoreObjectCache::load_shared_manifest(const std::string& command_key) {
+  return store_.load_shared_object(command_key, kManifestSuffix);
+}
+
 bool StoreObjectCache::has_leases() const {
   return store_.shared() && !store_.shared()->readonly() && store_.shared()->has_leases();
 }

@@ -39,6 +39,12 @@ class ObjectCache {
   // A job's manifest (content_key.h): the dependency sets recorded under its command key.
   virtual std::optional<std::string> load_manifest(const std::string& command_key) = 0;
   virtual Expected<void> store_manifest(const std::string& command_key, std::string_view text) = 0;
+  // The remote cache's manifest alone, when there is a remote (other workers' dependency sets,
+  // for a job whose local manifest has none that matches).
+  virtual std::optional<std::string> load_shared_manifest(const std::string& command_key) {
+    (void)command_key;
+    return std::nullopt;
+  }
   // Compile once across workers, where a remote cache grants leases (cache/remote.h): this
   // worker makes the object of `command_key` only while it holds its lease. Without leases
   // every lease is granted.
@@ -63,6 +69,7 @@ class StoreObjectCache : public ObjectCache {
                                    const std::vector<std::filesystem::path>& files) override;
   std::optional<std::string> load_manifest(const std::string& command_key) override;
   Expected<void> store_manifest(const std::string& command_key, std::string_view text) override;
+  std::optional<std::string> load_shared_manifest(const std::string& command_key) override;
   bool has_leases() const override;
   bool take_lease(const std::string& command_key) override;
   void release_lease(const std::string& command_key) override;

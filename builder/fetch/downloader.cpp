@@ -202,8 +202,10 @@ Expected<CachedFile> Downloader::download_locked(const std::string& url,
   // A stated size (the index's, which a stranger may write) narrows the limit, never widens it.
   if (size && *size > max_bytes_)
     return Error::failed(cat("cannot download ", filename, " from ", redact_url(url),
-                             ": its stated size of ", *size, " bytes is above the download limit "
-                             "of ", max_bytes_, " bytes (KILN_MAX_DOWNLOAD raises it)"));
+                             ": its stated size of ", *size,
+                             " bytes is above the download limit "
+                             "of ",
+                             max_bytes_, " bytes (KILN_MAX_DOWNLOAD raises it)"));
   const std::uint64_t limit = size.value_or(max_bytes_);
   const std::string limit_text =
       size ? cat("its stated size of ", *size, " bytes")

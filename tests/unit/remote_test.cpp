@@ -8,6 +8,8 @@
 
 #include "cache/remote.h"
 #include "cache/store.h"
+#include "compile/content_key.h"
+#include "compile/object_cache.h"
 #include "core/fs.h"
 #include "core/hash.h"
 #include "core/strings.h"
@@ -106,6 +108,38 @@ TEST(SharedCache, TheLocalStoreTakesMissesFromItAndStoresIntoIt) {
   store.store_object(sha256_hex("another"), ".dev", "part").value();
   EXPECT_EQ(f.remote->entries.at(cache::remote_object_name(sha256_hex("another"), ".dev")),
             cache::frame_entry("part"));
+}
+
+// A worker whose own manifest has no matching set takes the one another worker recorded in the
+// remote, and recording keeps the remote's sets (the fleet's) along with its own.
+TEST(SharedCache, ManifestsOfOtherWorkersAreConsultedAndKept) {
+  Fixture f;
+  const fs::path header = f.dir.path() / "a.h", depfile = f.dir.path() / "x.d";
+  write_file_atomic(depfile, "x.o: a.h\n").value();
+  const std::string command = sha256_hex("g++ -c x.cu");
+  cache::Store a(f.dir.path() / "a"), b(f.dir.path() / "b");
+  a.set_shared(f.shared);
+  compile::StoreObjectCache objects_a(a), objects_b(b);
+  write_file_atomic(header, "v1").value();
+  const std::string v1 =
+      compile::ContentKeys(objects_a, f.dir.path()).record(command, {depfile}).value().key;
+  write_file_atomic(header, "v2").value();  // b, alone, records another set
+  compile::ContentKeys(objects_b, f.dir.path()).record(command, {depfile}).value();
+  b.set_shared(f.shared);
+  write_file_atomic(header, "v1").value();
+  {
+    compile::ContentKeys keys(objects_b, f.dir.path());
+    auto hit = keys.lookup(command, "x.cu");
+    ASSERT_TRUE(hit);
+    EXPECT_EQ(hit->key, v1);
+  }
+  write_file_atomic(header, "v3").value();
+  compile::ContentKeys keys(objects_b, f.dir.path());
+  EXPECT_FALSE(keys.lookup(command, "x.cu"));
+  keys.record(command, {depfile}).value();
+  auto manifest = f.shared->get(cache::remote_object_name(command, ".deps"));
+  ASSERT_TRUE(manifest);
+  EXPECT_EQ(compile::parse_manifest(*manifest)->size(), 3u);  // v3, b's v2, a's v1
 }
 
 TEST(SharedCache, ARemoteWheelMustBeAPlainNameWithItsRecordedSha256) {
