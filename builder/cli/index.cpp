@@ -32,7 +32,9 @@ struct Options {
   std::vector<std::string> packages, targets;
   std::string archs;
   RemoteOption remote;
-  bool plan_mode() const { return !packages.empty() || !targets.empty() || remote.url; }
+  bool plan_mode() const {
+    return !packages.empty() || !targets.empty() || !archs.empty() || remote.url || remote.readonly;
+  }
 };
 
 // The entries of several caches, each key once (the first cache that has it).
@@ -126,7 +128,8 @@ std::function<int()> configure_index(CLI::App& sub, Context& ctx) {
           ->allow_extra_args(false);
   CLI::Option* archs = exp->add_option("--archs", opts->archs, "With packages: override archs");
   add_remote_options(*exp, opts->remote);
-  for (CLI::Option* o : {packages, target, archs, exp->get_option("--remote-cache")})
+  for (CLI::Option* o : {packages, target, archs, exp->get_option("--remote-cache"),
+                         exp->get_option("--remote-cache-readonly")})
     from->excludes(o);
   return [&ctx, opts, archs] {
     require_archs_value(archs, opts->archs);
