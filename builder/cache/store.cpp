@@ -32,6 +32,13 @@ bool is_plain_name(std::string_view name) {
   return true;
 }
 
+// Marks an entry file used now: its mtime is what evict() goes by (atime is not kept on noatime or
+// relatime mounts). One syscall; a link is not followed, and a failure (a cache this process may
+// only read) changes nothing else: a hit never fails on it.
+void mark_used(int dir_fd, const char* name) {
+  (void)::utimensat(dir_fd, name, nullptr, AT_SYMLINK_NOFOLLOW);
+}
+
 // The whole of an open file.
 std::optional<std::string> read_fd(int fd) {
   std::string data;
@@ -161,6 +168,9 @@ std::optional<Entry> Store::lookup_verified(const std::string& key, std::string&
   }
   if (!problem) {
     if (!read) return std::nullopt;
+    UniqueFd dir_fd(
+        ::open(read.entry.dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (dir_fd.get() >= 0) mark_used(dir_fd.get(), "entry.json");
     return std::move(read.entry);
   }
   removed = *problem;
@@ -232,6 +242,7 @@ std::optional<std::string> Store::load_object(const std::string& key,
                      removed ? "; removed, " : "; ", "building it again"));
   if (bytes) {
     local_stats_.hits++;
+    mark_used(AT_FDCWD, object_path(key, suffix).c_str());
     return bytes;
   }
   local_stats_.misses++;

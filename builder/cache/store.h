@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -87,6 +88,22 @@ struct ObjectsVerified {
   std::vector<std::string> stale;
 };
 
+// What `kiln cache gc --max-age/--max-size` evicts (Store::evict): wheel entries
+// (<cache>/wheels/<key>) and object cache entries (every file object_files() lists), by when a
+// build last used them: the mtime of the entry's entry.json (of the entry directory when it has
+// none) or of the object file, which a build's hit sets to now (lookup_verified, load_object).
+struct EvictPolicy {
+  std::optional<std::int64_t> max_age;     // seconds: what was last used longer ago goes
+  std::optional<std::uint64_t> max_bytes;  // then least recently used first until at most this
+};
+
+struct EvictResult {
+  std::uint64_t removed_wheels = 0, removed_objects = 0;
+  std::uint64_t freed_bytes = 0;         // the apparent sizes of the files removed
+  std::uint64_t remaining_bytes = 0;     // of the wheel entries and objects left
+  std::vector<std::string> kept_locked;  // keys of entries kept because a build holds them
+};
+
 class Store {
  public:
   explicit Store(std::filesystem::path root) : root_(std::move(root)) {}
@@ -104,8 +121,10 @@ class Store {
   // What is wrong with a committed entry (its wheel missing, resized or rehashed to another
   // sha256), or nullopt when it is whole.
   std::optional<std::string> damage(const Entry& entry) const;
-  // The entry when it is whole. A damaged or incomplete entry is removed (the caller holds the
-  // key's lock) and described in `removed`, so that the caller builds it again.
+  // The entry when it is whole (a build's hit: its entry.json's mtime is set to now, the entry's
+  // last use for evict(); a cache that cannot be written is no error). A damaged or incomplete
+  // entry is removed (the caller holds the key's lock) and described in `removed`, so that the
+  // caller builds it again.
   std::optional<Entry> lookup_verified(const std::string& key, std::string& removed) const;
   // Blocks until this process holds the key's lock.
   Expected<Lock> lock(const std::string& key) const;
@@ -123,6 +142,18 @@ class Store {
   // cache entries no build would use (damaged, or stale); with `all`, every entry as well, except
   // those a build holds the key's lock of (they are kept and named), and every object cache entry.
   Expected<std::uint64_t> gc(bool all) const;
+  // Removes the wheel entries and objects last used more than `policy.max_age` seconds before
+  // `now`, then, while those left hold more than `policy.max_bytes`, the least recently used
+  // (oldest mtime first, ties by path). An entry whose key a build holds is kept and named; one
+  // used between the scan and its removal is kept. An entry goes as remove() takes it (renamed out
+  // of wheels/, then deleted); an object is unlinked. Never follows a link: a link or another file
+  // where an entry belongs is removed itself, what it names is never touched; a name in wheels/
+  // that is no build key is left alone. Nothing else in the cache is looked at. An empty policy
+  // removes nothing and measures what is left.
+  Expected<EvictResult> evict(const EvictPolicy& policy, std::time_t now) const;
+  // The apparent size of every regular file in the cache besides wheels/ and objects/ (downloads,
+  // sysroots, toolkits, envs, …: what evict never removes); links are not followed.
+  std::uint64_t other_bytes() const;
 
   // The object cache: what a compile job made (an object, ".o"; a device part's files packed into
   // one, ".dev"), under the sha256 of its exact commands. An entry is written whole (temp +
@@ -131,13 +162,17 @@ class Store {
   std::filesystem::path object_path(const std::string& key, std::string_view suffix) const;
   Expected<void> store_object(const std::string& key, std::string_view suffix,
                               std::string_view bytes) const;
-  // An entry's bytes, when they hash to the recorded sha256. A missing, truncated or otherwise
-  // damaged entry is a miss (nullopt): a damaged one is removed, its job runs again and stores it
-  // anew, and the damaged bytes are never used.
+  // An entry's bytes, when they hash to the recorded sha256 (a hit: the file's mtime is set to
+  // now, its last use for evict(); errors ignored). A missing, truncated or otherwise damaged entry
+  // is a miss (nullopt): a damaged one is removed, its job runs again and stores it anew, and the
+  // damaged bytes are never used.
   std::optional<std::string> load_object(const std::string& key, std::string_view suffix) const;
   // The remote's entry alone (nullopt without a remote): for a local entry that did not serve.
   std::optional<std::string> load_shared_object(const std::string& key,
                                                 std::string_view suffix) const;
+  // The object cache's entries, each as "objects/<key[0:2]>/<file>" (temporaries, ".<file>.tmp-…",
+  // left out), sorted.
+  std::vector<std::string> object_files() const;
 
   // The shared remote cache (remote.h), when the build has one: an object cache miss is looked up
   // there (and kept locally when found), what is stored locally is stored there too, and wheels
@@ -199,9 +234,6 @@ class Store {
   // The local object cache entry alone.
   Expected<void> write_object(const std::string& key, std::string_view suffix,
                               std::string_view bytes) const;
-  // The object cache's entries, each as "objects/<key[0:2]>/<file>" (temporaries, ".<file>.tmp-…",
-  // left out), sorted.
-  std::vector<std::string> object_files() const;
   std::filesystem::path root_;
   std::shared_ptr<SharedCache> shared_;
   mutable LocalStats local_stats_;

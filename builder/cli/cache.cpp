@@ -1,6 +1,8 @@
-// kiln cache ls | verify | gc [--all]
+// kiln cache ls | verify | gc [--all | --max-size SIZE --max-age AGE]
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
+#include <ctime>
 #include <iostream>
 
 #include "cache/store.h"
@@ -59,21 +61,94 @@ int list_entries(const cache::Store& store, bool json) {
   return 0;
 }
 
+// What `kiln cache gc` was asked for.
+struct GcOptions {
+  bool all = false;
+  std::string max_size, max_age;  // as given ("" when not)
+};
+
+// A CLI11 check of an option's value by a parser of core/strings.h: an error is a usage error.
+template <typename Parse>
+CLI::Validator checked_by(Parse parse, std::string what) {
+  return CLI::Validator(
+      [parse, what](std::string& value) -> std::string {
+        if (parse(value)) return "";
+        return cat("'", printable_excerpt(value, 40), "' is not ", what);
+      },
+      "");
+}
+
+std::string mib(std::uint64_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return buf;
+}
+
+// `kiln cache gc`: staging leftovers, damaged and stale objects (with --all every entry), then
+// eviction by age and size, then abandoned build roots.
+int collect(const cache::Store& store, const GcOptions& o, bool json) {
+  std::uint64_t removed = store.gc(o.all).value();
+  cache::EvictPolicy policy;
+  if (!o.max_age.empty()) policy.max_age = parse_duration(o.max_age);
+  if (!o.max_size.empty()) policy.max_bytes = parse_byte_size(o.max_size);
+  cache::EvictResult evicted = store.evict(policy, std::time(nullptr)).value();
+  std::uint64_t roots = pipeline::remove_abandoned_build_roots(store);
+  if (json) {
+    std::cout << nlohmann::json{{"removed_items", removed},
+                                {"removed_build_roots", roots},
+                                {"removed_wheels", evicted.removed_wheels},
+                                {"removed_objects", evicted.removed_objects},
+                                {"freed_bytes", evicted.freed_bytes},
+                                {"remaining_bytes", evicted.remaining_bytes},
+                                {"other_bytes", store.other_bytes()},
+                                {"kept_locked", evicted.kept_locked}}
+                     .dump(2)
+              << "\n";
+    return 0;
+  }
+  removed += evicted.removed_wheels + evicted.removed_objects;
+  log::info(cat("removed ", removed, " items (", mib(evicted.freed_bytes), " freed)",
+                roots ? cat(" and ", roots, " abandoned build roots") : std::string(),
+                "; cache now ", mib(evicted.remaining_bytes), " of wheels and objects"));
+  return 0;
+}
+
 }  // namespace
 
 std::function<int()> configure_cache(CLI::App& sub, Context& ctx) {
   auto action = std::make_shared<std::string>();
-  auto all = std::make_shared<bool>(false);
+  auto gc_options = std::make_shared<GcOptions>();
   sub.require_subcommand(1);
   CLI::App* ls = sub.add_subcommand("ls", "List the cached wheels");
   CLI::App* verify =
       sub.add_subcommand("verify", "Rehash every cached wheel and object; exit 1 on any damage");
-  CLI::App* gc = sub.add_subcommand("gc",
-                                    "Remove what killed processes left (staging, build roots) and "
-                                    "damaged objects; --all: every wheel and object too");
-  gc->add_flag("--all", *all, "Remove every cached wheel and object as well");
+  CLI::App* gc = sub.add_subcommand(
+      "gc",
+      "Remove what killed processes left (staging, build roots) and damaged objects; "
+      "--max-age/--max-size: least recently used wheels and objects; --all: every one");
+  gc->footer(
+      "Evicted are wheel entries (wheels/) and compiled objects (objects/), by their last use in a "
+      "build: first all last used longer ago than --max-age, then, least recently used first, "
+      "until they take at most --max-size. Downloads, sysroots, toolkits and environments are "
+      "never evicted. An entry a running build holds is kept.");
+  CLI::Option* all =
+      gc->add_flag("--all", gc_options->all, "Remove every cached wheel and object as well");
+  gc->add_option("--max-size", gc_options->max_size,
+                 "Then remove least recently used wheels and objects until they take at most "
+                 "SIZE (bytes, or with K, M, G, T: powers of 1024; e.g. 500M, 20G, 1.5T)")
+      ->check(checked_by(parse_byte_size,
+                         "a size: bytes, or a number with K, M, G or T (e.g. 500M, 20G, 1.5T)"))
+      ->type_name("SIZE")
+      ->excludes(all);
+  gc->add_option("--max-age", gc_options->max_age,
+                 "First remove wheels and objects no build used for longer than AGE (a whole "
+                 "number with s, m, h, d or w: 90s, 30m, 12h, 30d, 2w)")
+      ->check(checked_by(parse_duration,
+                         "an age: a whole number with s, m, h, d or w (e.g. 12h, 30d, 2w)"))
+      ->type_name("AGE")
+      ->excludes(all);
   for (CLI::App* s : {ls, verify, gc}) s->callback([action, s] { *action = s->get_name(); });
-  return [&ctx, action, all] {
+  return [&ctx, action, gc_options] {
     // gc of a cache that is not there has nothing to collect; ls and verify would say nothing true.
     cache::Store store(*action == "gc" ? ctx.cache_path() : ctx.existing_cache());
     if (*action == "ls") return list_entries(store, ctx.json);
@@ -110,11 +185,7 @@ std::function<int()> configure_cache(CLI::App& sub, Context& ctx) {
       }
       return problems.empty() && objects.damaged.empty() ? 0 : 1;
     }
-    std::uint64_t removed = store.gc(*all).value();
-    std::uint64_t roots = pipeline::remove_abandoned_build_roots(store);
-    log::info(cat("removed ", removed, " items",
-                  roots ? cat(" and ", roots, " abandoned build roots") : std::string()));
-    return 0;
+    return collect(store, *gc_options, ctx.json);
   };
 }
 

@@ -103,8 +103,23 @@ std::string printable_excerpt(std::string_view text, std::size_t max) {
   return out;
 }
 
+namespace {
+
+// A run of 1 to `max_digits` decimal digits as a number; nullopt for anything else.
+std::optional<std::uint64_t> parse_digits(std::string_view text, std::size_t max_digits) {
+  if (text.empty() || text.size() > max_digits) return std::nullopt;
+  std::uint64_t value = 0;
+  for (char c : text) {
+    if (!is_ascii_digit(c)) return std::nullopt;
+    value = value * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  return value;
+}
+
+}  // namespace
+
 std::optional<std::uint64_t> parse_byte_size(std::string_view text) {
-  if (text.empty()) return std::nullopt;
+  if (text.empty() || text.size() > 32) return std::nullopt;
   int shift = 0;
   switch (text.back()) {
     case 'K':
@@ -127,14 +142,58 @@ std::optional<std::uint64_t> parse_byte_size(std::string_view text) {
       break;
   }
   if (shift) text.remove_suffix(1);
-  if (text.empty() || text.size() > 19) return std::nullopt;
-  std::uint64_t value = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return std::nullopt;
-    value = value * 10 + static_cast<std::uint64_t>(c - '0');
+  std::string_view whole = text, fraction;
+  if (auto dot = text.find('.'); dot != std::string_view::npos) {
+    if (!shift) return std::nullopt;  // bytes are whole
+    whole = text.substr(0, dot);
+    fraction = text.substr(dot + 1);
+    if (fraction.empty()) return std::nullopt;
   }
-  if (value > (UINT64_MAX >> shift)) return std::nullopt;
-  return value << shift;
+  auto value = parse_digits(whole, 19);  // < 10^19 < 2^64
+  if (!value || *value > (UINT64_MAX >> shift)) return std::nullopt;
+  std::uint64_t bytes = *value << shift;
+  if (!fraction.empty()) {
+    auto digits = parse_digits(fraction, 6);  // < 10^6 < 2^20: times 2^40 stays below 2^64
+    if (!digits) return std::nullopt;
+    std::uint64_t scale = 1;
+    for (std::size_t i = 0; i < fraction.size(); ++i) scale *= 10;
+    std::uint64_t part = (*digits << shift) / scale;
+    if (bytes > UINT64_MAX - part) return std::nullopt;
+    bytes += part;
+  }
+  return bytes;
+}
+
+std::optional<std::int64_t> parse_duration(std::string_view text) {
+  if (text.size() < 2 || text.size() > 32) return std::nullopt;
+  std::int64_t unit = 0;
+  switch (text.back()) {
+    case 's':
+    case 'S':
+      unit = 1;
+      break;
+    case 'm':
+    case 'M':
+      unit = 60;
+      break;
+    case 'h':
+    case 'H':
+      unit = 3600;
+      break;
+    case 'd':
+    case 'D':
+      unit = 86400;
+      break;
+    case 'w':
+    case 'W':
+      unit = 7 * 86400;
+      break;
+    default:
+      return std::nullopt;
+  }
+  auto value = parse_digits(text.substr(0, text.size() - 1), 18);  // < 10^18 < 2^63
+  if (!value || *value > static_cast<std::uint64_t>(INT64_MAX / unit)) return std::nullopt;
+  return static_cast<std::int64_t>(*value) * unit;
 }
 
 namespace {

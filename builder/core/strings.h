@@ -33,8 +33,13 @@ bool is_valid_utf8(std::string_view text);
 std::string control_character(std::string_view text);
 // At most `max` characters of `text` for a message, control characters shown as '?'.
 std::string printable_excerpt(std::string_view text, std::size_t max = 60);
-// "4096", "512K", "64M", "4G" (powers of 1024) as bytes; nullopt for anything else or overflow.
+// "4096", "512K", "64m", "4G", "1.5T" (K, M, G, T in either case: powers of 1024; a fraction of at
+// most 6 digits only with a suffix, rounded down to whole bytes) as bytes; nullopt for anything
+// else (signs, spaces, "GB", more than 32 characters) or a value past 2^64 - 1.
 std::optional<std::uint64_t> parse_byte_size(std::string_view text);
+// "90s", "30m", "12h", "30d", "2w" (a whole number and one unit, either case: seconds, minutes,
+// hours, days, weeks) as seconds; nullopt for anything else or a value past 2^63 - 1.
+std::optional<std::int64_t> parse_duration(std::string_view text);
 // The candidate closest to `word` when it is close enough to be a likely typo, else "".
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
 // Quote a string for a shell line shown to a person (or in a script kiln writes: POSIX quoting).

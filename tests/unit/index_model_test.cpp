@@ -8,6 +8,7 @@
 
 #include <fstream>
 
+#include "cache/store.h"
 #include "index/scan.h"
 #include "index_testutil.h"
 
@@ -259,6 +260,46 @@ TEST(IndexScan, CacheIndexFollowsCommitsAndRemovals) {
   fs::rename(cache / "wheels" / "k2", cache / "tmp" / "removed");
   EXPECT_EQ(live.current()->target("default")->projects.at("demo").files.at(0).key, "k1");
   EXPECT_TRUE(live.take_new_skipped().empty());
+}
+
+// `kiln cache gc --max-size/--max-age` may remove the entry a last/ record names (the one served):
+// the record is then skipped without a word, and the file name's newest other entry is served.
+TEST(IndexScan, ALastRecordWhoseEntryIsGoneIsSkipped) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-index-").value();
+  fs::path cache = dir.path() / "cache";
+  const std::string old_key = sha256_hex("old"), new_key = sha256_hex("new");
+  const std::string file = "demo-1.0-py3-none-any.whl";
+  add_entry(cache, old_key, "default", file, 10);
+  add_entry(cache, new_key, "default", file, 20, "x = 2\n");
+  cache::Store store(cache);
+  store.record_last({"default", "demo", old_key, file, "pure", nlohmann::json::object()}).value();
+  // A record of a key that never had an entry, in another target.
+  store.record_last({"other", "demo", sha256_hex("never"), file, "pure", nullptr}).value();
+  CacheIndex live(cache);
+  auto served = [&]() -> std::vector<std::string> {
+    std::map<std::string, std::string> md;
+    ScanResult scan = scan_cache(cache, md);
+    EXPECT_TRUE(scan.skipped.empty()) << join(scan.skipped, "\n");
+    IndexModel model = build_model(std::move(scan.entries));
+    EXPECT_TRUE(model.skipped.empty()) << join(model.skipped, "\n");
+    std::vector<std::string> keys;
+    for (const auto& [tname, t] : model.targets)
+      for (const auto& [pname, p] : t.projects)
+        for (const auto& f : p.files) keys.push_back(cat(tname, ":", f.key));
+    // The live index agrees.
+    std::vector<std::string> live_keys;
+    for (const auto& [tname, t] : live.current()->targets)
+      for (const auto& [pname, p] : t.projects)
+        for (const auto& f : p.files) live_keys.push_back(cat(tname, ":", f.key));
+    EXPECT_EQ(keys, live_keys);
+    return keys;
+  };
+  EXPECT_EQ(served(), std::vector<std::string>{"default:" + old_key});  // the last build wins
+  store.remove(old_key).value();
+  EXPECT_EQ(served(), std::vector<std::string>{"default:" + new_key});
+  store.remove(new_key).value();
+  EXPECT_TRUE(served().empty());
+  EXPECT_EQ(store.last_builds().size(), 2u);  // the records stay; they name nothing served
 }
 
 }  // namespace kiln::index

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
+
+#include <ctime>
 
 #include <fstream>
 #include <thread>
@@ -366,6 +369,238 @@ TEST(Store, VerifyReportsDamagedObjectsAndGcRemovesThem) {
   // gc --all removes every object entry.
   EXPECT_EQ(store.gc(true).value(), 1u);
   EXPECT_FALSE(fs::exists(store.object_path(good, ".o")));
+}
+
+}  // namespace kiln::cache
+
+namespace kiln::cache {
+
+namespace {
+
+// Sets a file's (or a link's own) mtime, as a build's use long ago would have left it.
+void set_mtime(const fs::path& path, std::time_t when) {
+  struct timespec times[2] = {{when, 0}, {when, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, AT_SYMLINK_NOFOLLOW), 0) << path;
+}
+
+std::time_t mtime_of(const fs::path& path) {
+  struct stat st {};
+  EXPECT_EQ(::lstat(path.c_str(), &st), 0) << path;
+  return st.st_mtime;
+}
+
+std::uint64_t dir_bytes(const fs::path& dir) {
+  std::uint64_t total = 0;
+  for (const auto& f : fs::directory_iterator(dir)) total += fs::file_size(f.path());
+  return total;
+}
+
+constexpr std::time_t kNow = 1'700'000'000;
+constexpr std::time_t kDay = 86400;
+
+// A cache with wheel entries and objects whose last use a test sets.
+struct EvictFixture {
+  TempDir dir = TempDir::create(fs::temp_directory_path(), "kiln-evict-").value();
+  Store store{dir.path() / "cache"};
+
+  // An entry of `key` holding `bytes` bytes of wheel, last used at `used`; its bytes on disk.
+  std::uint64_t wheel(const std::string& key, std::size_t bytes, std::time_t used) {
+    fs::path w =
+        make_wheel(dir.path() / "out" / key, "x-1.0-py3-none-any.whl", std::string(bytes, 'w'));
+    Entry e = store.commit(key, w, {{"package", "x"}}).value();
+    set_mtime(e.dir / "entry.json", used);
+    return dir_bytes(e.dir);
+  }
+  std::uint64_t object(const std::string& key, const char* suffix, std::size_t bytes,
+                       std::time_t used) {
+    store.store_object(key, suffix, std::string(bytes, 'o')).value();
+    set_mtime(store.object_path(key, suffix), used);
+    return fs::file_size(store.object_path(key, suffix));
+  }
+  bool has_wheel(const std::string& key) const { return fs::exists(store.wheels() / key); }
+  bool has_object(const std::string& key, const char* suffix) const {
+    return fs::exists(store.object_path(key, suffix));
+  }
+};
+
+const std::string kA = sha256_hex("a"), kB = sha256_hex("b"), kC = sha256_hex("c");
+const std::string kO1 = sha256_hex("o1"), kO2 = sha256_hex("o2"), kO3 = sha256_hex("o3");
+
+}  // namespace
+
+TEST(StoreEvict, ByAgeRemovesWhatNoBuildUsedSince) {
+  EvictFixture f;
+  std::uint64_t a = f.wheel(kA, 100, kNow - 40 * kDay);
+  std::uint64_t b = f.wheel(kB, 100, kNow - 10 * kDay);
+  std::uint64_t c = f.wheel(kC, 100, kNow + kDay);  // a clock ahead: not old
+  std::uint64_t o1 = f.object(kO1, ".o", 50, kNow - 31 * kDay);
+  std::uint64_t o2 = f.object(kO2, ".dev", 50, kNow - 29 * kDay);
+  std::uint64_t o3 = f.object(kO3, ".deps", 50, kNow - 30 * kDay);  // exactly 30 days: kept
+
+  // An empty policy measures.
+  EvictResult measured = f.store.evict({}, kNow).value();
+  EXPECT_EQ(measured.removed_wheels + measured.removed_objects, 0u);
+  EXPECT_EQ(measured.remaining_bytes, a + b + c + o1 + o2 + o3);
+
+  EvictResult r = f.store.evict({.max_age = 30 * kDay}, kNow).value();
+  EXPECT_EQ(r.removed_wheels, 1u);
+  EXPECT_EQ(r.removed_objects, 1u);
+  EXPECT_EQ(r.freed_bytes, a + o1);
+  EXPECT_EQ(r.remaining_bytes, b + c + o2 + o3);
+  EXPECT_TRUE(r.kept_locked.empty());
+  EXPECT_FALSE(f.has_wheel(kA));
+  EXPECT_FALSE(f.has_object(kO1, ".o"));
+  EXPECT_TRUE(f.has_wheel(kB) && f.has_wheel(kC));
+  EXPECT_TRUE(f.has_object(kO2, ".dev") && f.has_object(kO3, ".deps"));
+  // Removed whole (renamed out of wheels/ first): no staging or half entry left.
+  EXPECT_TRUE(fs::is_empty(f.store.tmp_root()));
+  EXPECT_EQ(f.store.keys(), (std::vector<std::string>{std::min(kB, kC), std::max(kB, kC)}));
+  EXPECT_TRUE(f.store.verify().empty());
+  EXPECT_EQ(f.store.load_object(kO2, ".dev"), std::string(50, 'o'));
+  // What an age of 0 leaves: only what is used "in the future".
+  r = f.store.evict({.max_age = 0}, kNow).value();
+  EXPECT_EQ(r.removed_wheels, 1u);
+  EXPECT_EQ(r.removed_objects, 1u);  // o3; o2 was used just now (load_object)
+  EXPECT_EQ(r.remaining_bytes, c + o2);
+}
+
+TEST(StoreEvict, BySizeRemovesTheLeastRecentlyUsedFirst) {
+  EvictFixture f;
+  std::uint64_t a = f.wheel(kA, 1000, kNow - 5 * kDay);
+  std::uint64_t b = f.wheel(kB, 1000, kNow - 1 * kDay);
+  std::uint64_t o1 = f.object(kO1, ".o", 1000, kNow - 3 * kDay);
+  // A tie in time: "objects/…" before "wheels/…".
+  std::uint64_t c = f.wheel(kC, 1000, kNow - 4 * kDay);
+  std::uint64_t o2 = f.object(kO2, ".o", 1000, kNow - 4 * kDay);
+  std::uint64_t o3 = f.object(kO3, ".o", 1000, kNow - 2 * kDay);
+  const std::uint64_t total = a + b + c + o1 + o2 + o3;
+
+  // Already below: nothing goes.
+  EvictResult r = f.store.evict({.max_bytes = total}, kNow).value();
+  EXPECT_EQ(r.removed_wheels + r.removed_objects, 0u);
+  EXPECT_EQ(r.remaining_bytes, total);
+  // One byte less: the oldest, a.
+  r = f.store.evict({.max_bytes = total - 1}, kNow).value();
+  EXPECT_EQ(r.removed_wheels, 1u);
+  EXPECT_EQ(r.freed_bytes, a);
+  EXPECT_FALSE(f.has_wheel(kA));
+  // Then o2 (the tie, by name), then c, then o1; b and o3 stay.
+  r = f.store.evict({.max_bytes = b + o3 + o1 - 1}, kNow).value();
+  EXPECT_EQ(r.removed_objects, 2u);
+  EXPECT_EQ(r.removed_wheels, 1u);
+  EXPECT_EQ(r.freed_bytes, o2 + c + o1);
+  EXPECT_EQ(r.remaining_bytes, b + o3);
+  EXPECT_LE(r.remaining_bytes, b + o3 + o1 - 1);
+  EXPECT_TRUE(f.has_wheel(kB) && f.has_object(kO3, ".o"));
+  EXPECT_FALSE(f.has_wheel(kC) || f.has_object(kO1, ".o") || f.has_object(kO2, ".o"));
+  // Age first, then size: the age takes o3 (2 days), the size then b.
+  r = f.store.evict({.max_age = kDay + 3600, .max_bytes = 0}, kNow).value();
+  EXPECT_EQ(r.removed_objects, 1u);
+  EXPECT_EQ(r.removed_wheels, 1u);
+  EXPECT_EQ(r.remaining_bytes, 0u);
+  EXPECT_TRUE(f.store.keys().empty());
+  EXPECT_TRUE(f.store.object_files().empty());
+}
+
+TEST(StoreEvict, KeepsAndNamesAnEntryABuildHolds) {
+  EvictFixture f;
+  std::uint64_t a = f.wheel(kA, 100, kNow - 9 * kDay);
+  f.wheel(kB, 100, kNow - 8 * kDay);
+  f.object(kO1, ".o", 100, kNow - 7 * kDay);
+  {
+    Lock held = f.store.lock(kA).value();
+    EvictResult r = f.store.evict({.max_age = kDay, .max_bytes = 0}, kNow).value();
+    EXPECT_EQ(r.kept_locked, std::vector<std::string>{kA});  // named once, not per phase
+    EXPECT_EQ(r.removed_wheels, 1u);
+    EXPECT_EQ(r.removed_objects, 1u);
+    EXPECT_EQ(r.remaining_bytes, a);  // counted: still there
+    EXPECT_TRUE(f.has_wheel(kA));
+    EXPECT_TRUE(f.store.lookup(kA));
+  }
+  EvictResult r = f.store.evict({.max_bytes = 0}, kNow).value();
+  EXPECT_TRUE(r.kept_locked.empty());
+  EXPECT_EQ(r.removed_wheels, 1u);
+  EXPECT_FALSE(f.has_wheel(kA));
+}
+
+TEST(StoreEvict, ABuildsHitMarksTheEntryUsed) {
+  EvictFixture f;
+  f.wheel(kA, 100, kNow - 9 * kDay);
+  f.object(kO1, ".o", 100, kNow - 9 * kDay);
+  const fs::path json = f.store.wheels() / kA / "entry.json";
+  const fs::path object = f.store.object_path(kO1, ".o");
+  // Readers that are not a build's hit leave the last use as it was.
+  EXPECT_TRUE(f.store.lookup(kA));
+  EXPECT_EQ(f.store.list().size(), 1u);
+  EXPECT_TRUE(f.store.verify().empty());
+  EXPECT_TRUE(f.store.verify_objects().damaged.empty());
+  EXPECT_EQ(f.store.gc(false).value(), 0u);
+  EXPECT_EQ(mtime_of(json), kNow - 9 * kDay);
+  EXPECT_EQ(mtime_of(object), kNow - 9 * kDay);
+  // A miss marks nothing.
+  EXPECT_FALSE(f.store.load_object(kO2, ".o"));
+  // Hits do.
+  const std::time_t before = std::time(nullptr);
+  std::string removed;
+  EXPECT_TRUE(f.store.lookup_verified(kA, removed));
+  EXPECT_EQ(f.store.load_object(kO1, ".o"), std::string(100, 'o'));
+  EXPECT_GE(mtime_of(json), before);
+  EXPECT_GE(mtime_of(object), before);
+  // So an age eviction now keeps them.
+  EvictResult r = f.store.evict({.max_age = kDay}, std::time(nullptr)).value();
+  EXPECT_EQ(r.removed_wheels + r.removed_objects, 0u);
+}
+
+// A stranger's cache: links and other files where entries belong are removed themselves, never
+// what they name; a name that is no build key is left alone; nothing outside the cache changes.
+TEST(StoreEvict, NeverFollowsALinkOutOfTheCache) {
+  EvictFixture f;
+  const fs::path outside = f.dir.path() / "outside";
+  write_file_atomic(outside / "dir" / "entry.json", "{}").value();
+  write_file_atomic(outside / "file", "precious").value();
+  set_mtime(outside / "file", kNow - 100 * kDay);
+  fs::create_directories(f.store.wheels());
+  fs::create_directory_symlink(outside / "dir", f.store.wheels() / kA);  // an entry as a link
+  f.wheel(kB, 10, kNow);  // an entry whose entry.json and wheel are links
+  for (const char* name : {"entry.json", "x-1.0-py3-none-any.whl"}) {
+    fs::remove(f.store.wheels() / kB / name);
+    fs::create_symlink(outside / "file", f.store.wheels() / kB / name);
+  }
+  fs::create_directories(f.store.wheels() / "not-a-key");
+  std::ofstream(f.store.wheels() / "not-a-key" / "x") << "junk";
+  fs::create_directories(f.store.object_path(kO1, ".o").parent_path());
+  fs::create_symlink(outside / "file", f.store.object_path(kO1, ".o"));     // an object as a link
+  fs::create_directory_symlink(outside / "dir", f.store.objects() / "ff");  // a shard as a link
+  fs::create_directories(f.store.object_path(kO3, ".o").parent_path());
+  ASSERT_EQ(::mkfifo(f.store.object_path(kO3, ".o").c_str(), 0644), 0);  // not a regular file
+  // A 255-byte name (too long for store_object's temporary: a stranger's, or another tool's).
+  const std::string long_suffix = "." + std::string(190, 'x');
+  fs::create_directories(f.store.object_path(kO2, long_suffix).parent_path());
+  std::ofstream(f.store.object_path(kO2, long_suffix))
+      << "kiln-object 1 " << sha256_hex("x") << "\nx";
+
+  // Everything is older than a day from now: the age takes what it may (links count 0 bytes).
+  EvictResult r = f.store.evict({.max_age = 0, .max_bytes = 0}, std::time(nullptr) + kDay).value();
+  EXPECT_EQ(r.removed_wheels, 2u);   // the link, and the entry of links
+  EXPECT_EQ(r.removed_objects, 1u);  // the long name; the link and the FIFO are no entries
+  EXPECT_EQ(r.remaining_bytes, 0u);
+  EXPECT_FALSE(fs::exists(fs::symlink_status(f.store.wheels() / kA)));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(f.store.wheels() / kB)));
+  EXPECT_FALSE(f.has_object(kO2, long_suffix.c_str()));
+  EXPECT_TRUE(fs::exists(f.store.wheels() / "not-a-key" / "x"));
+  EXPECT_EQ(read_file(outside / "file").value(), "precious");
+  EXPECT_EQ(mtime_of(outside / "file"), kNow - 100 * kDay);
+  EXPECT_TRUE(fs::exists(outside / "dir" / "entry.json"));
+  EXPECT_TRUE(fs::exists(fs::symlink_status(f.store.objects() / "ff")));
+  EXPECT_TRUE(fs::exists(fs::symlink_status(f.store.object_path(kO1, ".o"))));
+  EXPECT_TRUE(fs::exists(fs::symlink_status(f.store.object_path(kO3, ".o"))));
+  EXPECT_TRUE(fs::is_empty(f.store.tmp_root()));
+  // Only what is beside wheels/ and objects/ is "other", links not followed.
+  fs::create_directory_symlink(outside, f.store.downloads());
+  EXPECT_EQ(f.store.other_bytes(), 0u);
+  fs::remove(f.store.downloads());
+  write_file_atomic(f.store.downloads() / "ab" / "x.tar.gz", "12345").value();
+  EXPECT_EQ(f.store.other_bytes(), 5u);
 }
 
 }  // namespace kiln::cache

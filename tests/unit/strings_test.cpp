@@ -77,9 +77,54 @@ TEST(Strings, ParseByteSize) {
   EXPECT_EQ(parse_byte_size("64m"), 64u << 20);
   EXPECT_EQ(parse_byte_size("4G"), std::uint64_t(4) << 30);
   EXPECT_EQ(parse_byte_size("1T"), std::uint64_t(1) << 40);
-  for (const char* bad :
-       {"", "G", "-1", "1.5G", "4 G", "4GB", "99999999999999999999", "17179869184G"})
+  EXPECT_EQ(parse_byte_size("1.5t"), std::uint64_t(3) << 39);
+  EXPECT_EQ(parse_byte_size("0.5K"), 512u);
+  EXPECT_EQ(parse_byte_size("0.001K"), 1u);  // rounded down to whole bytes
+  EXPECT_EQ(parse_byte_size("0"), 0u);
+  EXPECT_EQ(parse_byte_size("18446744073709551615"), std::nullopt);  // 20 digits
+  EXPECT_EQ(parse_byte_size("16777215.999999T"),
+            (std::uint64_t(16777215) << 40) + (std::uint64_t(999999) << 40) / 1000000);
+  for (const char* bad : {"",
+                          "G",
+                          "-1",
+                          "+1",
+                          "1.5",
+                          "1.G",
+                          ".5G",
+                          "1..5G",
+                          "1.5.5G",
+                          "1.1234567G",
+                          "4 G",
+                          " 4G",
+                          "4G ",
+                          "4GB",
+                          "4KiB",
+                          "4X",
+                          "0x10",
+                          "99999999999999999999",
+                          "17179869184G",
+                          "16777216T",
+                          "16777215.9999999T",
+                          "1e9"})
     EXPECT_FALSE(parse_byte_size(bad)) << bad;
+  EXPECT_FALSE(parse_byte_size(std::string(10000, '9') + "G"));
+  EXPECT_FALSE(parse_byte_size(std::string("1\0G", 3)));
+}
+
+TEST(Strings, ParseDuration) {
+  EXPECT_EQ(parse_duration("90s"), 90);
+  EXPECT_EQ(parse_duration("30m"), 1800);
+  EXPECT_EQ(parse_duration("12H"), 12 * 3600);
+  EXPECT_EQ(parse_duration("30d"), 30 * 86400);
+  EXPECT_EQ(parse_duration("2w"), 14 * 86400);
+  EXPECT_EQ(parse_duration("0s"), 0);
+  EXPECT_EQ(parse_duration("15250284452471w"), std::int64_t(15250284452471) * 604800);
+  EXPECT_EQ(parse_duration("999999999999999999s"), 999999999999999999);
+  for (const char* bad : {"", "s", "90", "-1d", "+1d", "1.5d", "1 d", "1d ", "1dd", "1y", "1ms",
+                          "1000000000000000000s", "999999999999999999w", "15250284452472w"})
+    EXPECT_FALSE(parse_duration(bad)) << bad;
+  EXPECT_FALSE(parse_duration(std::string(10000, '1') + "d"));
+  EXPECT_FALSE(parse_duration(std::string("1\0d", 3)));
 }
 
 }  // namespace kiln
