@@ -563,9 +563,13 @@ Expected<std::uint64_t> Store::gc(bool all) const {
   std::vector<fs::path> leftovers;
   for (const auto& d : fs::directory_iterator(tmp_root(), ec)) leftovers.push_back(d.path());
   for (const auto& path : leftovers) {
+    std::error_code rm;
+    if (fs::is_symlink(path, rm)) {  // never kiln's, never followed (nor locked)
+      if (fs::remove(path, rm)) ++removed;
+      continue;
+    }
     auto lock = FileLock::try_acquire(path);
     if (!lock) continue;
-    std::error_code rm;
     auto n = fs::remove_all(path, rm);
     if (!rm) removed += static_cast<std::uint64_t>(n);
   }

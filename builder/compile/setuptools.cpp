@@ -152,7 +152,7 @@ Expected<void> ensure_build_env(const BuildEnvSpec& spec) {
   KILN_CHECK(ensure_directory(spec.dir.parent_path()));
   KILN_TRY(FileLock lock, FileLock::acquire(spec.dir.string() + ".lock"));
   if (fs::is_regular_file(marker, ec)) return {};  // another kiln made it meanwhile
-  fs::remove_all(spec.dir, ec);
+  remove_stale_staging(spec.dir);  // what a process that died while holding this lock left
   KILN_TRY(TempDir tmp, TempDir::create(spec.dir.parent_path(),
                                         cat(".", spec.dir.filename().string(), ".tmp-")));
   const fs::path env = tmp.path() / "env";

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <random>
+#include <vector>
 
 #include "core/strings.h"
 
@@ -75,6 +76,17 @@ Expected<void> ensure_directory(const fs::path& dir) {
   fs::create_directories(dir, ec);
   if (ec) return Error::failed(cat("cannot create directory ", dir.string(), ": ", ec.message()));
   return {};
+}
+
+void remove_stale_staging(const fs::path& dest) {
+  std::error_code ec;
+  fs::remove_all(dest, ec);
+  const fs::path parent = dest.parent_path().empty() ? fs::path(".") : dest.parent_path();
+  const std::string prefix = cat(".", dest.filename().string(), ".tmp-");
+  std::vector<fs::path> stale;
+  for (const auto& e : fs::directory_iterator(parent, ec))
+    if (e.path().filename().string().rfind(prefix, 0) == 0) stale.push_back(e.path());
+  for (const auto& path : stale) fs::remove_all(path, ec);
 }
 
 Expected<AtomicFile> AtomicFile::create(const fs::path& final_path, int mode) {

@@ -80,6 +80,10 @@ class TempDir {
   fs::path path_;
 };
 
+// Removes `dest` and the staging directories (TempDir::create(dest's parent, ".<name>.tmp-")) that
+// a process which died left beside it. Call while holding the lock that guards making `dest`.
+void remove_stale_staging(const fs::path& dest);
+
 // Whether `path` is `root` or lies under it, compared component by component (both as given).
 bool path_within(const fs::path& path, const fs::path& root);
 

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,12 +12,36 @@
 #include "core/strings.h"
 
 namespace kiln {
+namespace {
+
+// Opens a lock file without following a symlink planted at its name (which would create or lock a
+// file outside the tree) and without blocking on a planted FIFO; only a regular file (or, for
+// try_acquire without `create`, a directory) is a lock. -1 with errno set otherwise.
+int open_lock(const std::filesystem::path& path, bool create) {
+  int flags = O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | (create ? O_RDWR | O_CREAT : O_RDONLY);
+  int fd = ::open(path.c_str(), flags, 0644);
+  if (fd < 0) return -1;
+  struct stat st {};
+  bool lockable =
+      ::fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || (!create && S_ISDIR(st.st_mode)));
+  if (!lockable) {
+    ::close(fd);
+    errno = EINVAL;
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace
 
 Expected<FileLock> FileLock::acquire(const std::filesystem::path& path) {
   KILN_CHECK(ensure_directory(path.parent_path()));
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return Error::failed(cat("cannot open lock ", path.string(), ": ", std::strerror(errno)));
+  int fd = open_lock(path, /*create=*/true);
+  if (fd < 0) {
+    const char* why =
+        errno == ELOOP || errno == EINVAL ? "not a regular file" : std::strerror(errno);
+    return Error::failed(cat("cannot open lock ", path.string(), ": ", why));
+  }
   while (::flock(fd, LOCK_EX) != 0) {
     if (errno != EINTR) {
       int err = errno;
@@ -28,8 +53,7 @@ Expected<FileLock> FileLock::acquire(const std::filesystem::path& path) {
 }
 
 std::optional<FileLock> FileLock::try_acquire(const std::filesystem::path& path, bool create) {
-  int fd = create ? ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)
-                  : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = open_lock(path, create);
   if (fd < 0) return std::nullopt;
   int rc;
   do {

@@ -294,12 +294,7 @@ Expected<CudaToolkit> cuda_from_debs(const CudaRequest& request, const std::vect
   KILN_CHECK(ensure_directory(toolkits));
   KILN_TRY(FileLock lock, FileLock::acquire(toolkits / (dest.filename().string() + ".lock")));
   if (present(dest / kMarker)) return open_toolkit(dest, request);  // made meanwhile
-  std::error_code ec;
-  // Leftovers of a process that died while holding this lock.
-  fs::remove_all(dest, ec);
-  std::string stale = cat(".", dest.filename().string(), ".tmp-");
-  for (const auto& e : fs::directory_iterator(toolkits, ec))
-    if (e.path().filename().string().rfind(stale, 0) == 0) fs::remove_all(e.path(), ec);
+  remove_stale_staging(dest);  // what a process that died while holding this lock left
   log::info(
       cat("laying out the CUDA toolkit from ", debs.size(), " Debian packages in ", dest.string()));
   return build_toolkit(request, debs, toolkits, dest);

@@ -212,12 +212,7 @@ Expected<CudaToolkit> cuda_from_wheels(const CudaRequest& request,
   KILN_TRY(FileLock lock, FileLock::acquire(toolkits / (dest.filename().string() + ".lock")));
   if (present(dest / kMarker))
     return open_toolkit(dest, request.version);  // another kiln made it meanwhile
-  std::error_code ec;
-  // Leftovers of a process that died while holding this lock.
-  fs::remove_all(dest, ec);
-  std::string stale = cat(".", dest.filename().string(), ".tmp-");
-  for (const auto& e : fs::directory_iterator(toolkits, ec))
-    if (e.path().filename().string().rfind(stale, 0) == 0) fs::remove_all(e.path(), ec);
+  remove_stale_staging(dest);  // what a process that died while holding this lock left
   log::info(cat("laying out the CUDA ", request.version, " toolkit from ", wheels.size(),
                 " wheels in ", dest.string()));
   return build_toolkit(request, wheels, toolkits, dest);

@@ -40,6 +40,25 @@ TEST(Fs, TempDirRemovesItself) {
   EXPECT_FALSE(fs::exists(kept));
 }
 
+TEST(Fs, StaleStagingOfOneDestinationIsRemovedAndNothingElse) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-fs-").value();
+  fs::path dest = dir.path() / "env-a";
+  fs::create_directories(dest / "half");  // a destination whose maker died is not whole
+  auto dead = TempDir::create(dir.path(), ".env-a.tmp-").value().release();
+  std::ofstream(dead / "f") << "x";
+  auto other = TempDir::create(dir.path(), ".env-b.tmp-").value();  // another destination's
+  fs::path outside = dir.path() / "outside";
+  fs::create_directories(outside);
+  std::ofstream(outside / "kept") << "x";
+  fs::create_symlink(outside, dir.path() / ".env-a.tmp-link");  // a link: removed, not followed
+  remove_stale_staging(dest);
+  EXPECT_FALSE(fs::exists(dest));
+  EXPECT_FALSE(fs::exists(dead));
+  EXPECT_FALSE(fs::is_symlink(dir.path() / ".env-a.tmp-link"));
+  EXPECT_TRUE(fs::exists(outside / "kept"));
+  EXPECT_TRUE(fs::exists(other.path()));
+}
+
 TEST(Fs, TreeHashIgnoresPycacheAndSeesContentAndMode) {
   auto dir = TempDir::create(fs::temp_directory_path(), "kiln-fs-").value();
   std::ofstream(dir.path() / "a.py") << "print(1)\n";

@@ -125,7 +125,13 @@ TEST(Store, GcRemovesOnlyStagingNoLiveProcessHolds) {
   fs::create_directories(store.tmp_root() / "commit-dead");
   std::ofstream(store.tmp_root() / "commit-dead" / "entry.json") << "{}";
   std::ofstream(store.tmp_root() / "stray") << "x";
-  EXPECT_EQ(store.gc(false).value(), 3u);  // the directory, its file and the stray file
+  // A planted link to a directory outside: the link goes, what it points at stays.
+  fs::create_directories(dir.path() / "outside");
+  std::ofstream(dir.path() / "outside" / "theirs") << "x";
+  fs::create_symlink(dir.path() / "outside", store.tmp_root() / "planted");
+  EXPECT_EQ(store.gc(false).value(), 4u);  // the directory, its file, the stray file, the link
+  EXPECT_TRUE(fs::exists(dir.path() / "outside" / "theirs"));
+  EXPECT_FALSE(fs::is_symlink(store.tmp_root() / "planted"));
   EXPECT_TRUE(fs::exists(live.path() / "half.whl"));
   EXPECT_FALSE(fs::exists(store.tmp_root() / "commit-dead"));
   EXPECT_FALSE(fs::exists(store.tmp_root() / "stray"));
