@@ -11,11 +11,11 @@
 #include "archive/deb.h"
 #include "core/fs.h"
 #include "core/hash.h"
-#include "core/lock.h"
 #include "core/log.h"
 #include "core/process.h"
 #include "core/strings.h"
 #include "toolchain/cuda.h"
+#include "toolchain/toolkit_dir.h"
 
 namespace kiln::toolchain {
 
@@ -87,13 +87,6 @@ CUDAFE_FLAGS    +=
 PTXAS_FLAGS     +=
 )";
 
-constexpr const char* kMarker = "kiln-toolkit.json";
-
-bool present(const fs::path& p) {
-  std::error_code ec;
-  return fs::exists(fs::symlink_status(p, ec));
-}
-
 std::string file_of(const std::string& pool_path) {
   std::size_t slash = pool_path.rfind('/');
   return slash == std::string::npos ? pool_path : pool_path.substr(slash + 1);
@@ -153,24 +146,13 @@ Expected<void> merge_package(const fs::path& unpacked, const fs::path& root,
   return {};
 }
 
-Expected<void> link(const fs::path& target, const fs::path& at, bool directory) {
-  if (present(at)) return {};
-  std::error_code ec;
-  if (directory)
-    fs::create_directory_symlink(target, at, ec);
-  else
-    fs::create_symlink(target, at, ec);
-  if (ec) return Error::failed(cat("cannot link ", at.string(), ": ", ec.message()));
-  return {};
-}
-
 Expected<void> lay_out(const fs::path& root) {
   KILN_CHECK(write_file_atomic(root / "bin" / "nvcc.profile", kProfile));
   KILN_CHECK(ensure_directory(root / "lib64"));
-  KILN_CHECK(link("lib64", root / "lib", true));
+  KILN_CHECK(link_once("lib64", root / "lib", true));
   KILN_CHECK(ensure_directory(root / "targets" / "x86_64-linux"));
-  KILN_CHECK(link("../../include", root / "targets" / "x86_64-linux" / "include", true));
-  KILN_CHECK(link("../../lib64", root / "targets" / "x86_64-linux" / "lib", true));
+  KILN_CHECK(link_once("../../include", root / "targets" / "x86_64-linux" / "include", true));
+  KILN_CHECK(link_once("../../lib64", root / "targets" / "x86_64-linux" / "lib", true));
   std::vector<std::string> missing;
   std::error_code ec;
   for (const auto& rel : kRequired)
@@ -197,14 +179,12 @@ Expected<CudaToolkit> open_toolkit(const fs::path& root, const CudaRequest& requ
   return t;
 }
 
-Expected<CudaToolkit> build_toolkit(const CudaRequest& request, const std::vector<fs::path>& debs,
-                                    const fs::path& toolkits, const fs::path& dest) {
-  KILN_TRY(TempDir staging, TempDir::create(toolkits, cat(".", dest.filename().string(), ".tmp-")));
-  fs::path root = staging.path() / "root";
-  KILN_CHECK(ensure_directory(root));
+// Fills `root` from the packages (unpacked one by one in `scratch`); what the marker records.
+Expected<nlohmann::json> fill_toolkit(const CudaRequest& request, const std::vector<fs::path>& debs,
+                                      const fs::path& root, const fs::path& scratch) {
   for (std::size_t i = 0; i < debs.size(); ++i) {
     std::string package = debs[i].filename().string();
-    fs::path unpacked = staging.path() / cat("d", i);
+    fs::path unpacked = scratch / cat("d", i);
     archive::UnpackOptions options;
     options.filter = [](std::string_view path) {
       return !path.ends_with('/') && !debian_toolkit_path(path).empty();
@@ -217,22 +197,14 @@ Expected<CudaToolkit> build_toolkit(const CudaRequest& request, const std::vecto
     fs::remove_all(unpacked, ec);
   }
   KILN_CHECK(lay_out(root));
-  KILN_TRY(CudaToolkit t, open_toolkit(root, request));
+  KILN_TRY(CudaToolkit t, open_toolkit(root, request));  // checked before it is renamed in
   nlohmann::json marker = {{"toolkit", "debian"},
                            {"release", t.version},
                            {"nvcc_version", t.version_text},
                            {"debs", nlohmann::json::array()}};
   for (const auto& d : request.debs)
     marker["debs"].push_back({{"path", d.path}, {"sha256", d.sha256}});
-  KILN_CHECK(write_file_atomic(root / kMarker, marker.dump(2) + "\n"));
-  std::error_code ec;
-  fs::rename(root, dest, ec);
-  if (ec)
-    return Error::failed(
-        cat("cannot move the CUDA toolkit into ", dest.string(), ": ", ec.message()));
-  t.home = dest;
-  t.nvcc = dest / "bin" / "nvcc";
-  return t;
+  return marker;
 }
 
 }  // namespace
@@ -288,16 +260,13 @@ Expected<CudaToolkit> cuda_from_debs(const CudaRequest& request, const std::vect
   if (debs.size() != request.debs.size() || debs.empty())
     return Error::bad_input("the Debian CUDA toolkit needs its pinned packages");
   KILN_CHECK(debian_release(request));
-  fs::path dest = toolkits / debian_toolkit_name(request);
-  // Complete toolkits appear by rename: a directory there is whole.
-  if (present(dest / kMarker)) return open_toolkit(dest, request);
-  KILN_CHECK(ensure_directory(toolkits));
-  KILN_TRY(FileLock lock, FileLock::acquire(toolkits / (dest.filename().string() + ".lock")));
-  if (present(dest / kMarker)) return open_toolkit(dest, request);  // made meanwhile
-  remove_stale_staging(dest);  // what a process that died while holding this lock left
-  log::info(
-      cat("laying out the CUDA toolkit from ", debs.size(), " Debian packages in ", dest.string()));
-  return build_toolkit(request, debs, toolkits, dest);
+  ToolkitMaker maker;
+  maker.open = [&](const fs::path& root) { return open_toolkit(root, request); };
+  maker.make = [&](const fs::path& root, const fs::path& scratch) {
+    return fill_toolkit(request, debs, root, scratch);
+  };
+  maker.what = cat("the CUDA toolkit from ", debs.size(), " Debian packages");
+  return ensure_toolkit(toolkits / debian_toolkit_name(request), maker);
 }
 
 namespace {

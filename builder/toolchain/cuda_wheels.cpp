@@ -8,11 +8,11 @@
 #include "archive/unpack.h"
 #include "core/fs.h"
 #include "core/hash.h"
-#include "core/lock.h"
 #include "core/log.h"
 #include "core/process.h"
 #include "core/strings.h"
 #include "toolchain/cuda.h"
+#include "toolchain/toolkit_dir.h"
 
 namespace kiln::toolchain {
 
@@ -34,13 +34,6 @@ const std::vector<std::string> kRequired = {
     "include/crt/host_config.h",
     "lib/libcudart.so",
 };
-
-constexpr const char* kMarker = "kiln-toolkit.json";
-
-bool present(const fs::path& p) {
-  std::error_code ec;
-  return fs::exists(fs::symlink_status(p, ec));
-}
 
 Expected<void> same_content(const fs::path& a, const fs::path& b, const std::string& rel) {
   KILN_TRY(std::string x, sha256_file(a));
@@ -90,34 +83,24 @@ Expected<void> merge_wheel(const fs::path& unpacked, const fs::path& root,
   return {};
 }
 
-Expected<void> link(const fs::path& target, const fs::path& at, bool directory) {
-  if (present(at)) return {};
-  std::error_code ec;
-  if (directory)
-    fs::create_directory_symlink(target, at, ec);
-  else
-    fs::create_symlink(target, at, ec);
-  if (ec) return Error::failed(cat("cannot link ", at.string(), ": ", ec.message()));
-  return {};
-}
-
 // The links an installed toolkit has and the wheels lack: lib64 and
 // targets/x86_64-linux/{include,lib} (so nvcc's own include paths read like an installed
 // toolkit's), and the libcudart.so linker name.
 Expected<void> lay_out(const fs::path& root) {
   std::error_code ec;
   if (fs::is_directory(root / "lib", ec)) {
-    KILN_CHECK(link("lib", root / "lib64", true));
+    KILN_CHECK(link_once("lib", root / "lib64", true));
     std::vector<std::string> cudarts;
     for (const auto& e : fs::directory_iterator(root / "lib", ec))
       if (e.path().filename().string().rfind("libcudart.so.", 0) == 0)
         cudarts.push_back(e.path().filename().string());
     std::sort(cudarts.begin(), cudarts.end());
-    if (!cudarts.empty()) KILN_CHECK(link(cudarts.front(), root / "lib" / "libcudart.so", false));
+    if (!cudarts.empty())
+      KILN_CHECK(link_once(cudarts.front(), root / "lib" / "libcudart.so", false));
   }
   KILN_CHECK(ensure_directory(root / "targets" / "x86_64-linux"));
-  KILN_CHECK(link("../../include", root / "targets" / "x86_64-linux" / "include", true));
-  KILN_CHECK(link("../../lib", root / "targets" / "x86_64-linux" / "lib", true));
+  KILN_CHECK(link_once("../../include", root / "targets" / "x86_64-linux" / "include", true));
+  KILN_CHECK(link_once("../../lib", root / "targets" / "x86_64-linux" / "lib", true));
   return {};
 }
 
@@ -134,13 +117,12 @@ Expected<CudaToolkit> open_toolkit(const fs::path& root, const std::string& want
   return t;
 }
 
-Expected<CudaToolkit> build_toolkit(const CudaRequest& request, const std::vector<fs::path>& wheels,
-                                    const fs::path& toolkits, const fs::path& dest) {
-  KILN_TRY(TempDir staging, TempDir::create(toolkits, cat(".", dest.filename().string(), ".tmp-")));
-  fs::path root = staging.path() / "root";
-  KILN_CHECK(ensure_directory(root));
+// Fills `root` from the wheels (unpacked one by one in `scratch`); what the marker records.
+Expected<nlohmann::json> fill_toolkit(const CudaRequest& request,
+                                      const std::vector<fs::path>& wheels, const fs::path& root,
+                                      const fs::path& scratch) {
   for (std::size_t i = 0; i < wheels.size(); ++i) {
-    fs::path unpacked = staging.path() / cat("w", i);
+    fs::path unpacked = scratch / cat("w", i);
     archive::UnpackOptions options;
     options.filter = [](std::string_view path) { return path.rfind("nvidia/", 0) == 0; };
     auto done = archive::unpack(wheels[i], unpacked, options);
@@ -173,21 +155,13 @@ Expected<CudaToolkit> build_toolkit(const CudaRequest& request, const std::vecto
                                 " wheels make no complete toolkit: missing ", join(missing, ", "),
                                 why));
   }
-  KILN_TRY(CudaToolkit t, open_toolkit(root, request.version));
+  KILN_TRY(CudaToolkit t, open_toolkit(root, request.version));  // checked before it is renamed in
   nlohmann::json marker = {{"version", t.version},
                            {"nvcc_version", t.version_text},
                            {"wheels", nlohmann::json::array()}};
   for (const auto& w : request.wheels)
     marker["wheels"].push_back({{"file", w.file}, {"sha256", w.sha256}});
-  KILN_CHECK(write_file_atomic(root / kMarker, marker.dump(2) + "\n"));
-  std::error_code ec;
-  fs::rename(root, dest, ec);
-  if (ec)
-    return Error::failed(
-        cat("cannot move the CUDA toolkit into ", dest.string(), ": ", ec.message()));
-  t.home = dest;
-  t.nvcc = dest / "bin" / "nvcc";
-  return t;
+  return marker;
 }
 
 }  // namespace
@@ -205,17 +179,13 @@ Expected<CudaToolkit> cuda_from_wheels(const CudaRequest& request,
   if (wheels.size() != request.wheels.size() || wheels.empty())
     return Error::bad_input(
         cat("the CUDA ", request.version, " wheel toolkit needs its pinned wheels"));
-  fs::path dest = toolkits / wheel_toolkit_name(request);
-  // Complete toolkits appear by rename: a directory there is whole.
-  if (present(dest / kMarker)) return open_toolkit(dest, request.version);
-  KILN_CHECK(ensure_directory(toolkits));
-  KILN_TRY(FileLock lock, FileLock::acquire(toolkits / (dest.filename().string() + ".lock")));
-  if (present(dest / kMarker))
-    return open_toolkit(dest, request.version);  // another kiln made it meanwhile
-  remove_stale_staging(dest);  // what a process that died while holding this lock left
-  log::info(cat("laying out the CUDA ", request.version, " toolkit from ", wheels.size(),
-                " wheels in ", dest.string()));
-  return build_toolkit(request, wheels, toolkits, dest);
+  ToolkitMaker maker;
+  maker.open = [&](const fs::path& root) { return open_toolkit(root, request.version); };
+  maker.make = [&](const fs::path& root, const fs::path& scratch) {
+    return fill_toolkit(request, wheels, root, scratch);
+  };
+  maker.what = cat("the CUDA ", request.version, " toolkit from ", wheels.size(), " wheels");
+  return ensure_toolkit(toolkits / wheel_toolkit_name(request), maker);
 }
 
 namespace {
