@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/terminal.h"
+
 namespace kiln::cli {
 
 std::string Table::render() const {
@@ -17,7 +19,7 @@ std::string Table::render() const {
       line += row[i];
       if (i + 1 < row.size()) line += std::string(widths[i] - row[i].size() + 2, ' ');
     }
-    out += line + "\n";
+    out += terminal_text(line) + "\n";
   }
   return out;
 }

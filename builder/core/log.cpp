@@ -4,6 +4,8 @@
 #include <mutex>
 #include <string>
 
+#include "core/terminal.h"
+
 namespace kiln::log {
 
 namespace {
@@ -14,7 +16,7 @@ void emit(std::string_view prefix, std::string_view line) {
   std::lock_guard lock(g_mutex);
   std::string text;
   text.reserve(prefix.size() + line.size() + 1);
-  text.append(prefix).append(line);
+  text.append(prefix).append(terminal_text(line));
   if (text.empty() || text.back() != '\n') text += '\n';
   std::fwrite(text.data(), 1, text.size(), stderr);
   std::fflush(stderr);

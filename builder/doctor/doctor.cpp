@@ -6,6 +6,7 @@
 
 #include "core/process.h"
 #include "core/strings.h"
+#include "core/terminal.h"
 #include "toolchain/torch.h"
 #include "validate/validate.h"
 
@@ -197,13 +198,15 @@ std::string verdicts(const nlohmann::json& item) {
 }  // namespace
 
 std::string render_text(const nlohmann::json& report) {
+  // The report comes from the machine that ran doctor.py: its strings are shown one line each.
+  auto field = [](const std::string& text) { return terminal_text(text, /*keep_newlines=*/false); };
   std::vector<std::pair<std::string, std::string>> rows;
   for (const auto& row : member(report, "summary"))
     if (row.is_array() && row.size() == 2 && row[0].is_string() && row[1].is_string())
-      rows.emplace_back(row[0].get<std::string>(), row[1].get<std::string>());
+      rows.emplace_back(field(row[0].get<std::string>()), field(row[1].get<std::string>()));
   const nlohmann::json& kiln = member(report, "kiln");
   for (const auto& item : member(kiln, "installed"))
-    rows.emplace_back(cat(str(item, "name"), " (static)"), verdicts(item));
+    rows.emplace_back(field(cat(str(item, "name"), " (static)")), field(verdicts(item)));
   std::size_t width = 0;
   for (const auto& [label, text] : rows) width = std::max(width, label.size());
   std::string out;
@@ -213,11 +216,11 @@ std::string render_text(const nlohmann::json& report) {
       kiln.is_object() ? member(kiln, "fast_path") : member(report, "fast_path");
   std::vector<std::string> reasons;
   for (const auto& r : member(fast, "reasons"))
-    if (r.is_string()) reasons.push_back(r.get<std::string>());
+    if (r.is_string()) reasons.push_back(field(r.get<std::string>()));
   if (flag(fast, "active")) return out + "fast path: active\n";
   out += cat("fast path: missing (", join(reasons, "; "), ")\nnext:\n");
   for (const auto& c : member(member(report, "next"), "commands"))
-    if (c.is_string()) out += cat("  ", c.get<std::string>(), "\n");
+    if (c.is_string()) out += cat("  ", field(c.get<std::string>()), "\n");
   return out;
 }
 

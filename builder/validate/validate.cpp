@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "core/strings.h"
+#include "core/terminal.h"
 #include "validate/checks.h"
 
 namespace kiln::validate {
@@ -24,16 +25,18 @@ Expected<Report> validate_wheel(const std::filesystem::path& path, const Options
 
 std::string render_text(const Report& report, bool verbose) {
   std::ostringstream out;
-  out << report.wheel.filename().string() << ": " << (report.ok() ? "ok" : "FAILED") << "\n";
+  // Every field may quote the wheel's own bytes: shown one line each, no control character.
+  auto field = [](std::string_view text) { return terminal_text(text, /*keep_newlines=*/false); };
+  out << field(report.wheel.filename().string()) << ": " << (report.ok() ? "ok" : "FAILED") << "\n";
   std::size_t width = 0;
   for (const auto& c : report.checks) width = std::max(width, c.id.size());
   for (const auto& c : report.checks) {
     out << "  " << verdict_name(c.verdict) << "  " << c.id << std::string(width - c.id.size(), ' ')
-        << "  " << c.message << "\n";
+        << "  " << field(c.message) << "\n";
     if (verbose || c.verdict == Verdict::Fail)
       for (const auto& d : c.details)
         if (d != cat(verdict_name(c.verdict), ": ", c.message))  // the message already said it
-          out << "        " << std::string(width, ' ') << d << "\n";
+          out << "        " << std::string(width, ' ') << field(d) << "\n";
   }
   return out.str();
 }

@@ -309,6 +309,23 @@ class ValidateTest(KilnTestCase):
         proc = self.kiln("validate", str(text), check=2)
         self.assertIn("not a wheel file name (it does not end in .whl", proc.stderr)
 
+    def test_control_characters_of_a_foreign_wheel_never_reach_the_terminal(self):
+        """A stranger's METADATA quoted in the report: an escape sequence that erases the line, a
+        carriage return and a forged verdict after them, a C1 CSI. The text report (stdout) and
+        the error (stderr) show them as \\x1b, \\x0d, U+009B, never raw."""
+        forged = b"\x1b[2K\r  pass  metadata   all good\xc2\x9b"
+        def poison(entries):
+            return [(n, d.replace(b"\nVersion:", b"\nRequires-Dist: evil" + forged + b"\nVersion:")
+                     if n.endswith("/METADATA") else d) for n, d in entries]
+        wheel = rewrite(self.demo(), self.tmp / "poison" / self.demo().name, poison, fix_record=True)
+        proc = self.kiln("validate", str(wheel), check=1)
+        for stream in (proc.stdout, proc.stderr):
+            self.assertFalse(re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", stream), repr(stream))
+        self.assertIn("evil\\x1b[2K\\x0d  pass  metadata   all goodU+009B", proc.stdout)
+        self.assertIn("FAILED", proc.stdout)
+        # Shown, the forged verdict stays inside the line that quotes it.
+        self.assertFalse([l for l in proc.stdout.splitlines() if l.startswith("  pass  metadata")])
+
     # --- importing with a real Python --------------------------------------------------------------
 
     def test_import_with_a_torch_environment(self):

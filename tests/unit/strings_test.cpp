@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/terminal.h"
+
 namespace kiln {
 
 TEST(Strings, SplitSkipsEmptyByDefault) {
@@ -171,6 +173,19 @@ TEST(Strings, ScannerConsumesForwardOnly) {
   Scanner big(mb);
   EXPECT_EQ(big.take_while(is_ascii_digit).size(), mb.size());
   EXPECT_TRUE(big.done());
+}
+
+TEST(Strings, TerminalTextShowsControlCharactersInsteadOfSendingThem) {
+  EXPECT_EQ(terminal_text("plain, ünïcode — and\ttabs\nlines"),
+            "plain, ünïcode — and\ttabs\nlines");  // nothing to change: the same bytes
+  EXPECT_EQ(terminal_text("a\x1b[2K\rb\bc\x7f"), "a\\x1b[2K\\x0db\\x08c\\x7f");
+  EXPECT_EQ(terminal_text("csi\xc2\x9b"
+                          "31m nel\xc2\x85"),
+            "csiU+009B31m nelU+0085");
+  EXPECT_EQ(terminal_text("one\ntwo", /*keep_newlines=*/false), "one\\x0atwo");
+  EXPECT_EQ(terminal_text(std::string("nul\0end", 7)), "nul\\x00end");
+  EXPECT_EQ(terminal_text("cut\xc2"), "cut\xc2");  // a lone lead byte at the end is no control
+  EXPECT_EQ(terminal_text(""), "");
 }
 
 }  // namespace kiln

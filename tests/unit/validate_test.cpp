@@ -206,6 +206,15 @@ TEST_F(Validate, PureWheelFromOurWriterPasses) {
   EXPECT_CONTAINS(junit, "<testcase classname=\"demo_pkg-1.0-py3-none-any.whl\" name=\"archive\">");
   EXPECT_CONTAINS(junit, "<skipped message=\"no ELF files (a pure wheel)\"/>");
   EXPECT_CONTAINS(render_text(r, false), "demo_pkg-1.0-py3-none-any.whl: ok");
+  // A message or detail quoting a stranger's bytes stays on its line, its controls shown.
+  r.checks[0].verdict = Verdict::Fail;
+  r.checks[0].message = "bad name 'x\x1b[2K\r  pass  archive'";
+  r.checks[0].details = {"detail\nforged line"};
+  std::string text = render_text(r, false);
+  EXPECT_CONTAINS(text, "bad name 'x\\x1b[2K\\x0d  pass  archive'");
+  EXPECT_CONTAINS(text, "detail\\x0aforged line");
+  EXPECT_EQ(text.find('\x1b'), std::string::npos);
+  EXPECT_EQ(text.find('\r'), std::string::npos);
 }
 
 TEST_F(Validate, TargetArchsApplyOnlyToWheelsWithBinaries) {
