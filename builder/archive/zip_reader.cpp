@@ -464,11 +464,15 @@ Expected<void> ZipReader::parse(bool check_names) {
 }
 
 Expected<void> ZipReader::read_chunks(const ZipEntry& e,
-                                      const std::function<void(std::string_view)>& sink) const {
+                                      const std::function<void(std::string_view)>& sink,
+                                      std::uint64_t max_size, std::string_view limit) const {
   std::string_view b = image();
   auto bad = [&](const std::string& what) {
     return Error::bad_input(cat("zip ", name_, ": entry '", e.name, "': ", what));
   };
+  const std::string past =
+      cat("inflates past ", limit.empty() ? cat("the limit of ", max_size, " bytes") : limit);
+  if (e.size > max_size) return bad(cat(past, "; the directory says ", e.size, " bytes"));
   if (e.data_offset > b.size() || b.size() - e.data_offset < e.compressed_size)
     return bad("data lies outside the file");
   std::string_view data = b.substr(e.data_offset, e.compressed_size);
@@ -506,6 +510,7 @@ Expected<void> ZipReader::read_chunks(const ZipEntry& e,
         return bad(cat("deflate data is corrupt (", inf.z.msg ? inf.z.msg : "zlib error", ")"));
       }
       produced += n;
+      if (produced > max_size) return bad(past);  // e.size is not larger: the directory lies
       if (produced > e.size)
         return bad(cat("inflates to more than the ", e.size, " bytes the directory says"));
       crc = crc32(crc, reinterpret_cast<const Bytef*>(out.data()), static_cast<uInt>(n));
@@ -522,13 +527,13 @@ Expected<void> ZipReader::read_chunks(const ZipEntry& e,
   return {};
 }
 
-Expected<std::string> ZipReader::read(const ZipEntry& e, std::uint64_t max_size) const {
-  if (e.size > max_size)
-    return Error::bad_input(cat("zip ", name_, ": entry '", e.name, "' is ", e.size,
-                                " bytes, over the limit of ", max_size));
+Expected<std::string> ZipReader::read(const ZipEntry& e, std::uint64_t max_size,
+                                      std::string_view limit) const {
   std::string out;
-  out.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(e.size, std::uint64_t(64) << 20)));
-  KILN_CHECK(read_chunks(e, [&](std::string_view chunk) { out += chunk; }));
+  if (e.size <= max_size)
+    out.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(e.size, std::uint64_t(64) << 20)));
+  KILN_CHECK(read_chunks(
+      e, [&](std::string_view chunk) { out += chunk; }, max_size, limit));
   return out;
 }
 

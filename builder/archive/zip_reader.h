@@ -66,12 +66,18 @@ class ZipReader {
   const ZipEntry* find(std::string_view name) const;
 
   // The entry's bytes: inflated when deflated; the size and CRC must match the directory's. An
-  // entry larger than `max_size` is refused before anything is inflated.
-  Expected<std::string> read(const ZipEntry& entry, std::uint64_t max_size = kMaxReadSize) const;
+  // entry the directory says is larger than `max_size` is refused before anything is inflated,
+  // and one that inflates past it (or past the directory's size) as soon as it does: never more
+  // than `max_size` bytes are held. `limit` names the limit in the error ("16 MiB (the limit for
+  // …)"; default: "the limit of N bytes").
+  Expected<std::string> read(const ZipEntry& entry, std::uint64_t max_size = kMaxReadSize,
+                             std::string_view limit = {}) const;
   static constexpr std::uint64_t kMaxReadSize = std::uint64_t(4) << 30;
   // The same, in chunks handed to `sink` (for hashing large entries without holding them).
   Expected<void> read_chunks(const ZipEntry& entry,
-                             const std::function<void(std::string_view)>& sink) const;
+                             const std::function<void(std::string_view)>& sink,
+                             std::uint64_t max_size = kMaxReadSize,
+                             std::string_view limit = {}) const;
 
  private:
   struct Image;

@@ -49,6 +49,10 @@ Expected<std::string_view> entry_payload(std::string_view entry) {
   return bytes;
 }
 
+std::uint64_t remote_object_bound(std::string_view suffix) {
+  return suffix == ".deps" ? kMaxRemoteManifest : kMaxRemoteObject;
+}
+
 std::string remote_object_name(const std::string& key, std::string_view suffix) {
   return cat("objects/", key.substr(0, 2), "/", key, suffix);
 }
@@ -77,31 +81,38 @@ nlohmann::json SharedStats::to_json() const {
 void SharedCache::off(const Error& why) {
   if (stats_.failed) return;
   stats_.failed = true;
+  // An interrupt is not the remote's fault: no warning; the build stops (exit 130) at its next
+  // check_interrupted().
+  if (why.kind == ErrorKind::Interrupted) return;
   log::warn(cat("remote cache ", remote_->describe(), ": ", why.message,
                 "; building without it for the rest of this run"));
 }
 
-std::optional<std::string> SharedCache::get(const std::string& name) {
+std::optional<std::string> SharedCache::get(const std::string& name, std::uint64_t max_bytes) {
   if (!on()) return std::nullopt;
   Timed timed(stats_.seconds);
-  auto got = remote_->get(name);
+  auto corrupt = [&](const std::string& why) {
+    stats_.corrupt++;
+    stats_.misses++;
+    log::warn(cat("remote cache ", remote_->describe(), ": ", name, ": ", why, "; a miss",
+                  readonly_ ? "" : ", stored again once built"));
+    return std::nullopt;
+  };
+  auto got = remote_->get(name, max_bytes + kHeader);
   if (!got) {
     off(got.error());
     return std::nullopt;
   }
-  if (!*got) {
+  if (got->kind == Fetched::Kind::Missing) {
     stats_.misses++;
     return std::nullopt;
   }
-  stats_.bytes_read += (*got)->size();
-  auto payload = entry_payload(**got);
-  if (!payload) {
-    stats_.corrupt++;
-    stats_.misses++;
-    log::warn(cat("remote cache ", remote_->describe(), ": ", name, ": ", payload.error().message,
-                  "; a miss", readonly_ ? "" : ", stored again once built"));
-    return std::nullopt;
-  }
+  if (got->kind == Fetched::Kind::TooLarge) return corrupt(got->why);
+  stats_.bytes_read += got->bytes.size();
+  if (got->bytes.size() > max_bytes + kHeader)  // a backend that did not bound its reply
+    return corrupt(cat("larger than the ", max_bytes, " bytes such an entry may have"));
+  auto payload = entry_payload(got->bytes);
+  if (!payload) return corrupt(payload.error().message);
   stats_.hits++;
   return std::string(*payload);
 }

@@ -8,6 +8,14 @@
 //     does not verify is a miss, reported once and overwritten by the next store;
 //   - the remote never fails a build: the first error (down, too slow, refusing, a wrong token)
 //     is one warning and the remote is off for the rest of the run; the build goes on locally;
+//   - every reply is bounded by what its request can return (kMaxRemote* below: an entry.json's
+//     few KB, an object's or a wheel's size bound), checked against the size the server announces
+//     before a byte of the body is read; an answer over the bound is refused unread and counted as
+//     a corrupt entry (a miss, overwritten by the next store): no entry kiln stores is that large,
+//     so the fault is that entry's, and the remote stays on;
+//   - every request has a deadline (KILN_REMOTE_DEADLINE, remote/remote.h), not an idle timeout;
+//     one that passes it is an error (the remote is off); SIGINT/SIGTERM end a request within a
+//     second, without a warning, and the build then stops as an interrupted build does (exit 130);
 //   - read-only mode never writes (untrusted CI);
 //   - counters for `build --json`: hits, misses, bytes and seconds, leases waited.
 // A hash proves an entry intact, not who wrote it: wheels from the remote pass kiln's validation
@@ -20,6 +28,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -27,14 +36,48 @@
 
 namespace kiln::cache {
 
+// The largest payload (after the entry header) a remote entry of each kind may have; a reply over
+// its bound is refused before its body is read.
+//   - entry.json: a few hundred bytes as kiln writes it (package, version, wheel, sha256, archs);
+//     the bound is the local reader's (cache/entry.h, kMaxEntryJsonBytes);
+//   - a content-key manifest (`.deps`): up to 16 dependency sets of a translation unit's headers,
+//     a few hundred KB each for a CUDA file that includes CCCL and torch;
+//   - an object or device part: a host object is a few MB, a device part of a large CUDA file
+//     (flash-attention's) tens of MB, a fat binary of many archs a few hundred MB: 1 GiB leaves
+//     room and still keeps a hostile server from making kiln allocate what it announces;
+//   - a wheel: 2 GiB (PyPI's own limit on a file is lower; the HTTP backend had this cap before).
+inline constexpr std::uint64_t kMaxRemoteEntryJson = std::uint64_t{64} << 10;
+inline constexpr std::uint64_t kMaxRemoteManifest = std::uint64_t{64} << 20;
+inline constexpr std::uint64_t kMaxRemoteObject = std::uint64_t{1} << 30;
+inline constexpr std::uint64_t kMaxRemoteWheel = std::uint64_t{2} << 30;
+// The bound of an object cache entry by its suffix: ".deps" a manifest, else an object.
+std::uint64_t remote_object_bound(std::string_view suffix);
+
+// What a server answered to a get().
+struct Fetched {
+  enum class Kind {
+    Found,     // `bytes` holds the entry
+    Missing,   // no entry under the name
+    TooLarge,  // refused unread: the answer was larger than the request's bound (`why` says so)
+  };
+  Kind kind = Kind::Missing;
+  std::string bytes;
+  std::string why;
+  static Fetched found(std::string bytes) { return {Kind::Found, std::move(bytes), {}}; }
+  static Fetched missing() { return {}; }
+  static Fetched too_large(std::string why) { return {Kind::TooLarge, {}, std::move(why)}; }
+};
+
 class Remote {
  public:
   virtual ~Remote() = default;
   // The server as messages name it: scheme, host, port and path, never credentials.
   virtual std::string describe() const = 0;
-  // The bytes stored under `name`; nullopt when there are none; an error when the server did not
-  // answer as it should (down, timed out, refused, unauthorised).
-  virtual Expected<std::optional<std::string>> get(const std::string& name) = 0;
+  // The bytes stored under `name`, at most `max_bytes` of them: an answer that announces (or,
+  // announcing nothing, sends) more is TooLarge, its body never read (or read no further); an
+  // error when the server did not answer as it should (down, past the deadline, refused,
+  // unauthorised), Error::interrupted() on SIGINT/SIGTERM.
+  virtual Expected<Fetched> get(const std::string& name, std::uint64_t max_bytes) = 0;
   virtual Expected<void> put(const std::string& name, std::string_view bytes) = 0;
   // Compile once: servers that can grant a lease per name (Redis: SET NX with a TTL) do, so that
   // concurrent workers wait for the one compiling; the others always grant (duplicates allowed).
@@ -65,8 +108,9 @@ class SharedCache {
   SharedCache(std::unique_ptr<Remote> remote, bool readonly,
               std::chrono::seconds lease_ttl = std::chrono::seconds(600))
       : remote_(std::move(remote)), readonly_(readonly), lease_ttl_(lease_ttl) {}
-  // The verified payload of `name`, or nullopt (a miss, a damaged entry, or the remote off).
-  std::optional<std::string> get(const std::string& name);
+  // The verified payload of `name`, at most `max_bytes` (a kMaxRemote* bound) long, or nullopt
+  // (a miss, a damaged or too large entry, or the remote off).
+  std::optional<std::string> get(const std::string& name, std::uint64_t max_bytes);
   // Stores `bytes` under `name` behind the header that verifies them (nothing when read-only or
   // off; an error turns the remote off).
   void put(const std::string& name, std::string_view bytes);

@@ -39,18 +39,23 @@ void mark_used(int dir_fd, const char* name) {
   (void)::utimensat(dir_fd, name, nullptr, AT_SYMLINK_NOFOLLOW);
 }
 
-// The whole of an open file.
-std::optional<std::string> read_fd(int fd) {
+// An open file, or its first `max` + 1 bytes when it is larger (the caller's parser refuses that).
+std::optional<std::string> read_fd(int fd, std::size_t max) {
   std::string data;
   char buf[65536];
   for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
+    std::size_t want = std::min(sizeof buf, max + 1 - data.size());
+    if (want == 0) return data;
+    ssize_t n = ::read(fd, buf, want);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return std::nullopt;
     if (n == 0) return data;
     data.append(buf, static_cast<std::size_t>(n));
   }
 }
+
+// The last-build record's cap: its inputs are the key's whole input document.
+constexpr std::size_t kMaxLastRecordBytes = 16u << 20;
 
 }  // namespace
 
@@ -99,32 +104,27 @@ EntryRead Store::read_entry(const std::string& key) const {
   }
   if (::fstat(json_fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
     return unusable("entry.json is not a regular file");
-  auto text = read_fd(json_fd.get());
+  auto text = read_fd(json_fd.get(), kMaxEntryJsonBytes);
   if (!text) {
     out.state = State::Incomplete;
     return out;
   }
-  nlohmann::json info = nlohmann::json::parse(*text, nullptr, false);
-  if (info.is_discarded() || !info.is_object()) return unusable("entry.json is not a JSON object");
-  auto str = [&](const char* field) -> std::string {
-    return info.contains(field) && info[field].is_string() ? info[field].get<std::string>() : "";
-  };
+  auto info = parse_entry_info(*text);
+  if (!info) return unusable(info.error().message);
+  if (!info->key.empty() && info->key != key)
+    return unusable(cat("entry.json names another build key (", info->key.substr(0, 16), ")"));
   Entry& e = out.entry;
   e.key = key;
   e.dir = dir;
-  std::string name = str("wheel");
-  if (!is_plain_name(name) || !name.ends_with(".whl"))
-    return unusable(cat("entry.json names no plain .whl file ('", name, "')"));
+  const std::string& name = info->wheel;
   e.wheel = dir / name;
-  e.sha256 = str("sha256");
-  if (info.contains("size") && info["size"].is_number_unsigned())
-    e.size = info["size"].get<std::uint64_t>();
+  e.sha256 = info->sha256;
+  e.size = info->size;
   if (::fstatat(dir_fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
     return unusable(cat(name, " is missing or not a regular file"));
   if (static_cast<std::uint64_t>(st.st_size) != e.size)
     return unusable(cat(name, ": size ", st.st_size, " is not the recorded ", e.size));
-  if (!is_sha256_hex(e.sha256)) return unusable("entry.json records no sha256");
-  e.info = std::move(info);
+  e.info = std::move(*info);
   out.state = State::Usable;
   return out;
 }
@@ -247,7 +247,7 @@ std::optional<std::string> Store::load_object(const std::string& key,
   }
   local_stats_.misses++;
   if (!shared_) return std::nullopt;
-  bytes = shared_->get(remote_object_name(key, suffix));
+  bytes = shared_->get(remote_object_name(key, suffix), remote_object_bound(suffix));
   if (bytes) (void)write_object(key, suffix, *bytes);  // kept locally; a failure is a later miss
   return bytes;
 }
@@ -255,39 +255,33 @@ std::optional<std::string> Store::load_object(const std::string& key,
 std::optional<std::string> Store::load_shared_object(const std::string& key,
                                                      std::string_view suffix) const {
   if (!shared_ || !is_sha256_hex(key)) return std::nullopt;
-  return shared_->get(remote_object_name(key, suffix));
+  return shared_->get(remote_object_name(key, suffix), remote_object_bound(suffix));
 }
 
-namespace {
-
-// A wheel file name a remote may name: a plain *.whl name, nothing that leads elsewhere.
-bool plain_wheel_name(const std::string& name) {
-  return name.size() > 4 && name.size() <= 255 && name.ends_with(".whl") &&
-         name.find('/') == std::string::npos && name.find('\0') == std::string::npos &&
-         name.front() != '.';
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::optional<Store::SharedWheel> Store::fetch_shared_wheel(const std::string& key,
                                                             const fs::path& dir) const {
   if (!shared_ || !is_sha256_hex(key)) return std::nullopt;
-  auto text = shared_->get(remote_wheel_info_name(key));
+  auto text = shared_->get(remote_wheel_info_name(key), kMaxRemoteEntryJson);
   if (!text) return std::nullopt;
-  nlohmann::json info = nlohmann::json::parse(*text, nullptr, false);
-  const std::string name = info.is_object() ? info.value("wheel", "") : "";
-  const std::string sha = info.is_object() ? info.value("sha256", "") : "";
   auto refuse = [&](const std::string& why) {
-    log::warn(cat("remote cache: the entry for ", key.substr(0, 16), " is refused: ", why));
+    log::warn(cat("remote cache: the entry for ", key.substr(0, 16), " is refused (", why,
+                  "); building it"));
     return std::nullopt;
   };
-  if (!plain_wheel_name(name) || !is_sha256_hex(sha))
-    return refuse("its entry.json does not name a wheel and its sha256");
-  auto bytes = shared_->get(remote_wheel_name(key, name));
+  // The same reader as a local entry's: a field of the wrong type or size is a corrupt miss.
+  auto info = parse_entry_info(*text);
+  if (!info) return refuse(info.error().message);
+  if (!info->key.empty() && info->key != key)
+    return refuse(cat("its entry.json names another build key (", info->key.substr(0, 16), ")"));
+  const std::string& name = info->wheel;
+  auto bytes = shared_->get(remote_wheel_name(key, name), kMaxRemoteWheel);
   if (!bytes) return std::nullopt;
-  if (sha256_hex(*bytes) != sha) return refuse(cat(name, " does not match its recorded sha256"));
+  if (sha256_hex(*bytes) != info->sha256)
+    return refuse(cat(name, " does not match its recorded sha256"));
   if (!write_file_atomic(dir / name, *bytes)) return std::nullopt;
-  return SharedWheel{dir / name, std::move(info)};
+  return SharedWheel{dir / name, info->sha256};
 }
 
 void Store::share_entry(const Entry& entry) const {
@@ -295,7 +289,7 @@ void Store::share_entry(const Entry& entry) const {
   auto bytes = read_file(entry.wheel);
   if (!bytes) return;
   shared_->put(remote_wheel_name(entry.key, entry.wheel.filename().string()), *bytes);
-  shared_->put(remote_wheel_info_name(entry.key), entry.info.dump(2) + "\n");
+  shared_->put(remote_wheel_info_name(entry.key), entry.info.text());
 }
 
 std::vector<std::string> Store::object_files() const {
@@ -396,7 +390,7 @@ std::optional<std::string> read_last_file(const fs::path& root, const std::strin
   if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
       static_cast<std::uint64_t>(st.st_size) > kMaxLastBytes)
     return std::nullopt;
-  auto text = read_fd(fd.get());
+  auto text = read_fd(fd.get(), kMaxLastRecordBytes);
   if (!text || text->size() > kMaxLastBytes) return std::nullopt;
   return text;
 }
@@ -470,8 +464,7 @@ Expected<Lock> Store::lock(const std::string& key) const {
   return FileLock::acquire(lock_path(key));
 }
 
-Expected<Entry> Store::commit(const std::string& key, const fs::path& wheel,
-                              nlohmann::json info) const {
+Expected<Entry> Store::commit(const std::string& key, const fs::path& wheel, EntryInfo info) const {
   fs::path final_dir = entry_dir(key);
   KILN_CHECK(ensure_directory(final_dir.parent_path()));
   KILN_TRY(Staging staging, this->staging("commit-"));
@@ -484,11 +477,11 @@ Expected<Entry> Store::commit(const std::string& key, const fs::path& wheel,
   }
   fault_point("commit");  // #1: the wheel staged
   KILN_TRY(std::string sha, sha256_file(staged_wheel));
-  info["key"] = key;
-  info["wheel"] = wheel.filename().string();
-  info["sha256"] = sha;
-  info["size"] = static_cast<std::uint64_t>(fs::file_size(staged_wheel));
-  info["committed_at"] = static_cast<std::int64_t>(std::time(nullptr));
+  info.key = key;
+  info.wheel = wheel.filename().string();
+  info.sha256 = sha;
+  info.size = static_cast<std::uint64_t>(fs::file_size(staged_wheel));
+  info.committed_at = static_cast<std::int64_t>(std::time(nullptr));
   {
     int fd = ::open(staged_wheel.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
@@ -496,7 +489,10 @@ Expected<Entry> Store::commit(const std::string& key, const fs::path& wheel,
       ::close(fd);
     }
   }
-  KILN_CHECK(write_file_atomic(staging.path() / "entry.json", info.dump(2) + "\n"));
+  // What is written reads back: a field a reader would refuse (too long, a control character)
+  // fails the commit here, never every later read.
+  KILN_CHECK(parse_entry_info(info.text()));
+  KILN_CHECK(write_file_atomic(staging.path() / "entry.json", info.text()));
   fault_point("commit");  // #2: entry.json written, not yet renamed into wheels/
   ::chmod(staging.path().c_str(), 0755);
   if (::rename(staging.path().c_str(), final_dir.c_str()) != 0)
@@ -514,11 +510,8 @@ std::vector<Entry> Store::list() const {
   for (const auto& key : keys())
     if (auto e = lookup(key)) out.push_back(std::move(*e));
   std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) {
-    auto field = [](const Entry& e, const char* name) {
-      return e.info.value(name, nlohmann::json()).dump();
-    };
-    return std::tuple(field(a, "package"), field(a, "version"), a.key) <
-           std::tuple(field(b, "package"), field(b, "version"), b.key);
+    return std::tie(a.info.package, a.info.version, a.key) <
+           std::tie(b.info.package, b.info.version, b.key);
   });
   return out;
 }

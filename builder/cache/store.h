@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cache/entry.h"
 #include "cache/remote.h"
 #include "core/expected.h"
 #include "core/fs.h"
@@ -30,7 +31,7 @@ struct Entry {
   std::filesystem::path wheel;  // absolute path of the wheel file
   std::string sha256;
   std::uint64_t size = 0;
-  nlohmann::json info;  // package, version, target, archs, committed_at, …
+  EntryInfo info;  // entry.json, as parse_entry_info read it
 };
 
 // The per-key build lock.
@@ -128,9 +129,10 @@ class Store {
   std::optional<Entry> lookup_verified(const std::string& key, std::string& removed) const;
   // Blocks until this process holds the key's lock.
   Expected<Lock> lock(const std::string& key) const;
-  // Moves `wheel` into a new entry for `key` (which must not exist yet) and returns it.
+  // Moves `wheel` into a new entry for `key` (which must not exist yet) and returns it; `info`'s
+  // key, wheel, sha256, size and committed_at are filled in here.
   Expected<Entry> commit(const std::string& key, const std::filesystem::path& wheel,
-                         nlohmann::json info) const;
+                         EntryInfo info) const;
   std::vector<Entry> list() const;
   // Rehashes every entry; each problem names the key and what is wrong.
   std::vector<VerifyProblem> verify() const;
@@ -179,12 +181,13 @@ class Store {
   // pass through fetch_shared_wheel and share_entry.
   void set_shared(std::shared_ptr<SharedCache> shared) { shared_ = std::move(shared); }
   SharedCache* shared() const { return shared_.get(); }
-  // The remote's wheel for `key`, written into `dir`: its path and the entry.json info it came
-  // with. nullopt when the remote has none, or what it has is not a wheel whose bytes match the
-  // sha256 its info records. The caller validates the wheel before it commits it.
+  // The remote's wheel for `key`, written into `dir`, and its sha256. nullopt when the remote has
+  // none, or its entry.json fails parse_entry_info (a corrupt miss, warned of), or the wheel's
+  // bytes do not match the sha256 it records. Nothing else of the remote's entry.json is kept:
+  // the caller writes the local entry from what it knows, after validating the wheel.
   struct SharedWheel {
     std::filesystem::path wheel;
-    nlohmann::json info;
+    std::string sha256;
   };
   std::optional<SharedWheel> fetch_shared_wheel(const std::string& key,
                                                 const std::filesystem::path& dir) const;

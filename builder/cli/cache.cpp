@@ -30,10 +30,9 @@ std::set<std::string> served_keys(const cache::Store& store) {
   return out;
 }
 
-// A field of entry.json as text: a string as it is, "?" when missing or of another type (the
-// cache may be a stranger's).
-std::string field(const nlohmann::json& info, const char* name, const char* missing = "?") {
-  return info.contains(name) && info[name].is_string() ? info[name].get<std::string>() : missing;
+// A field of entry.json as a table shows it: "?" (or `missing`) when the entry has none.
+std::string field(const std::string& value, const char* missing = "?") {
+  return value.empty() ? missing : value;
 }
 
 // `kiln cache ls`: every entry with its backend and key; the ones the index serves marked.
@@ -43,7 +42,7 @@ int list_entries(const cache::Store& store, bool json) {
   if (json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& e : entries) {
-      nlohmann::json j = e.info;
+      nlohmann::json j = e.info.to_json();
       j["path"] = e.wheel.string();
       j["key"] = e.key;
       j["served"] = served.count(e.key) > 0;
@@ -54,8 +53,8 @@ int list_entries(const cache::Store& store, bool json) {
   }
   Table table({"PACKAGE", "VERSION", "TARGET", "BACKEND", "ARCHS", "SIZE", "KEY", "SERVED"});
   for (const auto& e : entries)
-    table.add({field(e.info, "package"), field(e.info, "version"), field(e.info, "target"),
-               field(e.info, "backend"), field(e.info, "archs", "-"), std::to_string(e.size),
+    table.add({field(e.info.package), field(e.info.version), field(e.info.target),
+               field(e.info.backend), field(e.info.archs, "-"), std::to_string(e.size),
                e.key.substr(0, 16), served.count(e.key) ? "*" : ""});
   std::cout << table.render();
   return 0;

@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "core/strings.h"
 #include "init/from_index.h"
+#include "init/toml_text.h"
 #include "manifest/target.h"
 #include "pipeline/sources.h"
 #include "toolchain/python.h"
@@ -58,14 +59,18 @@ int init_from_environment(Context& ctx, const Options& opts) {
                             " is a CPU build: kiln builds CUDA extensions")));
   std::string base_version = torch.version.substr(0, torch.version.find('+'));
   std::string name = name_or_default(opts, cat("env-torch", base_version, "-", archs->slug()));
+  // Every string through the encoders, as a target written from an index (init/toml_text.h).
   std::string text =
-      cat("# Written by `kiln target init` from ", py.executable, "\n", "# (Python ", py.version,
-          ", torch ", torch.version, " built with CUDA ", torch.cuda, ").\n", "[target]\n",
-          "description = \"torch ", torch.version, " from ", py.executable, " / ",
-          archs->canonical(), "\"\n", "archs = \"", archs->torch_arch_list(), "\"\n\n",
-          "[python]\n", "interpreter = \"", py.executable, "\"\n\n", "[torch]\n",
-          "source = \"environment\"\n", "version = \"", base_version, "\"\n\n", "[cuda]\n",
-          "toolkit = \"system\"\n", "version = \"", torch.cuda, "\"\n");
+      cat(init::toml_comment(cat("Written by `kiln target init` from ", py.executable)),
+          init::toml_comment(cat("(Python ", py.version, ", torch ", torch.version,
+                                 " built with CUDA ", torch.cuda, ").")),
+          "[target]\ndescription = ",
+          init::toml_string(
+              cat("torch ", torch.version, " from ", py.executable, " / ", archs->canonical())),
+          "\narchs = ", init::toml_string(archs->torch_arch_list()),
+          "\n\n[python]\ninterpreter = ", init::toml_string(py.executable),
+          "\n\n[torch]\nsource = \"environment\"\nversion = ", init::toml_string(base_version),
+          "\n\n[cuda]\ntoolkit = \"system\"\nversion = ", init::toml_string(torch.cuda), "\n");
   // The file must parse as a target: check before writing.
   manifest::parse_target(text, name, name + ".toml").value();
   fs::path out = write_target(ctx, opts, name, text);

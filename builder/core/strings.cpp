@@ -49,26 +49,32 @@ bool is_hex(std::string_view text) {
 }
 
 bool is_valid_utf8(std::string_view s) {
-  std::size_t i = 0;
-  while (i < s.size()) {
-    auto c = static_cast<unsigned char>(s[i]);
-    std::size_t len = c < 0x80           ? 1
-                      : (c >> 5) == 0x6  ? 2
-                      : (c >> 4) == 0xe  ? 3
-                      : (c >> 3) == 0x1e ? 4
-                                         : 0;
-    if (len == 0 || i + len > s.size()) return false;
-    std::uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1f) : len == 3 ? (c & 0x0f) : (c & 0x07);
-    for (std::size_t k = 1; k < len; ++k) {
-      auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc >> 6) != 0x2) return false;
-      cp = (cp << 6) | (cc & 0x3f);
-    }
-    static const std::uint32_t min_by_len[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < min_by_len[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+  for (std::size_t i = 0; i < s.size();) {
+    std::size_t len = utf8_char_length(s, i);
+    if (len == 0) return false;
     i += len;
   }
   return true;
+}
+
+std::size_t utf8_char_length(std::string_view s, std::size_t i) {
+  if (i >= s.size()) return 0;
+  auto c = static_cast<unsigned char>(s[i]);
+  std::size_t len = c < 0x80           ? 1
+                    : (c >> 5) == 0x6  ? 2
+                    : (c >> 4) == 0xe  ? 3
+                    : (c >> 3) == 0x1e ? 4
+                                       : 0;
+  if (len == 0 || len > s.size() - i) return 0;
+  std::uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1f) : len == 3 ? (c & 0x0f) : (c & 0x07);
+  for (std::size_t k = 1; k < len; ++k) {
+    auto cc = static_cast<unsigned char>(s[i + k]);
+    if ((cc >> 6) != 0x2) return 0;
+    cp = (cp << 6) | (cc & 0x3f);
+  }
+  static const std::uint32_t min_by_len[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < min_by_len[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+  return len;
 }
 
 std::string control_character(std::string_view s) {

@@ -1,36 +1,57 @@
 #include "core/terminal.h"
 
+#include <cstdint>
 #include <cstdio>
+
+#include "core/strings.h"
 
 namespace kiln {
 
+namespace {
+
+// The code point of the well-formed character of `length` bytes at s[i].
+std::uint32_t code_point(std::string_view s, std::size_t i, std::size_t length) {
+  auto c = static_cast<unsigned char>(s[i]);
+  std::uint32_t cp = length == 1   ? c
+                     : length == 2 ? (c & 0x1f)
+                     : length == 3 ? (c & 0x0f)
+                                   : (c & 0x07);
+  for (std::size_t k = 1; k < length; ++k)
+    cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3f);
+  return cp;
+}
+
+}  // namespace
+
 std::string terminal_text(std::string_view s, bool keep_newlines) {
-  auto is_c1 = [&](std::size_t i) {  // U+0080..U+009F are C2 80..C2 9F in UTF-8
-    return static_cast<unsigned char>(s[i]) == 0xc2 && i + 1 < s.size() &&
-           static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
-           static_cast<unsigned char>(s[i + 1]) <= 0x9f;
+  auto is_control = [&](std::uint32_t cp) {
+    return (cp < 0x20 && !(cp == '\n' && keep_newlines) && cp != '\t') ||
+           (cp >= 0x7f && cp <= 0x9f);
   };
-  auto is_control = [&](std::size_t i) {
-    auto c = static_cast<unsigned char>(s[i]);
-    return ((c < 0x20 || c == 0x7f) && !(c == '\n' && keep_newlines) && c != '\t') || is_c1(i);
-  };
-  std::size_t first = 0;
-  while (first < s.size() && !is_control(first)) ++first;
-  if (first == s.size()) return std::string(s);
-  std::string out(s.substr(0, first));
-  for (std::size_t i = first; i < s.size(); ++i) {
+  // What to show for the bytes at i ("" when they stay as they are); `length` is how many.
+  auto shown = [&](std::size_t i, std::size_t& length) -> std::string {
     char buf[8];
-    if (is_c1(i)) {
-      std::snprintf(buf, sizeof buf, "U+%04X", static_cast<unsigned char>(s[++i]));
-      out += buf;
-    } else if (is_control(i)) {
+    length = utf8_char_length(s, i);
+    if (length == 0) {  // not the start of a well-formed character: this byte alone
+      length = 1;
       std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(s[i]));
-      out += buf;
-    } else {
-      out += s[i];
+      return buf;
     }
+    std::uint32_t cp = code_point(s, i, length);
+    if (!is_control(cp)) return "";
+    std::snprintf(buf, sizeof buf, cp < 0x80 ? "\\x%02x" : "U+%04X", static_cast<unsigned>(cp));
+    return buf;
+  };
+  std::string out;
+  std::size_t copied = 0;  // s[copied, i) goes out as it is
+  for (std::size_t i = 0, length = 0; i < s.size(); i += length) {
+    std::string instead = shown(i, length);
+    if (instead.empty()) continue;
+    out.append(s.substr(copied, i - copied)).append(instead);
+    copied = i + length;
   }
-  return out;
+  if (copied == 0) return std::string(s);
+  return out.append(s.substr(copied));
 }
 
 }  // namespace kiln

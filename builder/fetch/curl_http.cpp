@@ -315,6 +315,11 @@ class CurlClient final : public HttpClient {
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, options_.connect_timeout_s);
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, options_.low_speed_limit);
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, options_.low_speed_time_s);
+    if (options_.timeout_ms > 0) curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, options_.timeout_ms);
+    // A text answer whose Content-Length is over its bound is refused before its body is read
+    // (on_text_data bounds one that announces nothing). Downloads check their own (with ranges).
+    if (!t.to_file)
+      curl_easy_setopt(curl, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(t.max_body));
     curl_easy_setopt(curl, CURLOPT_USERAGENT, user_agent().c_str());  // libcurl copies strings
     if (headers) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
     if (range) curl_easy_setopt(curl, CURLOPT_RANGE, range);
@@ -366,6 +371,13 @@ class CurlClient final : public HttpClient {
       case CURLE_HTTP2:
       case CURLE_HTTP2_STREAM:
         return Transport::Broken;
+      case CURLE_FILESIZE_EXCEEDED: {  // the Content-Length announced more than max_text_bytes
+        std::string length = header_of(t, "content-length");
+        why =
+            cat("the answer announces ", is_digits(length) && length.size() <= 20 ? length : "more",
+                " bytes, more than its limit of ", options_.max_text_bytes, " (not read)");
+        return Transport::TooLarge;
+      }
       case CURLE_ABORTED_BY_CALLBACK:
         why = "interrupted";
         return Transport::Interrupted;
@@ -380,7 +392,7 @@ class CurlClient final : public HttpClient {
         }
         if (t.too_big) {
           why = cat("the answer is larger than ", options_.max_text_bytes, " bytes");
-          return Transport::Failed;
+          return Transport::TooLarge;
         }
         if (!t.write_error.empty()) why = t.write_error;
         return Transport::Failed;

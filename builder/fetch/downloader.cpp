@@ -1,12 +1,14 @@
 #include "fetch/downloader.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <thread>
 
 #include "core/fs.h"
@@ -76,33 +78,81 @@ Error mismatch(const std::string& what, const std::string& expected, const std::
                        std::move(detail));
 }
 
-// Copies `from` to `to` (replacing it), returning the sha256 of the bytes copied.
-Expected<std::string> copy_hashing(const fs::path& from, const fs::path& to) {
-  std::ifstream in(from, std::ios::binary);
-  if (!in) return Error::failed(cat("cannot read ", from.string(), ": ", std::strerror(errno)));
-  int fd = ::open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Error::failed(cat("cannot create ", to.string(), ": ", std::strerror(errno)));
+Expected<void> write_all(int fd, std::string_view data, const fs::path& to) {
+  while (!data.empty()) {
+    ssize_t w = ::write(fd, data.data(), data.size());
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return Error::failed(cat("cannot write ", to.string(), ": ", std::strerror(errno)));
+    data.remove_prefix(static_cast<std::size_t>(w));
+  }
+  return {};
+}
+
+// Kernel pseudo-file systems: their "regular files" (/proc/kmsg, /sys/kernel/…) are endless,
+// block, or change as they are read.
+bool pseudo_file_system(int fd) {
+  struct statfs st {};
+  if (::fstatfs(fd, &st) != 0) return false;
+  switch (static_cast<unsigned long>(st.f_type)) {
+    case PROC_SUPER_MAGIC:
+    case SYSFS_MAGIC:
+    case DEBUGFS_MAGIC:
+    case TRACEFS_MAGIC:
+    case SECURITYFS_MAGIC:
+    case CGROUP_SUPER_MAGIC:
+    case CGROUP2_SUPER_MAGIC:
+    case BPF_FS_MAGIC:
+    case EFIVARFS_MAGIC:
+    case 0x62656570:  // configfs
+      return true;
+    default:
+      return false;
+  }
+}
+
+// `from` opened for import_file: a regular file on a real file system, without blocking.
+Expected<UniqueFd> open_local(const fs::path& from) {
+  UniqueFd fd(::open(from.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  if (fd.get() < 0)
+    return Error::failed(cat("cannot read ", from.string(), ": ", std::strerror(errno)));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0)
+    return Error::failed(cat("cannot read ", from.string(), ": ", std::strerror(errno)));
+  if (!S_ISREG(st.st_mode))
+    return Error::failed(cat("cannot read ", from.string(), ": not a file"));
+  if (pseudo_file_system(fd.get()))
+    return Error::failed(
+        cat("cannot read ", from.string(),
+            ": it is on a kernel pseudo-file system (/proc, /sys, …), not a file"));
+  return fd;
+}
+
+// Copies `from` to `to` (replacing it), returning the sha256 of the bytes copied. At most
+// `limit` bytes; every chunk yields to an interrupt.
+Expected<std::string> copy_hashing(const fs::path& from, const fs::path& to, std::uint64_t limit) {
+  KILN_TRY(UniqueFd in, open_local(from));
+  UniqueFd out(::open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (out.get() < 0)
+    return Error::failed(cat("cannot create ", to.string(), ": ", std::strerror(errno)));
   Sha256 hash;
   std::string buffer(1 << 20, '\0');
-  while (in) {
-    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-    std::size_t n = static_cast<std::size_t>(in.gcount());
-    hash.update(buffer.data(), n);
-    const char* p = buffer.data();
-    while (n > 0) {
-      ssize_t w = ::write(fd, p, n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0) {
-        std::string why = std::strerror(errno);
-        ::close(fd);
-        return Error::failed(cat("cannot write ", to.string(), ": ", why));
-      }
-      p += w;
-      n -= static_cast<std::size_t>(w);
-    }
+  std::uint64_t copied = 0;
+  while (true) {
+    if (interrupted()) return Error::interrupted();
+    ssize_t n = ::read(in.get(), buffer.data(), buffer.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      return Error::failed(cat("cannot read ", from.string(), ": it would block (not a file)"));
+    if (n < 0) return Error::failed(cat("cannot read ", from.string(), ": ", std::strerror(errno)));
+    if (n == 0) break;
+    copied += static_cast<std::uint64_t>(n);
+    if (copied > limit)
+      return Error::failed(cat("cannot read ", from.string(), ": it is larger than the limit of ",
+                               limit, " bytes (KILN_MAX_DOWNLOAD)"));
+    hash.update(buffer.data(), static_cast<std::size_t>(n));
+    KILN_CHECK(
+        write_all(out.get(), std::string_view(buffer.data(), static_cast<std::size_t>(n)), to));
   }
-  ::close(fd);
-  if (in.bad()) return Error::failed(cat("error reading ", from.string()));
   return hash.hex_digest();
 }
 
@@ -153,13 +203,13 @@ void Downloader::wait_before(int attempt) {
 }
 
 Expected<CachedFile> Downloader::fetch(const std::string& url, const std::string& filename,
-                                       const std::string& sha256,
-                                       std::optional<std::uint64_t> size) {
+                                       const std::string& sha256, std::optional<std::uint64_t> size,
+                                       UrlFrom from) {
   KILN_CHECK(check_pin(filename, sha256));
   fs::path final_path = path_for(sha256, filename);
   std::error_code ec;
   if (fs::is_regular_file(final_path, ec)) return CachedFile{final_path, false};
-  if (is_file_url(url)) {
+  if (is_file_url(url) && from == UrlFrom::User) {
     std::string local = file_url_path(url);
     if (local.empty())
       return Error::bad_input(cat("cannot fetch ", filename, " from '", redact_url(url),
@@ -168,8 +218,10 @@ Expected<CachedFile> Downloader::fetch(const std::string& url, const std::string
   }
   if (offline_) return offline_error(filename, sha256);
   if (!is_http_url(url))
-    return Error::bad_input(cat("cannot download ", filename, " from '", redact_url(url),
-                                "': expected an http://, https:// or file:// URL"));
+    return Error::bad_input(cat("cannot download ", filename, " from '", redact_url(url), "': ",
+                                from == UrlFrom::User
+                                    ? "expected an http://, https:// or file:// URL"
+                                    : "expected an http:// or https:// URL"));
   KILN_TRY(DirLock lock, DirLock::acquire(final_path.parent_path()));
   if (fs::is_regular_file(final_path, ec)) return CachedFile{final_path, false};  // another process
   auto result = download_locked(url, filename, sha256, final_path, size);
@@ -287,7 +339,7 @@ Expected<CachedFile> Downloader::import_file(const fs::path& file, const std::st
   if (fs::is_regular_file(final_path, ec)) return CachedFile{final_path, false};
   fs::path part = final_path;
   part += kPartSuffix;
-  auto got = copy_hashing(file, part);
+  auto got = copy_hashing(file, part, max_bytes_);
   if (!got || *got != sha256) {
     fs::remove(part, ec);
     remove_empty_dirs(final_path.parent_path());

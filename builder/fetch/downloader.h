@@ -25,6 +25,11 @@ struct RetryPolicy {
                                                     std::chrono::milliseconds(2000)};
 };
 
+// Who wrote a URL. The user's own files and flags (a manifest's `url`, a mirror from apt's
+// configuration) may name a local file; a URL a stranger wrote (an index page's link, PEP 658
+// metadata, a remote) is http(s) only, whatever the caller forgets.
+enum class UrlFrom { Stranger, User };
+
 struct CachedFile {
   std::filesystem::path path;  // in the download cache
   bool downloaded = false;     // false: it was already there (or came from a local file)
@@ -50,7 +55,8 @@ class Downloader {
                                                    const std::string& filename = {}) const;
 
   // The file pinned by `sha256`: from the cache when it is there (no network I/O at all), else
-  // from `url` (http, https, or file:// which is copied like import_file). The bytes go to
+  // from `url` (http or https; file://, copied like import_file, only when `from` is User). The
+  // bytes go to
   // "<filename>.part" beside the final path; attempts that fail on a connection error, a timeout,
   // a broken transfer, HTTP 5xx or 429 are retried (RetryPolicy), resuming from the .part file's
   // size when the server answers a Range request with 206, else starting over. The file is
@@ -60,14 +66,18 @@ class Downloader {
   // size, a manifest's `size`), else past max_bytes(): a larger one is an error and its .part is
   // removed.
   Expected<CachedFile> fetch(const std::string& url, const std::string& filename,
-                             const std::string& sha256, std::optional<std::uint64_t> size = {});
+                             const std::string& sha256, std::optional<std::uint64_t> size = {},
+                             UrlFrom from = UrlFrom::Stranger);
 
   // The size limit of a download whose size nobody states (default kDefaultMaxBytes).
   static constexpr std::uint64_t kDefaultMaxBytes = std::uint64_t(4) << 30;
   void set_max_bytes(std::uint64_t bytes) { max_bytes_ = bytes; }
   std::uint64_t max_bytes() const { return max_bytes_; }
 
-  // Copies a local file into the cache under `filename`, verified by sha256 (allowed offline).
+  // Copies a local file into the cache under `filename`, verified by sha256 (allowed offline). Only
+  // a regular file on a real file system, opened without blocking (a FIFO, a device, /proc/kmsg
+  // or anything under /proc, /sys and the kernel's other pseudo-file systems are refused), read
+  // in chunks that yield to SIGINT/SIGTERM, and never past max_bytes().
   Expected<CachedFile> import_file(const std::filesystem::path& file, const std::string& filename,
                                    const std::string& sha256);
 

@@ -21,7 +21,8 @@ enum class Transport {
   TimedOut,       // the connection timed out, or the transfer stayed too slow for too long
   Broken,         // the answer broke off (fewer bytes than announced, connection reset)
   Failed,         // anything else (TLS, unsupported URL, too many redirects, a local write error)
-  TooLarge,       // download(): the body would take the file past its size limit
+  TooLarge,       // the body would take the file past its size limit (download()), or is larger
+                  // than max_text_bytes (get(), put()): announced or sent
   Interrupted,    // SIGINT/SIGTERM arrived (core/interrupt.h)
 };
 
@@ -77,7 +78,9 @@ struct CurlOptions {
   long low_speed_limit = 1024;  // bytes per second; slower than this ...
   long low_speed_time_s = 60;   // ... for this long aborts the transfer (Transport::TimedOut)
   long max_redirects = 10;      // http and https only
-  std::size_t max_text_bytes = 64u << 20;  // get(): larger answers fail
+  long timeout_ms = 0;          // the whole request, however fast it moves (0: no limit)
+  // get(), put(): larger answers fail (TooLarge), a Content-Length over it before the body is read
+  std::size_t max_text_bytes = 64u << 20;
 };
 
 // The libcurl client: the system CA bundle unless PIP_CERT, REQUESTS_CA_BUNDLE or SSL_CERT_FILE

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "core/strings.h"
+#include "core/terminal.h"
 
 namespace kiln::fetch {
 
@@ -22,14 +23,16 @@ std::string fixed1(double v) {
   return buf;
 }
 
-// A file name as one line of a terminal: control characters (an index's file names are a
-// stranger's) become '?', and a very long name is cut.
-std::string printable(std::string_view name) {
-  std::string out;
-  for (char c : name.substr(0, 120))
-    out += static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? '?' : c;
-  if (name.size() > 120) out += "…";
-  return out;
+// A file name as one field of a terminal line (an index's file names are a stranger's):
+// through terminal_text, and a very long name cut at a character's start.
+std::string printable_name(std::string_view name) {
+  constexpr std::size_t kShown = 120;
+  std::string out = terminal_text(name, /*keep_newlines=*/false);
+  if (out.size() <= kShown) return out;
+  std::size_t cut = kShown;
+  while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xc0) == 0x80) --cut;
+  out.resize(cut);
+  return out + "…";
 }
 
 }  // namespace
@@ -74,7 +77,7 @@ std::string DownloadProgress::format_seconds(double seconds) {
 
 void DownloadProgress::start(std::string name, std::uint64_t total, std::uint64_t already) {
   clear();
-  name_ = printable(name);
+  name_ = printable_name(name);
   total_ = total;
   already_ = already;
   received_ = 0;

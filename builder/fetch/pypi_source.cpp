@@ -1,5 +1,6 @@
 // PyPI sources: the pinned file found on the project's page of the configured index.
 #include "core/hash.h"
+#include "core/log.h"
 #include "core/strings.h"
 #include "fetch/backends.h"
 #include "fetch/simple_index.h"
@@ -43,7 +44,13 @@ Expected<std::vector<IndexFile>> read_project_page(Context& context, const std::
   if (!page.ok())
     return Error::failed(cat("cannot read ", redact_url(page_url), ": ", page.describe()));
   std::string base = page.final_url.empty() ? page_url : page.final_url;
-  return parse_project_page(page.body, page.header("content-type"), base);
+  LeftOut left_out;
+  auto files = parse_project_page(page.body, page.header("content-type"), base, &left_out);
+  if (left_out.count > 0)
+    log::warn(cat("index page ", redact_url(base), ": left out ", left_out.count, " link",
+                  left_out.count == 1 ? " that is" : "s that are", " not http(s) (", left_out.first,
+                  left_out.count == 1 ? "" : ", …", ")"));
+  return files;
 }
 
 Expected<Fetched> fetch_index_file(Context& context, const std::string& project,

@@ -1,6 +1,7 @@
 #include "fetch/simple_index.h"
 
 #include <cctype>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -172,10 +173,21 @@ std::string element_text(std::string_view inner) {
   return std::string(trim(decode_entities(text)));
 }
 
+// A link of a page, resolved against `base` (fragment kept for the hash), when it is http(s):
+// a page is a stranger's, and its links never make kiln read a local file (file:///etc/passwd,
+// file:///proc/kmsg) or speak another scheme. Others are left out and counted.
+std::optional<std::string> http_link(std::string_view base, std::string_view reference,
+                                     LeftOut* left_out) {
+  std::string url = resolve_url(base, reference);
+  if (is_http_url(url)) return url;
+  if (left_out && left_out->count++ == 0) left_out->first = printable_excerpt(url, 80);
+  return std::nullopt;
+}
+
 }  // namespace
 
-Expected<std::vector<IndexFile>> parse_json_page(std::string_view text,
-                                                 const std::string& page_url) {
+Expected<std::vector<IndexFile>> parse_json_page(std::string_view text, const std::string& page_url,
+                                                 LeftOut* left_out) {
   std::string shown = redact_url(page_url);
   nlohmann::json j =
       nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
@@ -197,10 +209,13 @@ Expected<std::vector<IndexFile>> parse_json_page(std::string_view text,
         !f.contains("url") || !f["url"].is_string())
       return Error::failed(
           cat("index page ", shown, ": files[", i, "] lacks a 'filename' or 'url' string"));
+    ++i;
+    std::string url = f["url"].get<std::string>();
+    auto resolved = http_link(page_url, url, left_out);
+    if (!resolved) continue;
     IndexFile file;
     file.filename = f["filename"].get<std::string>();
-    std::string url = f["url"].get<std::string>();
-    file.url = strip_fragment(resolve_url(page_url, url));
+    file.url = strip_fragment(*resolved);
     if (f.contains("hashes") && f["hashes"].is_object() && f["hashes"].contains("sha256") &&
         f["hashes"]["sha256"].is_string())
       file.sha256 = lower(f["hashes"]["sha256"].get<std::string>());
@@ -220,13 +235,12 @@ Expected<std::vector<IndexFile>> parse_json_page(std::string_view text,
       break;
     }
     files.push_back(std::move(file));
-    ++i;
   }
   return files;
 }
 
-Expected<std::vector<IndexFile>> parse_html_page(std::string_view html,
-                                                 const std::string& page_url) {
+Expected<std::vector<IndexFile>> parse_html_page(std::string_view html, const std::string& page_url,
+                                                 LeftOut* left_out) {
   std::vector<IndexFile> files;
   std::string base = page_url;
   std::size_t pos = 0;
@@ -249,8 +263,10 @@ Expected<std::vector<IndexFile>> parse_html_page(std::string_view html,
         html.substr(pos, close == std::string_view::npos ? html.size() - pos : close - pos);
     if (close != std::string_view::npos) pos = close;
     if (!href || href->empty()) continue;
+    auto resolved = http_link(base, *href, left_out);
+    if (!resolved) continue;
     IndexFile file;
-    std::string url = resolve_url(base, *href);
+    const std::string& url = *resolved;
     file.url = strip_fragment(url);
     file.sha256 = hash_from_fragment(url);
     file.filename = element_text(inner);
@@ -268,14 +284,15 @@ Expected<std::vector<IndexFile>> parse_html_page(std::string_view html,
 
 Expected<std::vector<IndexFile>> parse_project_page(std::string_view text,
                                                     std::string_view content_type,
-                                                    const std::string& page_url) {
+                                                    const std::string& page_url,
+                                                    LeftOut* left_out) {
   std::string type = lower(trim(content_type.substr(0, content_type.find(';'))));
-  if (type == kSimpleJsonType) return parse_json_page(text, page_url);
+  if (type == kSimpleJsonType) return parse_json_page(text, page_url, left_out);
   if (type == "text/html" || type == "application/vnd.pypi.simple.v1+html")
-    return parse_html_page(text, page_url);
+    return parse_html_page(text, page_url, left_out);
   std::string_view t = trim(text);
-  if (!t.empty() && t[0] == '{') return parse_json_page(text, page_url);
-  return parse_html_page(text, page_url);
+  if (!t.empty() && t[0] == '{') return parse_json_page(text, page_url, left_out);
+  return parse_html_page(text, page_url, left_out);
 }
 
 }  // namespace kiln::fetch

@@ -19,7 +19,7 @@ inline constexpr const char* kSimpleAccept =
 
 struct IndexFile {
   std::string filename;
-  std::string url;                    // absolute, without fragment
+  std::string url;                    // absolute http(s), without fragment
   std::string sha256;                 // lowercase hex, "" when the index gives none
   std::optional<std::uint64_t> size;  // PEP 700 "size" (JSON pages only)
   // PEP 658/714: the index serves the wheel's METADATA at <url>.metadata ("core-metadata",
@@ -28,15 +28,24 @@ struct IndexFile {
   std::string metadata_sha256;
 };
 
+// The links of a page that were left out (see below), for a warning.
+struct LeftOut {
+  std::size_t count = 0;
+  std::string first;  // an excerpt of the first, control characters shown as '?'
+};
+
 // `page_url`: where the page came from (after redirects); relative file URLs resolve against it.
-Expected<std::vector<IndexFile>> parse_json_page(std::string_view text,
-                                                 const std::string& page_url);
-Expected<std::vector<IndexFile>> parse_html_page(std::string_view text,
-                                                 const std::string& page_url);
+// Every IndexFile's url is http(s): a link that resolves to anything else (file://, ftp:, data:)
+// is left out and counted in `left_out` (a page is a stranger's and may not name local files).
+Expected<std::vector<IndexFile>> parse_json_page(std::string_view text, const std::string& page_url,
+                                                 LeftOut* left_out = nullptr);
+Expected<std::vector<IndexFile>> parse_html_page(std::string_view text, const std::string& page_url,
+                                                 LeftOut* left_out = nullptr);
 
 // Picks the parser from the Content-Type ("" or unknown: a page starting with '{' is JSON).
 Expected<std::vector<IndexFile>> parse_project_page(std::string_view text,
                                                     std::string_view content_type,
-                                                    const std::string& page_url);
+                                                    const std::string& page_url,
+                                                    LeftOut* left_out = nullptr);
 
 }  // namespace kiln::fetch

@@ -17,8 +17,10 @@ class UrlSource final : public Source {
     std::string name = url_filename(strip_fragment(source_.url));
     if (!is_safe_filename(name) || (name.size() >= 5 && name.substr(name.size() - 5) == ".part"))
       name = "download";
-    KILN_TRY(CachedFile file, context_.downloader.fetch(strip_fragment(source_.url), name,
-                                                        source_.sha256, source_.size));
+    // The manifest's own URL (the user's file): it may name a local file.
+    KILN_TRY(CachedFile file,
+             context_.downloader.fetch(strip_fragment(source_.url), name, source_.sha256,
+                                       source_.size, UrlFrom::User));
     return Fetched{file.path, false, source_.sha256, file.downloaded};
   }
 

@@ -108,6 +108,10 @@ Expected<std::string> read_wheel_metadata(const fs::path& wheel, std::string_vie
   if (!name) return std::move(name).error();
   std::string wanted = cat(name->distribution, "-", name->version, ".dist-info/METADATA");
   std::string where = wheel.string();
+  const std::string too_large =
+      cat("inflates past ", max_bytes == manifest::kMaxWheelTextBytes
+                                ? std::string(manifest::kWheelTextLimit)
+                                : cat("the limit of ", max_bytes, " bytes"));
 
   Fd fd(::open(wheel.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (fd.get() < 0) return Error::failed(cat("cannot open ", where, ": ", std::strerror(errno)));
@@ -133,14 +137,13 @@ Expected<std::string> read_wheel_metadata(const fs::path& wheel, std::string_vie
     if (!exact && !candidate) continue;
     if (archive_entry_size_is_set(entry) &&
         static_cast<std::uint64_t>(archive_entry_size(entry)) > max_bytes)
-      return Error::bad_input(cat(where, ": ", path, " is larger than ", max_bytes, " bytes"));
+      return Error::bad_input(cat(where, ": ", path, " ", too_large));
     std::string data;
     char buf[65536];
     la_ssize_t n;
     while ((n = archive_read_data(a.get(), buf, sizeof buf)) > 0) {
       data.append(buf, static_cast<std::size_t>(n));
-      if (data.size() > max_bytes)
-        return Error::bad_input(cat(where, ": ", path, " is larger than ", max_bytes, " bytes"));
+      if (data.size() > max_bytes) return Error::bad_input(cat(where, ": ", path, " ", too_large));
     }
     if (n < 0)
       return Error::bad_input(
@@ -173,14 +176,11 @@ ScanResult scan_cache(const fs::path& cache_root, std::map<std::string, std::str
     WheelEntry e;
     e.key = key;
     e.dir = entry.dir;
-    e.target = entry.info.contains("target") && entry.info["target"].is_string()
-                   ? entry.info["target"].get<std::string>()
-                   : "";
+    e.target = entry.info.target;
     e.filename = entry.wheel.filename().string();
     e.sha256 = entry.sha256;
     e.size = entry.size;
-    if (entry.info.contains("committed_at") && entry.info["committed_at"].is_number_integer())
-      e.committed_at = entry.info["committed_at"].get<std::int64_t>();
+    e.committed_at = entry.info.committed_at;
     const fs::path& wheel = entry.wheel;
     auto cached = metadata.find(e.sha256);
     if (cached == metadata.end()) {

@@ -13,15 +13,17 @@
 
 #include "core/expected.h"
 #include "index/model.h"
+#include "manifest/limits.h"
 
 namespace kiln::index {
 
 // The bytes of `<dist>-<version>.dist-info/METADATA` in a wheel (dist and version from the file
 // name; a single top-level *.dist-info/METADATA is accepted when the names differ in spelling).
-// Reads the zip's central directory (libarchive), at most `max_bytes` of the member.
+// Reads the zip's central directory (libarchive), at most `max_bytes` of the member: refused by
+// the size the directory states, and again as soon as more is inflated.
 Expected<std::string> read_wheel_metadata(const std::filesystem::path& wheel,
                                           std::string_view filename,
-                                          std::uint64_t max_bytes = 16u << 20);
+                                          std::uint64_t max_bytes = manifest::kMaxWheelTextBytes);
 
 // Opens a wheel of the model for reading without following symlinks (neither the entry directory
 // nor the file) and checks it is a regular file of the expected size. Returns the descriptor.

@@ -14,7 +14,10 @@
 #include <condition_variable>
 #include <cstdarg>
 #include <cstring>
+#include <ctime>
+#include <limits>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <unordered_map>
@@ -102,6 +105,7 @@ class HeadDeadlines {
 struct Server::Impl {
   CacheIndex* index = nullptr;
   HandlerOptions handler;
+  ServerOptions limits;  // request_bytes and request_fields
   std::function<void(std::string_view)> log;
   struct sockaddr_storage addr {};
   MHD_Daemon* daemon = nullptr;
@@ -166,6 +170,107 @@ std::string loggable(std::string_view text) {
   return out;
 }
 
+// --- Request heads ------------------------------------------------------------------------------
+// libmicrohttpd 0.9.75 parses a request head in place, in the connection's read buffer (a pool of
+// MHD_OPTION_CONNECTION_MEMORY_LIMIT bytes): the request line starts at `method`; the first space
+// of the line became a NUL, and `url` points past it and any spaces after it; the space before the
+// version and every line's CR LF became NULs. MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE is the
+// head's size as sent, from the method to the end of the empty line. It answers 414 or 431 itself
+// only when the head does not fit in the pool; a head that fits but leaves no room for the
+// answer's own head used to get the connection closed without an answer. So the pool is larger
+// than kiln's limits (connection_pool_bytes), and kiln answers every head over them itself, on the
+// socket, without the pool. The method string kiln gets ends at its first NUL ("GET\0" reads as
+// "GET"): the bytes between that end and `url` tell whether it held one.
+
+constexpr std::size_t kFieldRecordBytes = 64;  // MHD_HTTP_Header: seven words, 16-aligned
+
+// RFC 9110's tchar: a method is one or more of these.
+bool is_tchar(char c) {
+  return is_ascii_alnum(c) || (c != '\0' && std::strchr("!#$%&'*+-.^_`|~", c) != nullptr);
+}
+
+// Whether the method libmicrohttpd found is the whole first word of the request line, and a token:
+// its C string must end at the NUL that replaced the space, followed by spaces only up to `url`.
+bool method_is_token(const char* method, const char* url, std::size_t head_bytes) {
+  if (!method || !url || url <= method || static_cast<std::size_t>(url - method) > head_bytes)
+    return false;
+  const std::size_t length = std::strlen(method);
+  if (length == 0 || method + length >= url) return false;
+  for (std::size_t i = 0; i < length; ++i)
+    if (!is_tchar(method[i])) return false;
+  for (const char* p = method + length + 1; p < url; ++p)
+    if (*p != ' ') return false;
+  return true;
+}
+
+// The request line's length in the head (from the method to the end of the version).
+std::size_t request_line_bytes(const char* method, const char* url, const char* version,
+                               std::size_t head_bytes) {
+  const char* end = method + head_bytes;
+  if (version && version > url && version < end)
+    return std::strlen(version) + static_cast<std::size_t>(version - method);
+  return std::min(head_bytes, std::strlen(url) + static_cast<std::size_t>(url - method));
+}
+
+struct Refusal {
+  int status = 0;
+  std::string reason;  // the status line's
+  std::string body;
+};
+
+// Why a request head is refused before it is routed: 431 or 414 past the limits, 400 for a method
+// that is not a token. nullopt: fine.
+std::optional<Refusal> refuse_head(struct MHD_Connection* c, const char* url, const char* method,
+                                   const char* version, const ServerOptions& limits) {
+  const union MHD_ConnectionInfo* info =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+  const std::size_t head = info ? info->header_size : std::numeric_limits<std::size_t>::max();
+  const int fields = MHD_get_connection_values(
+      c, static_cast<MHD_ValueKind>(MHD_HEADER_KIND | MHD_COOKIE_KIND | MHD_GET_ARGUMENT_KIND),
+      nullptr, nullptr);
+  if (head > limits.request_bytes || fields < 0 ||
+      static_cast<std::size_t>(fields) > limits.request_fields) {
+    bool line_too_long = head != std::numeric_limits<std::size_t>::max() && method && url &&
+                         url > method &&
+                         request_line_bytes(method, url, version, head) > limits.request_bytes;
+    if (line_too_long)
+      return Refusal{414, "URI Too Long",
+                     cat("414 URI too long: a request line may hold at most ", limits.request_bytes,
+                         " bytes\n")};
+    return Refusal{431, "Request Header Fields Too Large",
+                   cat("431 request header fields too large: a request head may hold at most ",
+                       limits.request_bytes, " bytes and ", limits.request_fields,
+                       " fields (headers, cookies and query arguments)\n")};
+  }
+  if (!method_is_token(method, url, head))
+    return Refusal{400, "Bad Request", "400 bad request: the method is not a token\n"};
+  return std::nullopt;
+}
+
+// Answers on the connection's socket itself, without libmicrohttpd's pool (which a head over the
+// limits may have filled): one short write that a fresh socket's send buffer always takes; the
+// caller then has libmicrohttpd close the connection (its shutdown sends the FIN after it).
+void answer_on_socket(struct MHD_Connection* c, const Refusal& r, bool head_request) {
+  const union MHD_ConnectionInfo* info =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+  if (!info) return;
+  char date[64] = "";
+  std::time_t now = std::time(nullptr);
+  struct tm tm {};
+  if (::gmtime_r(&now, &tm)) std::strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  std::string out =
+      cat("HTTP/1.1 ", r.status, " ", r.reason, "\r\nDate: ", date,
+          "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ", r.body.size(),
+          "\r\nConnection: close\r\n\r\n", head_request ? "" : r.body);
+  std::string_view rest = out;
+  while (!rest.empty()) {
+    ssize_t n = ::send(info->connect_fd, rest.data(), rest.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // a client that reads nothing of what it was sent: closed unanswered
+    rest.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
 MHD_Result count_lengths(void* cls, enum MHD_ValueKind, const char* key, const char*) {
   if (key && strcasecmp(key, "Content-Length") == 0) ++*static_cast<int*>(cls);
   return MHD_YES;
@@ -178,8 +283,20 @@ MHD_Result on_request(void* cls, struct MHD_Connection* c, const char* url, cons
     *upload_size = 0;
     return MHD_YES;
   }
+  std::optional<Refusal> refused;
   if (*req_cls == nullptr) {
     impl->deadlines->head_arrived(c);
+    refused = refuse_head(c, url, method, version, impl->limits);
+    if (refused && refused->status != 400) {
+      answer_on_socket(c, *refused, method && std::strcmp(method, "HEAD") == 0);
+      if (impl->log)
+        impl->log(cat(client_address(c), " ", loggable(method ? method : ""), " ",
+                      loggable(url ? url : ""), " ", refused->status, " ", refused->body.size(),
+                      " -"));
+      return MHD_NO;  // libmicrohttpd closes the connection
+    }
+  }
+  if (*req_cls == nullptr && !refused) {
     // The headers are in. A GET or HEAD without a body is answered on the next call, which
     // keeps the connection alive; anything else now (libmicrohttpd then closes the connection
     // rather than read a body kiln never wants).
@@ -204,8 +321,13 @@ MHD_Result on_request(void* cls, struct MHD_Connection* c, const char* url, cons
 
   Response resp;
   try {
-    auto model = impl->index->current();
-    resp = handle(req, *model, impl->handler);
+    if (refused) {
+      resp = Response{
+          refused->status, {{"Content-Type", "text/plain; charset=utf-8"}}, refused->body, {}};
+    } else {
+      auto model = impl->index->current();
+      resp = handle(req, *model, impl->handler);
+    }
   } catch (const std::exception& e) {
     resp = Response{
         500, {{"Content-Type", "text/plain; charset=utf-8"}}, "500 internal error\n", std::nullopt};
@@ -276,6 +398,10 @@ unsigned default_max_connections() {
 
 }  // namespace
 
+std::size_t connection_pool_bytes(const ServerOptions& options) {
+  return 3 * options.request_bytes + options.request_fields * kFieldRecordBytes;
+}
+
 Expected<std::unique_ptr<Server>> Server::start(const ServerOptions& options, CacheIndex& index) {
   std::unique_ptr<Server> server(new Server());
   server->impl_ = std::make_unique<Impl>();
@@ -283,6 +409,8 @@ Expected<std::unique_ptr<Server>> Server::start(const ServerOptions& options, Ca
   impl.index = &index;
   impl.handler.token = options.token;
   impl.handler.static_files = options.static_files;
+  impl.limits.request_bytes = options.request_bytes;
+  impl.limits.request_fields = options.request_fields;
   impl.log = options.log;
   server->host_ = options.host;
 
@@ -316,8 +444,9 @@ Expected<std::unique_ptr<Server>> Server::start(const ServerOptions& options, Ca
       on_completed, &impl, MHD_OPTION_SOCK_ADDR, reinterpret_cast<struct sockaddr*>(&impl.addr),
       MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0u, MHD_OPTION_CONNECTION_LIMIT,
       max_conn, MHD_OPTION_CONNECTION_TIMEOUT, options.idle_timeout_s,
-      MHD_OPTION_CONNECTION_MEMORY_LIMIT, options.request_bytes, MHD_OPTION_LISTEN_BACKLOG_SIZE,
-      1024u, MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, nullptr, MHD_OPTION_END);
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, connection_pool_bytes(options),
+      MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, nullptr,
+      MHD_OPTION_END);
   if (!impl.daemon)
     return Error::failed(cat("cannot listen on ", options.host, ":", options.port, ": ",
                              errno ? std::strerror(errno) : "libmicrohttpd refused to start"));

@@ -25,13 +25,24 @@ struct ServerOptions {
   std::map<std::string, StaticFile> static_files;  // see HandlerOptions
   unsigned threads = 0;                            // event-loop threads; 0: one per core, 2 to 8
   unsigned max_connections = 0;                    // 0: 10000, or what the open-files limit allows
-  unsigned idle_timeout_s = 30;       // a connection with no traffic for this long is closed
-  unsigned head_timeout_s = 10;       // a request head (line and headers) must be whole this soon
-                                      // after the connection opened or its last answer was sent
-  std::size_t request_bytes = 16384;  // per-connection buffer: request line and headers must fit
+  unsigned idle_timeout_s = 30;  // a connection with no traffic for this long is closed
+  unsigned head_timeout_s = 10;  // a request head (line and headers) must be whole this soon
+                                 // after the connection opened or its last answer was sent
+  // A request head (request line and header fields, as sent) of more than `request_bytes` bytes
+  // gets 431 (414 when the request line alone is that long), as does one of more than
+  // `request_fields` fields (header fields, cookies and query arguments together). Each
+  // connection's buffer is sized from both (connection_pool_bytes) so that every head within them
+  // leaves room for its answer, and kiln answers every head over them itself.
+  std::size_t request_bytes = 16384;
+  std::size_t request_fields = 100;
   // One line per request (client, method, path, status, bytes, time); none when empty.
   std::function<void(std::string_view)> log;
 };
+
+// libmicrohttpd's per-connection buffer for these limits: three times the head limit (the head
+// itself; libmicrohttpd's copy of its Cookie header; what it reads ahead of a pipelined request
+// and the answer's status line and header fields) and 64 bytes per field (its record of each).
+std::size_t connection_pool_bytes(const ServerOptions& options);
 
 class Server {
  public:

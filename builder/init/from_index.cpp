@@ -10,6 +10,7 @@
 #include "fatbin/fatbin.h"
 #include "init/cuda_wheels.h"
 #include "init/requirements.h"
+#include "init/toml_text.h"
 #include "manifest/debian_toolkit.h"
 #include "manifest/target.h"
 #include "manifest/version.h"
@@ -39,6 +40,7 @@ Expected<std::string> served_metadata(fetch::Downloader& downloader, const Index
   if (!file.metadata_sha256.empty() && sha256_hex(got.body) != file.metadata_sha256)
     return Error::failed(cat("the metadata of ", file.filename, " at ", fetch::redact_url(url),
                              " does not match the sha256 the index gives for it"));
+  KILN_CHECK(check_requires_dist(got.body, fetch::redact_url(url)));
   return got.body;
 }
 
@@ -70,6 +72,8 @@ Expected<void> read_wheel(fetch::Downloader& downloader, const fs::path& sysroot
   KILN_TRY(fetch::CachedFile got,
            downloader.fetch(file.url, file.filename, file.sha256, file.size));
   KILN_TRY(std::string metadata, wheel_metadata(got.path, false));
+  KILN_CHECK(
+      check_requires_dist(metadata, cat(fetch::redact_url(file.url), " (", file.filename, ")")));
   KILN_TRY(toolchain::TorchSysroot sysroot,
            toolchain::torch_from_wheel(got.path, file.sha256, sysroots));
   auto pinned = cuda_from_metadata(metadata);
@@ -212,20 +216,6 @@ Expected<manifest::ArchList> requested_archs(const IndexRequest& r, const TorchF
   return archs;
 }
 
-// A TOML basic string.
-std::string toml_string(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\')
-      out += cat("\\", std::string(1, c));
-    else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
-      out += cat("\\u00", "0123456789abcdef"[(c >> 4) & 0xf], "0123456789abcdef"[c & 0xf]);
-    else
-      out += c;
-  }
-  return out + "\"";
-}
-
 // [python]: the one CPython asked for ("3.12"), else the machine's python3.
 std::string python_table(const IndexRequest& r) {
   if (r.python_tags.size() == 1 && !r.python_tags[0].ends_with("t"))
@@ -265,19 +255,57 @@ std::string command_text(const IndexRequest& r) {
   return c;
 }
 
+// Comment lines: text that strangers wrote in part (metadata, file names) reaches the file only
+// through toml_comment, which ends each line where kiln ends it.
+std::string comment_lines(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const std::string& line : lines) out += toml_comment(line);
+  return out;
+}
+
 std::string render(const IndexRequest& r, const std::vector<TorchFile>& files,
                    const TorchFacts& facts, const ToolkitChoice& tk,
                    const manifest::ArchList& archs) {
   std::string std_note =
       facts.sysroot ? cat("; its cpp_extension compiles with -std=", facts.sysroot->cxx_std) : "";
-  std::string head = cat("# Written by `", command_text(r), "`.\n# torch ", r.torch_version,
-                         " is a CUDA ", facts.cuda, " build (", facts.source, ")", std_note,
-                         ".\n# Compiler: ", tk.note, tk.host_note, ".\n");
+  std::string head = comment_lines({cat("Written by `", command_text(r), "`."),
+                                    cat("torch ", r.torch_version, " is a CUDA ", facts.cuda,
+                                        " build (", facts.source, ")", std_note, "."),
+                                    cat("Compiler: ", tk.note, tk.host_note, ".")});
   std::string description = cat("torch ", r.torch_version, " / CUDA ", facts.cuda, " / ", tk.note,
                                 " / ", archs.canonical());
   return cat(head, "[target]\ndescription = ", toml_string(description),
              "\narchs = ", toml_string(archs.torch_arch_list()), "\n\n", python_table(r), "\n",
              torch_table(r, files), cuda_table(facts, tk), "\n[compiler]\ncxx = \"g++\"\n");
+}
+
+// The written text, parsed back, says exactly what was meant: the torch version and index, one
+// wheel per chosen file with its sha256, the toolkit and its wheels, the archs. Anything a
+// stranger's text might have slipped past the encoders (an extra table, another pin) differs.
+Expected<void> check_written(const manifest::Target& parsed, const IndexRequest& r,
+                             const std::vector<TorchFile>& files, const TorchFacts& facts,
+                             const ToolkitChoice& tk, const manifest::ArchList& archs) {
+  bool same = parsed.torch_version == r.torch_version &&
+              parsed.torch_index_url == (r.write_index ? r.torch_index : "") &&
+              parsed.torch_wheels.size() == files.size() && parsed.cuda_toolkit == tk.kind &&
+              parsed.archs.canonical() == archs.canonical();
+  for (std::size_t i = 0; same && i < files.size(); ++i) {
+    const manifest::TorchWheel& w = parsed.torch_wheels[i];
+    same = w.python_tag == files[i].python_tag && w.file == files[i].file.filename &&
+           w.sha256 == files[i].file.sha256;
+  }
+  if (same && tk.cuda_table.empty()) {
+    same = parsed.cuda_version == facts.cuda && parsed.cuda_wheels.size() == tk.wheels.size();
+    for (std::size_t i = 0; same && i < tk.wheels.size(); ++i)
+      same = parsed.cuda_wheels[i].file == tk.wheels[i].file &&
+             parsed.cuda_wheels[i].sha256 == tk.wheels[i].sha256;
+  }
+  if (!same)
+    return Error::failed(cat("the target written for torch ", r.torch_version, " from ",
+                             fetch::redact_url(r.torch_index),
+                             " does not read back as what was meant (the index's text changed "
+                             "it); nothing was written"));
+  return {};
 }
 
 // "2.11.0+cu128" is not there: the versions of the same release the index has.
@@ -319,7 +347,12 @@ Expected<IndexTarget> target_from_index(const IndexRequest& r, fetch::Downloader
     return Error::bad_input(cat(tk.note, " cannot build ", archs.canonical(), ": ", problem));
   std::string name = r.name.empty() ? default_name(r, facts) : r.name;
   IndexTarget out{name, render(r, files, facts, tk, archs), {}};
-  KILN_TRY(manifest::Target parsed, manifest::parse_target(out.text, name, name + ".toml"));
+  auto parsed = manifest::parse_target(out.text, name, name + ".toml");
+  if (!parsed)
+    return Error::failed(cat("the target written for torch ", r.torch_version, " from ",
+                             fetch::redact_url(r.torch_index), " does not parse (",
+                             parsed.error().message, "); nothing was written"));
+  KILN_CHECK(check_written(*parsed, r, files, facts, tk, archs));
   std::vector<std::string> tags;
   for (const auto& f : files) tags.push_back(f.python_tag);
   out.facts = {{"name", name},
@@ -329,7 +362,7 @@ Expected<IndexTarget> target_from_index(const IndexRequest& r, fetch::Downloader
                {"cuda_source", facts.source},
                {"toolkit", tk.kind},
                {"toolkit_note", tk.note},
-               {"archs", parsed.archs.canonical()}};
+               {"archs", parsed->archs.canonical()}};
   return out;
 }
 

@@ -86,6 +86,17 @@ std::optional<Requirement> parse_requirement(std::string_view text) {
   return r;
 }
 
+Expected<void> check_requires_dist(std::string_view metadata, std::string_view where) {
+  for (const std::string& line : wheel::parse_metadata(metadata).all("Requires-Dist")) {
+    std::string bad = control_character(line);
+    if (bad.empty()) continue;
+    return Error::failed(cat(where, ": the METADATA's Requires-Dist '", printable_excerpt(line, 60),
+                             "' holds a control character (", bad,
+                             "); kiln does not read metadata it cannot write down as it is"));
+  }
+  return {};
+}
+
 std::optional<TorchCuda> cuda_from_metadata(std::string_view metadata) {
   std::optional<TorchCuda> runtime;
   for (const std::string& line : wheel::parse_metadata(metadata).all("Requires-Dist")) {

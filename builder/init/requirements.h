@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/expected.h"
+
 namespace kiln::init {
 
 // One Requires-Dist value, as far as kiln reads it: "cuda-toolkit[cudart,nvcc]==13.2.2;
@@ -24,6 +26,11 @@ struct Requirement {
   std::string marker_extra() const;
 };
 std::optional<Requirement> parse_requirement(std::string_view text);
+
+// A METADATA a stranger served, before kiln reads its Requires-Dist: a value holding a control
+// character (a folded line's line break among them) is refused, the error naming `where` (the
+// URL it came from) and the field; kiln never writes down what it cannot show faithfully.
+Expected<void> check_requires_dist(std::string_view metadata, std::string_view where);
 
 // torch's CUDA, from its metadata.
 struct TorchCuda {

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <string_view>
 
 namespace kiln::manifest {
 
@@ -21,5 +23,12 @@ inline constexpr std::size_t kMaxRequirementBytes = 4096;
 inline constexpr std::size_t kMaxUrlBytes = 2048;
 // Any other string value in a manifest or a target.
 inline constexpr std::size_t kMaxStringBytes = 64 * 1024;
+// A wheel's text files, each read whole: METADATA, WHEEL, RECORD and kiln.json of a foreign wheel
+// (`kiln validate`), of an installed distribution (`kiln doctor`), of a cached wheel (METADATA for
+// PEP 658) and of a remote cache's wheel (kiln.json). Refused by the size a zip's directory
+// states before anything is inflated, and again while inflating (a directory that lies); errors
+// name the limit as kWheelTextLimit says it.
+inline constexpr std::uint64_t kMaxWheelTextBytes = std::uint64_t(16) << 20;
+inline constexpr std::string_view kWheelTextLimit = "16 MiB (the limit for a wheel's text files)";
 
 }  // namespace kiln::manifest

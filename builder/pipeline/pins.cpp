@@ -77,7 +77,8 @@ Expected<fetch::Fetched> fetch_debian_package(Fetching& fetching, const PinnedFi
   if (downloader.offline()) return downloader.offline_error(file.file, file.sha256);
   KILN_TRY(std::string mirror, fetch::debian_mirror());
   KILN_TRY(fetch::CachedFile got,
-           downloader.fetch(cat(mirror, "/", file.pool_path), file.file, file.sha256));
+           downloader.fetch(cat(mirror, "/", file.pool_path), file.file, file.sha256, std::nullopt,
+                            fetch::UrlFrom::User));  // apt's configured mirror: the machine's own
   return fetch::Fetched{got.path, false, file.sha256, got.downloaded};
 }
 

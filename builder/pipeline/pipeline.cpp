@@ -467,13 +467,14 @@ Expected<cache::Entry> build_item(Run& run, const resolve::PlanItem& item,
   KILN_TRY(fs::path wheel_path, wheel::write_wheel(spec, staging.path()));
   check_interrupted();
   KILN_CHECK(check_before_commit(wheel_path, m, rt, tc, upstream));
-  json info = {{"package", m.name},
-               {"version", spec.version},
-               {"target", item.target_name},
-               {"backend", manifest::backend_name(m.backend)},
-               {"manifest_version", m.version}};
-  if (tc) info["archs"] = rt->target.archs.canonical();
-  return run.store.commit(item.key, wheel_path, info);
+  cache::EntryInfo info;
+  info.package = m.name;
+  info.version = spec.version;
+  info.target = item.target_name;
+  info.backend = manifest::backend_name(m.backend);
+  info.manifest_version = m.version;
+  if (tc) info.archs = rt->target.archs.canonical();
+  return run.store.commit(item.key, wheel_path, std::move(info));
 }
 
 // Why a wheel the remote cache has for `item` is not taken (empty: it is taken): it must be
@@ -520,14 +521,20 @@ std::optional<cache::Entry> shared_hit(Run& run, const resolve::PlanItem& item) 
                   "; building it"));
     return std::nullopt;
   }
-  nlohmann::json info = {{"package", item.manifest->name},
-                         {"version", fetched->info.value("version", item.manifest->version)},
-                         {"target", item.target_name},
-                         {"backend", fetched->info.value("backend", "")},
-                         {"manifest_version", item.manifest->version},
-                         {"from", run.store.shared()->describe()}};
-  if (fetched->info.contains("archs")) info["archs"] = fetched->info["archs"];
-  auto entry = run.store.commit(item.key, fetched->wheel, info);
+  // The local entry says what kiln knows, not what the remote wrote: the version from the wheel's
+  // name (refuse_shared_wheel checked it is this package's), the backend and archs from the plan.
+  const manifest::Manifest& m = *item.manifest;
+  cache::EntryInfo info;
+  info.package = m.name;
+  std::vector<std::string> fields = split(fetched->wheel.filename().string(), "-");
+  info.version = fields.size() > 1 ? fields[1] : m.version;
+  info.target = item.target_name;
+  info.backend = manifest::backend_name(m.backend);
+  info.manifest_version = m.version;
+  info.from = run.store.shared()->describe();
+  if (compile::make_backend(m.backend)->compiles())
+    info.archs = target_of(run.plan, item.target_name)->target.archs.canonical();
+  auto entry = run.store.commit(item.key, fetched->wheel, std::move(info));
   if (!entry) return std::nullopt;
   return *entry;
 }

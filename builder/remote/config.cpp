@@ -1,3 +1,6 @@
+// Where a build's remote cache comes from (flag, environment, kiln.toml), its token and its
+// deadline, and the backend for its URL.
+#include <chrono>
 #include <cstdlib>
 
 #include "core/fs.h"
@@ -22,6 +25,16 @@ Expected<std::string> read_token(const fs::path& file) {
   std::string token = std::string(trim(text.substr(0, text.find('\n'))));
   if (token.empty()) return Error::bad_input(cat(file.string(), ": the token file is empty"));
   return token;
+}
+
+// $KILN_REMOTE_DEADLINE: a duration (core/strings.h's parse_duration) of 1 s to 1 d.
+Expected<std::chrono::milliseconds> deadline_from(const std::string& text) {
+  if (text.empty()) return Config::kDefaultDeadline;
+  auto seconds = parse_duration(text);
+  if (!seconds || *seconds < 1 || *seconds > 86400)
+    return Error::bad_input(cat("KILN_REMOTE_DEADLINE=", text.substr(0, 40),
+                                ": not a duration of 1 s to 1 d (such as 90s, 5m)"));
+  return std::chrono::milliseconds(*seconds * 1000);
 }
 
 bool has_credentials(const std::string& url) {
@@ -50,6 +63,7 @@ Expected<Config> load_config(const std::optional<std::string>& flag_url, bool re
         "or token-file in kiln.toml)");
   c.readonly = readonly_flag || env("KILN_REMOTE_CACHE_READONLY") == "1" || file.readonly;
   c.lease_ttl = std::chrono::seconds(file.lease_ttl);
+  KILN_TRY(c.deadline, deadline_from(env("KILN_REMOTE_DEADLINE")));
   std::string token_file = !env("KILN_REMOTE_CACHE_TOKEN_FILE").empty()
                                ? env("KILN_REMOTE_CACHE_TOKEN_FILE")
                                : file.token_file;

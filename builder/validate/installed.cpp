@@ -11,6 +11,7 @@
 
 #include "core/hash.h"
 #include "core/strings.h"
+#include "manifest/limits.h"
 #include "validate/checks.h"
 
 namespace kiln::validate {
@@ -19,7 +20,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::uint64_t kMaxTextBytes = 16u << 20;  // RECORD, METADATA, kiln.json
+// RECORD, METADATA, kiln.json: the limit of a wheel's text files (docs/manifest.md, "Limits").
+constexpr std::uint64_t kMaxTextBytes = manifest::kMaxWheelTextBytes;
 constexpr std::size_t kMaxRecordRows = 200000;
 constexpr std::size_t kMaxPathBytes = 4096;
 constexpr std::uint64_t kMaxElfBytes = 2ull << 30;

@@ -198,8 +198,10 @@ CheckResult check_metadata(const LoadedWheel& w, const Options& options) {
   auto it = w.texts.find("METADATA");
   if (it == w.texts.end()) {
     Findings f("metadata");
+    const std::string name = cat(w.dist_info, "/METADATA");
     f.fail(w.dist_info.empty() ? "no .dist-info directory, so no METADATA"
-                               : cat(w.dist_info, "/METADATA is missing"));
+           : w.zip->find(name) ? cat(name, " is unreadable (the archive check says why)")
+                               : cat(name, " is missing"));
     return f.finish("");
   }
   Findings f("metadata");

@@ -4,6 +4,7 @@
 
 #include "core/hash.h"
 #include "core/strings.h"
+#include "manifest/limits.h"
 #include "manifest/version.h"
 #include "validate/checks.h"
 
@@ -204,7 +205,10 @@ Expected<LoadedWheel> load_opened(LoadedWheel w, Expected<archive::ZipReader> zi
     bool maybe_elf = true;
     std::string kept;
     Sha256 h;
-    auto read = w.zip->read_chunks(e, [&](std::string_view chunk) {
+    // A dist-info text file is held whole: it may not inflate past the limit (a Python file
+    // larger than its own limit is not kept, above).
+    bool capped = keep_text && !keep_python;
+    auto sink = [&](std::string_view chunk) {
       h.update(chunk);
       m.size += chunk.size();
       if (keep_text || maybe_elf) {
@@ -217,7 +221,10 @@ Expected<LoadedWheel> load_opened(LoadedWheel w, Expected<archive::ZipReader> zi
           if (!keep_text) std::string().swap(kept);
         }
       }
-    });
+    };
+    auto read = capped ? w.zip->read_chunks(e, sink, manifest::kMaxWheelTextBytes,
+                                            manifest::kWheelTextLimit)
+                       : w.zip->read_chunks(e, sink);
     if (!read) {
       m.error = read.error().message;
       w.members.push_back(std::move(m));
@@ -264,7 +271,7 @@ Expected<WheelSummary> summarize(const fs::path& path) {
   for (const auto& d : dist_info_dirs(*zip)) {
     const archive::ZipEntry* e = zip->find(d + "/kiln.json");
     if (!e) continue;
-    auto text = zip->read(*e, 16 << 20);
+    auto text = zip->read(*e, manifest::kMaxWheelTextBytes, manifest::kWheelTextLimit);
     if (!text) continue;
     read_provenance(*text, s.provenance, s.provenance_error);
   }

@@ -16,11 +16,14 @@ Expected<std::vector<ReadEntry>> read_wheel_files(const std::filesystem::path& p
 }
 
 Expected<std::optional<std::string>> read_wheel_file(
-    const std::filesystem::path& path, const std::function<bool(std::string_view)>& matches) {
+    const std::filesystem::path& path, const std::function<bool(std::string_view)>& matches,
+    std::uint64_t max_bytes) {
   KILN_TRY(archive::ZipReader zip, archive::ZipReader::open(path));
   for (const auto& e : zip.entries()) {
     if (e.is_directory() || e.is_symlink() || !matches(e.name)) continue;
-    KILN_TRY(std::string data, zip.read(e));
+    KILN_TRY(std::string data,
+             zip.read(e, max_bytes,
+                      max_bytes == manifest::kMaxWheelTextBytes ? manifest::kWheelTextLimit : ""));
     return std::optional<std::string>(std::move(data));
   }
   return std::optional<std::string>();

@@ -2,6 +2,7 @@
 // again (the setuptools backend). Through archive::ZipReader, with all of its checks.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "core/expected.h"
+#include "manifest/limits.h"
 
 namespace kiln::wheel {
 
@@ -24,8 +26,10 @@ struct ReadEntry {
 Expected<std::vector<ReadEntry>> read_wheel_files(const std::filesystem::path& path);
 
 // The contents of the first file whose path `matches` (nullopt when none does), reading no other
-// member (a wheel's kiln.json without inflating its libraries).
+// member (a wheel's kiln.json without inflating its libraries): a text file of a wheel that may
+// be a stranger's (a remote cache's), refused past `max_bytes` (docs/manifest.md, "Limits").
 Expected<std::optional<std::string>> read_wheel_file(
-    const std::filesystem::path& path, const std::function<bool(std::string_view)>& matches);
+    const std::filesystem::path& path, const std::function<bool(std::string_view)>& matches,
+    std::uint64_t max_bytes = manifest::kMaxWheelTextBytes);
 
 }  // namespace kiln::wheel

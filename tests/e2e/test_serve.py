@@ -574,5 +574,55 @@ class ServedWheelTest(SourceTestCase):
         self.assertTrue(self.listed(cache)[experiment["key"]]["served"])
 
 
+class ServeHeadsTest(KilnTestCase):
+    """Raw request heads against `kiln serve` on an empty cache (no build needed): every head over
+    the documented limit (docs/serve.md, "Limits": 16 KiB) gets 431, every other one its answer,
+    and a method that is not a token gets 400."""
+
+    LIMIT = 16384
+
+    def exchange(self, port, request):
+        """The status of the one answer to `request` (0: the connection closed unanswered)."""
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            try:
+                s.sendall(request)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            reply = b""
+            try:
+                while chunk := s.recv(65536):
+                    reply += chunk
+            except (ConnectionResetError, socket.timeout):
+                pass
+        m = re.match(rb"HTTP/1\.1 (\d{3}) ", reply)
+        return int(m.group(1)) if m else 0
+
+    def head_of(self, size):
+        start = b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Pad: "
+        return start + b"a" * (size - len(start) - 4) + b"\r\n\r\n"
+
+    def test_every_head_over_the_limit_gets_431_and_every_other_an_answer(self):
+        self.cache.mkdir()
+        base, _, log = self.start_serve(self.cache)
+        port = int(re.search(r":(\d+)/$", base).group(1))
+        sizes = [15000, 15900, 15950, 16000, 16100, 16180, 16300, 20000, 40000, 70000,
+                 self.LIMIT - 1, self.LIMIT, self.LIMIT + 1] + list(range(15800, 16600, 25))
+        got = {n: self.exchange(port, self.head_of(n)) for n in sizes}
+        wrong = {n: s for n, s in got.items() if s != (200 if n <= self.LIMIT else 431)}
+        self.assertEqual(wrong, {}, f"heads answered otherwise than 200 up to {self.LIMIT} bytes, "
+                                    f"431 past it (0: closed unanswered)")
+        self.assertEqual(self.exchange(port, b"GET /" + b"a" * 20000 + b" HTTP/1.1\r\nHost: x\r\n\r\n"), 414)
+
+    def test_a_method_that_is_not_a_token_gets_400(self):
+        self.cache.mkdir()
+        base, _, log = self.start_serve(self.cache)
+        port = int(re.search(r":(\d+)/$", base).group(1))
+        rest = b" / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        got = {m: self.exchange(port, m + rest) for m in (b"GET\0", b"GET\0X", b"G\x01T", b"GET\x7f", b"G\xc3\x89T")}
+        self.assertEqual(got, {m: 400 for m in got})  # before: GET\0 and GET\0X served as GET (200)
+        self.assertEqual(self.exchange(port, b"GET" + rest), 200)
+        self.assertEqual(self.exchange(port, b"BREW" + rest), 405)
+
+
 if __name__ == "__main__":
     unittest.main()

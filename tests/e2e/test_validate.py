@@ -14,13 +14,18 @@ import io
 import json
 import os
 import re
+import struct
 import subprocess
+import sys
+import threading
+import time
 import unittest
 import xml.etree.ElementTree as ET
 import zipfile
+import zlib
 from pathlib import Path
 
-from kilntest import KilnTestCase, SHARED_CACHE
+from kilntest import KILN, KilnTestCase, SHARED_CACHE
 
 
 def record_of(entries):
@@ -363,6 +368,103 @@ class ValidateTest(KilnTestCase):
         self.assertIn("kiln-demo: the built wheel fails validation: torch-abi:", proc.stderr)
         self.assertIn("c10::kiln_e2e_not_in_torch()", proc.stderr)
         self.assertEqual(list((cache / "wheels").glob("*/*.whl")) if (cache / "wheels").exists() else [], [])
+
+
+def raw_zip(path, members):
+    """Writes a zip byte by byte from [(name bytes, data as stored, method, crc, size)], so that a
+    name may hold any bytes and a deflated member's data and stated size may be anything."""
+    out, central = b"", b""
+    for name, data, method, crc, size in members:
+        central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 0x0314, 20, 0, method, 0, 33, crc,
+                               len(data), size, len(name), 0, 0, 0, 0, 0o100644 << 16, len(out)) + name
+        out += struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, method, 0, 33, crc, len(data), size,
+                           len(name), 0) + name + data
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), len(central), len(out), 0)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_bytes(out + central + end)
+    return Path(path)
+
+
+def stored(name, data):
+    return (name, data, 0, zlib.crc32(data), len(data))
+
+
+def zeros_bomb(gib):
+    """A raw deflate stream of `gib` GiB of zeros (about 1 KB per MiB) and their CRC-32."""
+    mib = b"\0" * (1 << 20)
+    z = zlib.compressobj(9, zlib.DEFLATED, -15)
+    chunk = z.compress(mib) + z.flush(zlib.Z_FULL_FLUSH)  # byte-aligned, no history: repeatable
+    crc = 0
+    for _ in range(gib << 10):
+        crc = zlib.crc32(mib, crc)
+    return chunk * (gib << 10) + z.flush(zlib.Z_FINISH), crc
+
+
+class ForeignWheelTest(KilnTestCase):
+    """Hand-made hostile wheels, no build needed: a METADATA that inflates to 2 GiB, member names
+    holding bytes of no UTF-8 character."""
+
+    def validate_raw(self, wheel, timeout=120):
+        """(exit code, stdout bytes, stderr bytes, seconds, peak RSS in MiB) of `kiln validate`,
+        killed after `timeout` seconds (the test then fails)."""
+        env = dict(os.environ, KILN_CACHE=str(self.cache))
+        out_path, err_path = self.tmp / "validate.out", self.tmp / "validate.err"
+        t0 = time.monotonic()
+        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+            proc = subprocess.Popen([KILN, "validate", str(wheel)], stdout=out, stderr=err, env=env,
+                                    cwd=self.project)
+        timer = threading.Timer(timeout, proc.kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        seconds = time.monotonic() - t0
+        out, err = out_path.read_bytes(), err_path.read_bytes()
+        self.assertLess(seconds, timeout, f"kiln validate {wheel.name} was killed after {timeout} s")
+        return proc.returncode, out, err, seconds, usage.ru_maxrss / 1024
+
+    def test_a_metadata_that_inflates_to_2_gib_is_refused_at_its_limit(self):
+        """docs/manifest.md, "Limits": a wheel's text files at most 16 MiB. The zip's directory says
+        2 GiB (refused before inflating), or lies that it is 16 MiB (refused once inflated past it):
+        exit 1 at once, the limit named, memory bounded. Before: 4.2 GB RSS and 35 s."""
+        stream, crc = zeros_bomb(2)
+        info = b"bomb-1.0.dist-info/"
+        small = [stored(b"bomb/__init__.py", b"x = 1\n"),
+                 stored(info + b"WHEEL", b"Wheel-Version: 1.0\nGenerator: t\nRoot-Is-Purelib: true\nTag: py3-none-any\n")]
+        limit = "inflates past 16 MiB (the limit for a wheel's text files)"
+        for stated in (2 << 30, 16 << 20):
+            with self.subTest(stated=stated):
+                wheel = raw_zip(self.tmp / str(stated) / "bomb-1.0-py3-none-any.whl",
+                                small + [(info + b"METADATA", stream, 8, crc, stated),
+                                         stored(info + b"RECORD", b"")])
+                self.assertLess(wheel.stat().st_size, 4 << 20)
+                rc, out, err, seconds, rss = self.validate_raw(wheel)
+                text = out.decode()
+                print(f"\nkiln validate, METADATA stated {stated} bytes: exit {rc}, {seconds:.1f} s, "
+                      f"peak RSS {rss:.0f} MiB", file=sys.stderr)
+                self.assertEqual(rc, 1, text + err.decode())
+                self.assertIn(f"entry 'bomb-1.0.dist-info/METADATA': {limit}", text)
+                self.assertIn("METADATA is unreadable (the archive check says why)", text)
+                self.assertLess(seconds, 20)
+                self.assertLess(rss, 1024)  # the bomb held whole would be 2 GiB and more
+
+    def test_raw_bytes_of_member_names_never_reach_the_terminal(self):
+        """A member name holding the 8-bit CSI (0x9B), bytes 0x80-0xFF of no UTF-8 character and an
+        overlong '/': validate's archive message shows each as \\xNN; stdout and stderr are valid
+        UTF-8 without a raw C1 byte."""
+        name = b"evil/\x9b2J\x9b31mred\xff\xfe\xc0\xaf.py"
+        wheel = raw_zip(self.tmp / "evil-1.0-py3-none-any.whl",
+                        [stored(name, b"x = 1\n"), stored(b"evil-1.0.dist-info/RECORD", b"")])
+        rc, out, err, _, _ = self.validate_raw(wheel)
+        self.assertEqual(rc, 1, out + err)
+        for stream in (out, err):
+            self.assertNotIn(b"\x9b", stream)
+            self.assertFalse(re.search(rb"[\x00-\x08\x0b-\x1f\x7f]", stream), stream)
+            text = stream.decode("utf-8")  # strict: no byte of no character
+            self.assertFalse(re.search("[\x80-\x9f]", text), text)
+        self.assertIn(b"entry 'evil/\\x9b2J\\x9b31mred\\xff\\xfe\\xc0\\xaf.py' is not valid UTF-8", out)
 
 
 if __name__ == "__main__":

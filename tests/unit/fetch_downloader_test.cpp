@@ -2,6 +2,7 @@
 #include "fetch/downloader.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "../support/fake_http.h"
 #include "../support/fetch_util.h"
@@ -231,12 +232,14 @@ TEST_F(DownloaderTest, ImportsLocalFilesVerified) {
   auto got = d.import_file(src, "src.tar.gz", sha_).value();
   EXPECT_FALSE(got.downloaded);
   EXPECT_EQ(read_file(got.path).value(), body_);
-  // A file:// URL takes the same road.
+  // A file:// URL the user wrote takes the same road; one a stranger wrote is refused.
   fs::path other = dir_->path() / "a b.zip";
   kiln::testing::write_text(other, "zip bytes");
+  const std::string url = "file://" + dir_->path().string() + "/a%20b.zip";
+  ASSERT_FALSE(d.fetch(url, "a b.zip", sha256_hex("zip bytes")));
+  EXPECT_FALSE(d.find_cached(sha256_hex("zip bytes")));
   auto via_url =
-      d.fetch("file://" + dir_->path().string() + "/a%20b.zip", "a b.zip", sha256_hex("zip bytes"))
-          .value();
+      d.fetch(url, "a b.zip", sha256_hex("zip bytes"), std::nullopt, UrlFrom::User).value();
   EXPECT_EQ(read_file(via_url.path).value(), "zip bytes");
 
   auto bad = d.import_file(src, "src2.tar.gz", sha256_hex("something else"));
@@ -250,6 +253,42 @@ TEST_F(DownloaderTest, ImportsLocalFilesVerified) {
   EXPECT_FALSE(d.find_cached(sha256_hex("something else")).has_value());
   EXPECT_FALSE(fs::exists(cache_ / "downloads" / sha256_hex("something else").substr(0, 2)));
   EXPECT_TRUE(http_.requests.empty());
+}
+
+TEST_F(DownloaderTest, LocalFilesAreRegularFilesOnRealFileSystemsReadWithoutBlocking) {
+  MAKE_DOWNLOADER(d, false);
+  // Online, a stranger's file:// URL is refused as a scheme, never opened.
+  auto stranger = d.fetch("file:///etc/passwd", "torch-2.11.0-cp311-cp311-linux_x86_64.whl",
+                          sha256_hex(read_file("/etc/passwd").value()));
+  ASSERT_FALSE(stranger);
+  EXPECT_EQ(stranger.error().kind, ErrorKind::BadInput);
+  EXPECT_NE(stranger.error().message.find("expected an http:// or https:// URL"),
+            std::string::npos);
+  EXPECT_TRUE(downloads().empty());
+  // Pseudo-files ("regular files" of /proc and /sys) are refused before a byte is read:
+  // /proc/kmsg would block in the kernel, deaf to SIGTERM.
+  for (const char* pseudo :
+       {"/proc/self/status", "/proc/kmsg", "/sys/kernel/mm/transparent_hugepage/enabled"}) {
+    if (!fs::exists(pseudo)) continue;
+    auto got = d.import_file(pseudo, "x.tar.gz", sha_);
+    ASSERT_FALSE(got) << pseudo;
+    EXPECT_NE(got.error().message.find("kernel pseudo-file system"), std::string::npos)
+        << got.error().message;
+  }
+  // A FIFO nobody writes to: refused at once, not waited on.
+  fs::path fifo = dir_->path() / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto got = d.fetch("file://" + fifo.string(), "x.tar.gz", sha_, std::nullopt, UrlFrom::User);
+  ASSERT_FALSE(got);
+  EXPECT_NE(got.error().message.find("not a file"), std::string::npos) << got.error().message;
+  // A local file is bounded like a download.
+  fs::path big = dir_->path() / "big";
+  kiln::testing::write_text(big, std::string(4096, 'b'));
+  d.set_max_bytes(1000);
+  auto over = d.import_file(big, "big.tar.gz", sha256_hex(std::string(4096, 'b')));
+  ASSERT_FALSE(over);
+  EXPECT_NE(over.error().message.find("larger than the limit of 1000 bytes"), std::string::npos);
+  EXPECT_TRUE(downloads().empty());
 }
 
 TEST_F(DownloaderTest, GetTextRetriesServerErrorsButReturnsClientErrors) {

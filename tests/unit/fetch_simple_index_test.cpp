@@ -29,6 +29,30 @@ TEST(FetchSimpleIndex, JsonPage) {
   EXPECT_EQ(files[2].sha256, "");
 }
 
+TEST(FetchSimpleIndex, LinksThatAreNotHttpAreLeftOut) {
+  // A stranger's page may not make kiln read a local file: file://, and any other scheme, through
+  // a link, a <base> or a PEP 691 url; relative links stay relative to the (http) page.
+  std::string json = R"({"meta": {"api-version": "1.1"}, "files": [
+      {"filename": "torch-2.11.0-cp311-cp311-linux_x86_64.whl", "url": "file:///etc/passwd"},
+      {"filename": "a.whl", "url": "FILE:///proc/kmsg"},
+      {"filename": "b.whl", "url": "ftp://x/b.whl"},
+      {"filename": "c.whl", "url": "data:,x"},
+      {"filename": "d.whl", "url": "d.whl"}]})";
+  LeftOut left_out;
+  auto files = parse_json_page(json, kPage, &left_out).value();
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(files[0].url, kPage + "d.whl");
+  EXPECT_EQ(left_out.count, 4u);
+  EXPECT_EQ(left_out.first, "file:///etc/passwd");
+  std::string html = R"(<a href="file:///etc/passwd">x.whl</a><a href="y.whl">y.whl</a>
+      <base href="file:///etc/"><a href="passwd">passwd.whl</a>)";
+  files = parse_html_page(html, kPage).value();
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(files[0].url, kPage + "y.whl");
+  // Relative links of a page that is itself no http(s) page: left out too.
+  EXPECT_TRUE(parse_html_page("<a href=\"x.whl\">x.whl</a>", "file:///srv/simple/x/")->empty());
+}
+
 TEST(FetchSimpleIndex, JsonErrors) {
   EXPECT_FALSE(parse_json_page("not json", kPage));
   EXPECT_FALSE(parse_json_page("[]", kPage));

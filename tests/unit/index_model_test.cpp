@@ -158,7 +158,17 @@ TEST(IndexMetadata, ReadsTheDistInfoMetadataOfARealWheel) {
   // Capped size.
   auto big = read_wheel_metadata(wheel, wheel.filename().string(), 10);
   ASSERT_FALSE(big);
-  EXPECT_NE(big.error().message.find("larger than 10 bytes"), std::string::npos);
+  EXPECT_NE(big.error().message.find("METADATA inflates past the limit of 10 bytes"),
+            std::string::npos);
+  // Past the limit of a wheel's text files (docs/manifest.md, "Limits"), refused by its size.
+  fs::path bomb = write_wheel(dir.path() / "bomb", "demo-1.0+cu130-py3-none-any.whl",
+                              md + std::string(17u << 20, ' '));
+  auto refused = read_wheel_metadata(bomb, bomb.filename().string());
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find(
+                "METADATA inflates past 16 MiB (the limit for a wheel's text files)"),
+            std::string::npos)
+      << refused.error().message;
   // Not a zip.
   fs::path junk = dir.path() / "junk-1.0-py3-none-any.whl";
   std::ofstream(junk) << "not a zip at all";

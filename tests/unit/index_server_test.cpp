@@ -284,6 +284,99 @@ TEST_F(ServerTest, AmbiguousRequestsAreRefused) {
   EXPECT_EQ(request(port(), "GET / HTTP/1.0\r\n\r\n").status, 200);  // 1.0 needs none
 }
 
+// A request for / whose head (request line and header fields, the empty line included) is exactly
+// `size` bytes: a padding header makes up the rest, after `fields` headers of its own ("X-N: v").
+std::string head_of(std::size_t size, int fields = 0, bool close = true) {
+  std::string start = cat("GET / HTTP/1.1\r\nHost: x\r\n", close ? "Connection: close\r\n" : "");
+  for (int i = 0; i < fields; ++i) start += cat("X-", i, ": v\r\n");
+  start += "X-Pad: ";
+  const std::string end = "\r\n\r\n";
+  return start + std::string(size - start.size() - end.size(), 'a') + end;
+}
+
+// Every head over the limit is answered 431, every other one served: around the old gap (heads of
+// 15,950-16,180 bytes, which filled libmicrohttpd's 16 KiB pool so that no answer fit, got the
+// connection closed unanswered), at the limit, and at the edge of the pool as it is now.
+TEST_F(ServerTest, EveryHeadOverTheLimitGets431AndEveryOtherAnAnswer) {
+  start();
+  const std::size_t limit = ServerOptions{}.request_bytes;
+  const std::size_t pool = connection_pool_bytes(ServerOptions{});
+  ASSERT_EQ(limit, 16384u);  // docs/serve.md, "Limits"
+  std::vector<std::size_t> sizes = {15000, 15900, 16000,     16100, 16300,
+                                    20000, 65536, limit - 1, limit, limit + 1};
+  for (std::size_t n = 15800; n <= 16600; n += 20) sizes.push_back(n);
+  for (std::size_t n = pool - 1200; n <= pool + 400; n += 16) sizes.push_back(n);
+  for (std::size_t n : sizes) {
+    HttpReply r = request(port(), head_of(n));
+    EXPECT_EQ(r.status, n <= limit ? 200 : 431) << n << " bytes: " << r.head.substr(0, 120);
+  }
+  // A request line alone over the limit: 414, in the pool or past it.
+  for (std::size_t n : {limit + 100, pool - 200, pool + 4000})
+    EXPECT_EQ(request(port(), get_line("/" + std::string(n, 'a'))).status, 414) << n;
+  // HEAD gets the head of the answer only.
+  HttpReply head = request(
+      port(), "HEAD / HTTP/1.1\r\nHost: x\r\nX-Pad: " + std::string(limit, 'a') + "\r\n\r\n", true);
+  EXPECT_EQ(head.status, 431);
+  EXPECT_TRUE(head.body.empty());
+  EXPECT_EQ(request(port(), get_line("/")).status, 200);
+}
+
+// At most 100 fields (header fields, cookies and query arguments together): more get 431 (heads
+// of many small fields filled the pool with libmicrohttpd's records of them); a head at both
+// limits at once, a large Cookie header (which libmicrohttpd copies) included, and one pipelined
+// behind it on the same connection, still get their answers.
+TEST_F(ServerTest, EveryHeadOverTheFieldLimitGets431) {
+  start();
+  for (int n : {50, 97, 98, 99, 100, 101, 150, 400, 1200}) {  // all under 16 KiB
+    HttpReply r = request(port(), head_of(200 + 11 * static_cast<std::size_t>(n), n - 3));
+    EXPECT_EQ(r.status, n <= 100 ? 200 : 431) << n << " fields: " << r.head.substr(0, 120);
+  }
+  std::string cookies;  // 97 cookies, the header fields Host, Connection and Cookie: 100 fields
+  for (int i = 0; i < 97; ++i) cookies += cat(i ? "; " : "", "c", i, "=", std::string(150, 'v'));
+  std::string query = "/?a&b";  // two more fields
+  for (const auto& [path, expected] :
+       std::vector<std::pair<std::string, int>>{{"/", 200}, {query, 431}}) {
+    std::string raw = cat("GET ", path, " HTTP/1.1\r\nHost: x\r\nCookie: ", cookies,
+                          "\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(request(port(), raw).status, expected) << path;
+  }
+  // Both limits at once: a 16,384-byte head, 15 KB of it one Cookie header, 100 fields, and a
+  // second request pipelined behind it.
+  std::string first = cat("GET / HTTP/1.1\r\nHost: x\r\nCookie: ", cookies, "\r\nX-Pad: ");
+  first += std::string(ServerOptions{}.request_bytes - first.size() - 4, 'a') + "\r\n\r\n";
+  ASSERT_EQ(first.size(), ServerOptions{}.request_bytes);
+  int fd = connect_to(port());
+  ASSERT_GE(fd, 0);
+  send_all(fd, first + get_line("/"));
+  std::string both;  // the two answers, until the second closes the connection
+  char chunk[65536];
+  for (pollfd p{fd, POLLIN, 0}; ::poll(&p, 1, 3000) > 0;) {
+    ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+    if (n <= 0) break;
+    both.append(chunk, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  EXPECT_EQ(both.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << both.substr(0, 200);
+  EXPECT_NE(both.find("HTTP/1.1 200 OK\r\n", 1), std::string::npos) << both.substr(0, 400);
+}
+
+// A method is an RFC 9110 token: a NUL in it (which ends the C string libmicrohttpd hands over,
+// so that "GET\0" read as GET and was served), a control character or any other byte outside
+// tchar is 400.
+TEST_F(ServerTest, AMethodThatIsNotATokenIs400) {
+  start();
+  using namespace std::string_literals;
+  const std::string rest = " / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  for (const std::string& method :
+       {"GET\0"s, "GET\0X"s, "G\x01T"s, "\0GET"s, "GET\x7f"s, "G(T"s, "G\xc3\x89T"s, "GET\t"s}) {
+    HttpReply r = request(port(), method + rest);
+    EXPECT_EQ(r.status, 400) << testing::PrintToString(method) << " -> " << r.head.substr(0, 120);
+  }
+  EXPECT_EQ(request(port(), "GET" + rest).status, 200);
+  EXPECT_EQ(request(port(), "GET " + rest).status, 200);  // spaces before the target: tolerated
+  EXPECT_EQ(request(port(), "F!#$%&'*+-.^_`|~0o" + rest).status, 405);  // a token, not ours
+}
+
 // A wheel whose bytes changed in place (same size) is never served under its sha256.
 TEST_F(ServerTest, AWheelWhoseBytesChangedIsNotServedUnderItsHash) {
   start();

@@ -12,6 +12,7 @@
 #include "init/cuda_wheels.h"
 #include "init/from_index.h"
 #include "init/requirements.h"
+#include "init/toml_text.h"
 #include "manifest/target.h"
 #include "toolchain/compiler.h"
 
@@ -78,6 +79,35 @@ TEST(Requirements, TorchCudaFromItsOwnMetadata) {
   EXPECT_NE(cu12->source.find("nvidia-cuda-runtime-cu12==12.8.90"), std::string::npos);
   // A CPU build, and a label alone, say nothing.
   EXPECT_FALSE(cuda_from_metadata("Name: torch\nVersion: 2.11.0+cu128\nRequires-Dist: filelock\n"));
+}
+
+TEST(Requirements, MetadataWithControlCharactersIsRefusedNamingWhereAndTheField) {
+  const std::string head = "Name: torch\nVersion: 2.11.0\n";
+  EXPECT_TRUE(check_requires_dist(head + "Requires-Dist: cuda-toolkit==13.0.2\n", "u"));
+  // A folded line: its line break would end the comment kiln writes the requirement into.
+  auto folded = check_requires_dist(
+      head + "Requires-Dist: cuda-toolkit==13.0.2\n [[torch.wheel]]\n", "https://i/x.metadata");
+  ASSERT_FALSE(folded);
+  EXPECT_EQ(folded.error().message,
+            "https://i/x.metadata: the METADATA's Requires-Dist 'cuda-toolkit==13.0.2? "
+            "[[torch.wheel]]' holds a control character (\\x0a); kiln does not read metadata it "
+            "cannot write down as it is");
+  for (std::string bad : {"\x1b[2J", "\ry", "\x7f", "\xc2\x9b", "\xe2\x80\xa8"})
+    EXPECT_FALSE(check_requires_dist(head + "Requires-Dist: x" + bad + "\n", "u")) << bad;
+}
+
+TEST(TomlText, StringsAndCommentsNeverBecomeStructure) {
+  for (std::string text :
+       {std::string("plain"), std::string("a \"quoted\" \\ text"),
+        std::string("line\n[[x]]\ny = 1"), std::string("\x1b[2J\r\x7f\xc2\x9b"),
+        std::string("\xff\xfe bad utf-8 \xc0\xaf"), std::string("# ]] [[a.b]] = \"''' x")}) {
+    std::string doc = toml_comment(text) + "key = " + toml_string(text) + "\n" + toml_comment(text);
+    EXPECT_EQ(std::count(doc.begin(), doc.end(), '\n'), 3) << doc;
+    EXPECT_EQ(toml_comment(text).find('\r'), std::string::npos);
+  }
+  EXPECT_EQ(toml_string("a\"b\\c\n"), "\"a\\\"b\\\\c\\u000a\"");
+  EXPECT_EQ(toml_string("\xff"), "\"\xef\xbf\xbd\"");
+  EXPECT_EQ(toml_comment("x\ny"), "# x\\x0ay\n");
 }
 
 TEST(Requirements, ToolkitComponentsOfTheNvccAndCcclExtras) {

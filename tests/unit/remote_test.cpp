@@ -25,11 +25,13 @@ namespace {
 class MemoryRemote final : public cache::Remote {
  public:
   std::string describe() const override { return "memory://"; }
-  Expected<std::optional<std::string>> get(const std::string& name) override {
+  Expected<cache::Fetched> get(const std::string& name, std::uint64_t max_bytes) override {
     calls++;
     if (down) return Error::failed("connection refused");
     auto it = entries.find(name);
-    return it == entries.end() ? std::nullopt : std::optional(it->second);
+    if (it == entries.end()) return cache::Fetched::missing();
+    if (it->second.size() > max_bytes) return cache::Fetched::too_large("over the bound");
+    return cache::Fetched::found(it->second);
   }
   Expected<void> put(const std::string& name, std::string_view bytes) override {
     calls++;
@@ -59,12 +61,12 @@ TEST(SharedCache, EntriesVerifyAndADamagedOneIsAMiss) {
   Fixture f;
   f.shared->put("objects/ab/x.o", "object bytes");
   EXPECT_EQ(f.remote->entries["objects/ab/x.o"], cache::frame_entry("object bytes"));
-  EXPECT_EQ(f.shared->get("objects/ab/x.o"), "object bytes");
-  EXPECT_EQ(f.shared->get("objects/ab/y.o"), std::nullopt);
+  EXPECT_EQ(f.shared->get("objects/ab/x.o", cache::kMaxRemoteObject), "object bytes");
+  EXPECT_EQ(f.shared->get("objects/ab/y.o", cache::kMaxRemoteObject), std::nullopt);
   f.remote->entries["objects/ab/x.o"].back() ^= 1;
-  EXPECT_EQ(f.shared->get("objects/ab/x.o"), std::nullopt);
+  EXPECT_EQ(f.shared->get("objects/ab/x.o", cache::kMaxRemoteObject), std::nullopt);
   f.remote->entries["objects/ab/z.o"] = "kiln-object 1 short";
-  EXPECT_EQ(f.shared->get("objects/ab/z.o"), std::nullopt);
+  EXPECT_EQ(f.shared->get("objects/ab/z.o", cache::kMaxRemoteObject), std::nullopt);
   EXPECT_EQ(f.shared->stats().hits, 1u);
   EXPECT_EQ(f.shared->stats().misses, 3u);
   EXPECT_EQ(f.shared->stats().corrupt, 2u);
@@ -74,12 +76,12 @@ TEST(SharedCache, EntriesVerifyAndADamagedOneIsAMiss) {
 TEST(SharedCache, TheFirstErrorTurnsItOffForTheRun) {
   Fixture f;
   f.remote->down = true;
-  EXPECT_EQ(f.shared->get("objects/ab/x.o"), std::nullopt);
+  EXPECT_EQ(f.shared->get("objects/ab/x.o", cache::kMaxRemoteObject), std::nullopt);
   EXPECT_FALSE(f.shared->on());
   EXPECT_TRUE(f.shared->stats().failed);
   f.remote->down = false;
   f.shared->put("objects/ab/x.o", "bytes");
-  EXPECT_EQ(f.shared->get("objects/ab/x.o"), std::nullopt);
+  EXPECT_EQ(f.shared->get("objects/ab/x.o", cache::kMaxRemoteObject), std::nullopt);
   EXPECT_EQ(f.remote->calls, 1);                        // never asked again
   EXPECT_TRUE(f.shared->take_lease("objects/ab/x.o"));  // off: nobody to wait for
 }
@@ -91,7 +93,7 @@ TEST(SharedCache, ReadOnlyNeverWrites) {
   cache::SharedCache shared(std::move(owned), true);
   shared.put("objects/ab/y.o", "mine");
   EXPECT_EQ(remote->entries.size(), 1u);
-  EXPECT_EQ(shared.get("objects/ab/x.o"), "theirs");
+  EXPECT_EQ(shared.get("objects/ab/x.o", cache::kMaxRemoteObject), "theirs");
 }
 
 TEST(SharedCache, TheLocalStoreTakesMissesFromItAndStoresIntoIt) {
@@ -137,7 +139,8 @@ TEST(SharedCache, ManifestsOfOtherWorkersAreConsultedAndKept) {
   compile::ContentKeys keys(objects_b, f.dir.path());
   EXPECT_FALSE(keys.lookup(command, "x.cu"));
   keys.record(command, {depfile}).value();
-  auto manifest = f.shared->get(cache::remote_object_name(command, ".deps"));
+  auto manifest =
+      f.shared->get(cache::remote_object_name(command, ".deps"), cache::kMaxRemoteManifest);
   ASSERT_TRUE(manifest);
   EXPECT_EQ(compile::parse_manifest(*manifest)->size(), 3u);  // v3, b's v2, a's v1
 }
@@ -163,6 +166,35 @@ TEST(SharedCache, ARemoteWheelMustBeAPlainNameWithItsRecordedSha256) {
   EXPECT_EQ(got->wheel, into / "x-1.0-py3-none-any.whl");
   EXPECT_EQ(read_file(got->wheel).value(), "wheel bytes");
   EXPECT_EQ(std::distance(fs::directory_iterator(into), fs::directory_iterator()), 1);
+}
+
+TEST(SharedCache, ARemoteEntryOfWrongTypesIsACorruptMissNeverAnError) {
+  Fixture f;
+  cache::Store store(f.dir.path() / "cache");
+  store.set_shared(f.shared);
+  const std::string key = sha256_hex("a build");
+  const fs::path into = f.dir.path() / "into";
+  fs::create_directories(into);
+  const std::string name = "x-1.0-py3-none-any.whl";
+  f.shared->put(cache::remote_wheel_name(key, name), "wheel bytes");
+  const nlohmann::json good = {{"wheel", name}, {"sha256", sha256_hex("wheel bytes")}};
+  auto offer = [&](const nlohmann::json& info) {
+    f.shared->put(cache::remote_wheel_info_name(key), info.dump());
+    return store.fetch_shared_wheel(key, into);  // before: json type_error.302, a failed build
+  };
+  EXPECT_FALSE(offer({{"wheel", 123}, {"sha256", 456}}));
+  nlohmann::json version = good;
+  version["version"] = 5;
+  EXPECT_FALSE(offer(version));
+  nlohmann::json archs = good;
+  archs["archs"] = std::vector<std::string>(700000, "sm_90");
+  EXPECT_FALSE(offer(archs));
+  nlohmann::json other = good;
+  other["key"] = sha256_hex("another build");
+  EXPECT_FALSE(offer(other));
+  auto got = offer(good);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->sha256, sha256_hex("wheel bytes"));
 }
 
 class RemoteConfigTest : public ::testing::Test {

@@ -30,7 +30,7 @@ TEST(Store, CommitLookupVerifyRemove) {
   Store store(dir.path() / "cache");
   EXPECT_FALSE(store.lookup(kKey));
   fs::path wheel = make_wheel(dir.path() / "out", "x-1.0-py3-none-any.whl", "wheel bytes");
-  Entry e = store.commit(kKey, wheel, {{"package", "x"}, {"version", "1.0"}}).value();
+  Entry e = store.commit(kKey, wheel, {.package = "x", .version = "1.0"}).value();
   EXPECT_FALSE(fs::exists(wheel));  // moved in
   EXPECT_EQ(e.sha256, sha256_hex("wheel bytes"));
   EXPECT_EQ(store.lookup(kKey)->wheel, e.wheel);
@@ -215,15 +215,28 @@ TEST(Store, ReadEntrySaysWhyAnEntryCannotBeUsed) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"not json", "entry.json is not a JSON object"},
       {"[1]", "entry.json is not a JSON object"},
-      {with("wheel", 7), "entry.json names no plain .whl file ('')"},
+      {with("wheel", 7), "entry.json: 'wheel' is not a string"},
       {with("wheel", "../secret.whl"), "entry.json names no plain .whl file ('../secret.whl')"},
       {with("wheel", "x-1.0-py3-none-any.tar"),
        "entry.json names no plain .whl file ('x-1.0-py3-none-any.tar')"},
       {with("wheel", "y.whl"), "y.whl is missing or not a regular file"},
       {with("wheel", "linked.whl"), "linked.whl is missing or not a regular file"},
       {with("size", 12), name + ": size 11 is not the recorded 12"},
-      {with("size", "big"), name + ": size 11 is not the recorded 0"},
+      {with("size", "big"), "entry.json: 'size' is not a non-negative integer"},
+      {with("size", -11), "entry.json: 'size' is not a non-negative integer"},
       {with("sha256", "x"), "entry.json records no sha256"},
+      {with("sha256", 456), "entry.json: 'sha256' is not a string"},
+      // Every field typed and bounded (one reader for local and remote entries): a wrong type,
+      // an escape sequence, a list of 700k archs, a key of another entry.
+      {with("version", 5), "entry.json: 'version' is not a string"},
+      {with("version", "\x1b[2J\r\n"),
+       "entry.json: 'version' holds a control character or invalid UTF-8"},
+      {with("archs", nlohmann::json(std::vector<std::string>(700000, "sm_90"))),
+       "entry.json is larger than 65536 bytes"},
+      {with("archs", nlohmann::json::array()), "entry.json: 'archs' is not a string"},
+      {with("target", std::string(1025, 't')), "entry.json: 'target' is longer than 1024 bytes"},
+      {with("committed_at", 1.5), "entry.json: 'committed_at' is not a non-negative integer"},
+      {with("key", std::string(64, 'b')), "entry.json names another build key (bbbbbbbbbbbbbbbb)"},
   };
   for (const auto& [text, reason] : cases) {
     SCOPED_TRACE(text);
@@ -413,7 +426,7 @@ struct EvictFixture {
   std::uint64_t wheel(const std::string& key, std::size_t bytes, std::time_t used) {
     fs::path w =
         make_wheel(dir.path() / "out" / key, "x-1.0-py3-none-any.whl", std::string(bytes, 'w'));
-    Entry e = store.commit(key, w, {{"package", "x"}}).value();
+    Entry e = store.commit(key, w, {.package = "x"}).value();
     set_mtime(e.dir / "entry.json", used);
     return dir_bytes(e.dir);
   }

@@ -184,8 +184,38 @@ TEST(Strings, TerminalTextShowsControlCharactersInsteadOfSendingThem) {
             "csiU+009B31m nelU+0085");
   EXPECT_EQ(terminal_text("one\ntwo", /*keep_newlines=*/false), "one\\x0atwo");
   EXPECT_EQ(terminal_text(std::string("nul\0end", 7)), "nul\\x00end");
-  EXPECT_EQ(terminal_text("cut\xc2"), "cut\xc2");  // a lone lead byte at the end is no control
+  EXPECT_EQ(terminal_text("cut\xc2"), "cut\\xc2");  // a truncated sequence: its bytes shown
   EXPECT_EQ(terminal_text(""), "");
+}
+
+TEST(Strings, TerminalTextShowsBytesOfNoUtf8Character) {
+  // The 8-bit CSI and other bytes 0x80-0xff outside a valid sequence: shown, never sent.
+  EXPECT_EQ(terminal_text("a\x9b"
+                          "31mb"),
+            "a\\x9b31mb");
+  EXPECT_EQ(terminal_text("\x80\xbf\xc0\xc1\xf5\xff"), "\\x80\\xbf\\xc0\\xc1\\xf5\\xff");
+  // Overlong forms (of '/', of NUL, of CSI), surrogates, past U+10FFFF: each byte shown.
+  EXPECT_EQ(terminal_text("\xc0\xaf"), "\\xc0\\xaf");
+  EXPECT_EQ(terminal_text("\xe0\x80\x80"), "\\xe0\\x80\\x80");
+  EXPECT_EQ(terminal_text("\xc1\x9b"), "\\xc1\\x9b");
+  EXPECT_EQ(terminal_text("\xf0\x80\x80\xaf"), "\\xf0\\x80\\x80\\xaf");
+  EXPECT_EQ(terminal_text("\xed\xa0\x80|\xed\xbf\xbf"), "\\xed\\xa0\\x80|\\xed\\xbf\\xbf");
+  EXPECT_EQ(terminal_text("\xf4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80");
+  // Truncated sequences, in the middle and at the end; a lead byte followed by ASCII.
+  EXPECT_EQ(terminal_text("\xe2\x82x\xf0\x9f\x98"), "\\xe2\\x82x\\xf0\\x9f\\x98");
+  EXPECT_EQ(terminal_text("\xc3("), "\\xc3(");
+  // Valid characters of every length stay as they are, next to what is shown.
+  EXPECT_EQ(terminal_text("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xef\xbf\xbd\xf4\x8f\xbf\xbf"),
+            "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xef\xbf\xbd\xf4\x8f\xbf\xbf");
+  EXPECT_EQ(terminal_text("\xc3\xa9\xff\xe2\x82\xac"), "\xc3\xa9\\xff\xe2\x82\xac");
+  // Whatever the input, the output is valid UTF-8 without a control character but \n and \t.
+  std::string all;
+  for (int b = 0; b < 256; ++b) all += static_cast<char>(b);
+  std::string shown = terminal_text(all + all.substr(0x80) + "\xe2\x80", false);
+  EXPECT_TRUE(is_valid_utf8(shown));
+  EXPECT_EQ(shown.find('\n'), std::string::npos);
+  std::erase(shown, '\t');  // kept
+  EXPECT_EQ(control_character(shown), "");
 }
 
 }  // namespace kiln

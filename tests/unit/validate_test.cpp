@@ -530,6 +530,71 @@ TEST_F(Validate, CorruptZipsFailTheArchiveCheck) {
       "fail: zip demo_pkg-1.0-py3-none-any.whl: entry 'demo_pkg/__init__.py': local header CRC");
 }
 
+// `zip` with the uncompressed size its local header and central directory state for the entry
+// `name` set to `size`: a directory that lies.
+std::string with_stated_size(std::string zip, const std::string& name, std::uint32_t size) {
+  int patched = 0;
+  for (std::size_t at = zip.find(name); at != std::string::npos; at = zip.find(name, at + 1)) {
+    std::size_t field = 0;
+    if (at >= 30 && zip.compare(at - 30, 4, "PK\x03\x04") == 0)
+      field = at - 30 + 22;
+    else if (at >= 46 && zip.compare(at - 46, 4, "PK\x01\x02") == 0)
+      field = at - 46 + 24;
+    else
+      continue;
+    for (int i = 0; i < 4; ++i) zip[field + i] = static_cast<char>((size >> (8 * i)) & 0xff);
+    ++patched;
+  }
+  EXPECT_EQ(patched, 2) << name;
+  return zip;
+}
+
+// METADATA, WHEEL, RECORD and kiln.json are held whole, so each may be at most 16 MiB
+// (docs/manifest.md, "Limits"): past that the archive check fails naming the limit, and nothing
+// past it is inflated, whether the zip's directory says so or lies.
+TEST_F(Validate, TextFilesPastTheirLimitFailNamingIt) {
+  const std::string info = "demo_pkg-1.0.dist-info/";
+  const std::string limit = "inflates past 16 MiB (the limit for a wheel's text files)";
+  const std::string big(17u << 20, ' ');
+  std::size_t stated = 0;
+  fs::path metadata = rewrite(
+      pure(), "demo_pkg-1.0-py3-none-any.whl",
+      [&](auto& e) { stated = (entry(e, "/METADATA") += big).size(); }, /*fix_record=*/true);
+  Report r = run(metadata);
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(said(r, "archive"),
+            cat("fail: zip demo_pkg-1.0-py3-none-any.whl: entry '", info, "METADATA': ", limit,
+                "; the directory says ", stated, " bytes"));
+  EXPECT_EQ(said(r, "metadata"),
+            cat("fail: ", info, "METADATA is unreadable (the archive check says why)"));
+  for (const char* name : {"WHEEL", "RECORD", "kiln.json"}) {
+    fs::path w = rewrite(pure(), "demo_pkg-1.0-py3-none-any.whl", [&](auto& e) {
+      if (std::string(name) == "kiln.json")
+        e.emplace_back(info + name, big);
+      else
+        entry(e, cat("/", name)) += big;
+    });
+    Report rw = run(w);
+    EXPECT_FALSE(rw.ok()) << name;
+    EXPECT_CONTAINS(said(rw, "archive") + "\n" + details(rw, "archive"),
+                    cat("entry '", info, name, "': ", limit, "; the directory says"));
+  }
+
+  // The directory says 16 MiB, the limit, and the member inflates to more: stopped there.
+  std::string bytes = read_file(metadata).value();
+  fs::path lie = dir_->path() / "out" / "lie" / metadata.filename();
+  fs::create_directories(lie.parent_path());
+  write_file_atomic(lie, with_stated_size(bytes, info + "METADATA", 16u << 20)).value();
+  Report lied = run(lie);
+  EXPECT_EQ(said(lied, "archive"),
+            cat("fail: zip demo_pkg-1.0-py3-none-any.whl: entry '", info, "METADATA': ", limit));
+  // It says less: stopped as soon as it inflates past what it says.
+  write_file_atomic(lie, with_stated_size(bytes, info + "METADATA", 1000)).value();
+  EXPECT_EQ(said(run(lie), "archive"),
+            cat("fail: zip demo_pkg-1.0-py3-none-any.whl: entry '", info,
+                "METADATA': inflates to more than the 1000 bytes the directory says"));
+}
+
 TEST_F(Validate, NotAWheelIsAnError) {
   fs::path p = dir_->path() / "out" / "x.zip";
   write_file_atomic(p, "hello").value();

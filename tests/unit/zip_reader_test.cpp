@@ -388,11 +388,17 @@ TEST(ZipReader, RejectsEncryptionOtherMethodsAndBadData) {
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("deflate data"), std::string::npos) << r.error().message;
 
-  // A declared size over the caller's limit is refused before inflating.
+  // A declared size over the caller's limit is refused before inflating, naming the limit.
   z = ZipReader::from_bytes(build_zip(sample()).bytes, "t.whl").value();
   r = z.read(*z.find("pkg/__init__.py"), 10);
   ASSERT_FALSE(r);
-  EXPECT_NE(r.error().message.find("over the limit"), std::string::npos);
+  EXPECT_NE(r.error().message.find("inflates past the limit of 10 bytes; the directory says"),
+            std::string::npos)
+      << r.error().message;
+  r = z.read(*z.find("pkg/__init__.py"), 10, "10 bytes (the limit for tests)");
+  EXPECT_NE(r.error().message.find("inflates past 10 bytes (the limit for tests)"),
+            std::string::npos)
+      << r.error().message;
 }
 
 TEST(ZipReader, SurvivesRandomDamage) {

@@ -1,0 +1,46 @@
+// entry.json: what a committed wheel entry records, typed, with one reader for the local cache and
+// the remote alike (as kiln.json has wheel::Provenance). A cache or a remote may be a stranger's:
+// every field is checked for its type, its length and control characters before kiln uses it, and
+// a document that fails is an unusable entry (local) or a corrupt miss (remote), never a crash.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "core/expected.h"
+
+namespace kiln::cache {
+
+// Caps on entry.json: the whole document, and each string field.
+inline constexpr std::size_t kMaxEntryJsonBytes = 64 * 1024;
+inline constexpr std::size_t kMaxEntryFieldBytes = 1024;
+
+struct EntryInfo {
+  std::string key;     // the build key (64 hex digits)
+  std::string wheel;   // a plain *.whl file name
+  std::string sha256;  // of the wheel (64 lowercase hex digits)
+  std::uint64_t size = 0;
+  std::string package, version, target, backend, manifest_version;
+  std::string archs;              // canonical ("sm_90;sm_120"), "" for pure packages
+  std::string from;               // the remote a hit came from, "" when built here
+  std::int64_t committed_at = 0;  // seconds since the epoch
+
+  nlohmann::json to_json() const;  // the fields that are set (strings non-empty)
+  std::string text() const;        // to_json() as entry.json holds it
+};
+
+// Reads an entry.json: a JSON object of at most kMaxEntryJsonBytes whose known fields have their
+// type (strings of at most kMaxEntryFieldBytes without control characters or invalid UTF-8;
+// `size` and `committed_at` non-negative integers), `wheel` a plain *.whl name and `sha256` 64
+// hex digits (the key, when present, is compared by the reader with the one it asked for). Unknown
+// fields are ignored (and never copied). An error says which field is wrong, in one line.
+Expected<EntryInfo> parse_entry_info(std::string_view text);
+
+// A wheel file name an entry may name: a plain *.whl name (at most 255 bytes, no '/', not
+// starting with '.', no control characters), nothing that leads elsewhere.
+bool is_plain_wheel_name(std::string_view name);
+
+}  // namespace kiln::cache
