@@ -57,7 +57,7 @@ bool is_valid_utf8(std::string_view s) {
   return true;
 }
 
-std::size_t utf8_char_length(std::string_view s, std::size_t i) {
+std::size_t utf8_char_length(std::string_view s, std::size_t i, std::uint32_t* code_point) {
   if (i >= s.size()) return 0;
   auto c = static_cast<unsigned char>(s[i]);
   std::size_t len = c < 0x80           ? 1
@@ -74,6 +74,7 @@ std::size_t utf8_char_length(std::string_view s, std::size_t i) {
   }
   static const std::uint32_t min_by_len[] = {0, 0, 0x80, 0x800, 0x10000};
   if (cp < min_by_len[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+  if (code_point) *code_point = cp;
   return len;
 }
 

@@ -27,8 +27,10 @@ bool is_hex(std::string_view text);
 // Well-formed UTF-8: no overlong forms, no surrogates, nothing past U+10FFFF.
 bool is_valid_utf8(std::string_view text);
 // The length (1 to 4) of the well-formed UTF-8 character that starts at text[at], or 0 when none
-// does (a continuation byte, a truncated sequence, an overlong form, a surrogate, past U+10FFFF).
-std::size_t utf8_char_length(std::string_view text, std::size_t at);
+// does (a continuation byte, a truncated sequence, an overlong form, a surrogate, past U+10FFFF);
+// with `code_point`, that character's code point is stored there.
+std::size_t utf8_char_length(std::string_view text, std::size_t at,
+                             std::uint32_t* code_point = nullptr);
 // The first character of `text` that breaks a line for Python's str.splitlines() (\n \r \v \f
 // \x1c \x1d \x1e U+0085 U+2028 U+2029) or is any other control character (C0, DEL, C1), as
 // "\\x0d" or "U+2028"; "" when there is none. Names kiln writes into line-based files (RECORD,

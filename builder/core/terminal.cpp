@@ -7,22 +7,6 @@
 
 namespace kiln {
 
-namespace {
-
-// The code point of the well-formed character of `length` bytes at s[i].
-std::uint32_t code_point(std::string_view s, std::size_t i, std::size_t length) {
-  auto c = static_cast<unsigned char>(s[i]);
-  std::uint32_t cp = length == 1   ? c
-                     : length == 2 ? (c & 0x1f)
-                     : length == 3 ? (c & 0x0f)
-                                   : (c & 0x07);
-  for (std::size_t k = 1; k < length; ++k)
-    cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3f);
-  return cp;
-}
-
-}  // namespace
-
 std::string terminal_text(std::string_view s, bool keep_newlines) {
   auto is_control = [&](std::uint32_t cp) {
     return (cp < 0x20 && !(cp == '\n' && keep_newlines) && cp != '\t') ||
@@ -31,13 +15,13 @@ std::string terminal_text(std::string_view s, bool keep_newlines) {
   // What to show for the bytes at i ("" when they stay as they are); `length` is how many.
   auto shown = [&](std::size_t i, std::size_t& length) -> std::string {
     char buf[8];
-    length = utf8_char_length(s, i);
+    std::uint32_t cp = 0;
+    length = utf8_char_length(s, i, &cp);
     if (length == 0) {  // not the start of a well-formed character: this byte alone
       length = 1;
       std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(s[i]));
       return buf;
     }
-    std::uint32_t cp = code_point(s, i, length);
     if (!is_control(cp)) return "";
     std::snprintf(buf, sizeof buf, cp < 0x80 ? "\\x%02x" : "U+%04X", static_cast<unsigned>(cp));
     return buf;

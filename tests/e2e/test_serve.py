@@ -33,6 +33,23 @@ def sha256(path):
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+
+def raw_reply(port, request):
+    """Everything `kiln serve` on `port` sends back for the raw bytes `request` until it closes
+    (b"" when it closes unanswered; a reset is an end like any other)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        try:
+            s.sendall(request)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        reply = b""
+        try:
+            while chunk := s.recv(65536):
+                reply += chunk
+        except (ConnectionResetError, socket.timeout):
+            pass
+    return reply
+
 class Inotify:
     """Every open or read of the watched directories and their files (Linux inotify, via ctypes)."""
 
@@ -350,18 +367,7 @@ class ServeTest(KilnTestCase):
         # without an answer), and the server answers the next request.
         for request in (b"GET /default/simple/ HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (64 << 10) + b"\r\n\r\n",
                         b"GET /default/simple/ HTTP/1.1\r\n" + b"".join(b"X-%d: v\r\n" % i for i in range(4000)) + b"\r\n"):
-            s = socket.create_connection(("127.0.0.1", port), timeout=10)
-            try:
-                s.sendall(request)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
-            reply = b""
-            try:
-                while chunk := s.recv(65536):
-                    reply += chunk
-            except (ConnectionResetError, socket.timeout):
-                pass
-            s.close()
+            reply = raw_reply(port, request)
             self.assertTrue(reply == b"" or reply.startswith(b"HTTP/1.1 431 "), reply[:200])
         self.assertEqual(self.curl(f"{base}default/simple/causal-conv1d/")[0], 200)
         held = rss_kib()
@@ -583,18 +589,7 @@ class ServeHeadsTest(KilnTestCase):
 
     def exchange(self, port, request):
         """The status of the one answer to `request` (0: the connection closed unanswered)."""
-        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-            try:
-                s.sendall(request)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
-            reply = b""
-            try:
-                while chunk := s.recv(65536):
-                    reply += chunk
-            except (ConnectionResetError, socket.timeout):
-                pass
-        m = re.match(rb"HTTP/1\.1 (\d{3}) ", reply)
+        m = re.match(rb"HTTP/1\.1 (\d{3}) ", raw_reply(port, request))
         return int(m.group(1)) if m else 0
 
     def head_of(self, size):

@@ -55,6 +55,22 @@ struct Fixture {
   std::shared_ptr<cache::SharedCache> shared;
 };
 
+// A store on the fixture's remote, which offers it the wheel entry of one key.
+struct WheelOffers : Fixture {
+  WheelOffers() {
+    store.set_shared(shared);
+    fs::create_directories(into);
+  }
+  // `info` as the remote's entry.json for `key`, then the store's fetch of it into `into`.
+  std::optional<cache::Store::SharedWheel> offer(const nlohmann::json& info) {
+    shared->put(cache::remote_wheel_info_name(key), info.dump());
+    return store.fetch_shared_wheel(key, into);
+  }
+  cache::Store store{dir.path() / "cache"};
+  const std::string key = sha256_hex("a build");
+  const fs::path into = dir.path() / "into";
+};
+
 }  // namespace
 
 TEST(SharedCache, EntriesVerifyAndADamagedOneIsAMiss) {
@@ -146,53 +162,38 @@ TEST(SharedCache, ManifestsOfOtherWorkersAreConsultedAndKept) {
 }
 
 TEST(SharedCache, ARemoteWheelMustBeAPlainNameWithItsRecordedSha256) {
-  Fixture f;
-  cache::Store store(f.dir.path() / "cache");
-  store.set_shared(f.shared);
-  const std::string key = sha256_hex("a build");
-  const fs::path into = f.dir.path() / "into";
-  fs::create_directories(into);
+  WheelOffers f;
   auto offer = [&](const std::string& name, const std::string& sha) {
-    f.shared->put(cache::remote_wheel_info_name(key),
-                  nlohmann::json{{"wheel", name}, {"sha256", sha}}.dump());
-    f.shared->put(cache::remote_wheel_name(key, name), "wheel bytes");
-    return store.fetch_shared_wheel(key, into);
+    f.shared->put(cache::remote_wheel_name(f.key, name), "wheel bytes");
+    return f.offer({{"wheel", name}, {"sha256", sha}});
   };
   EXPECT_FALSE(offer("../../x.whl", sha256_hex("wheel bytes")));
   EXPECT_FALSE(offer(".x.whl", sha256_hex("wheel bytes")));
   EXPECT_FALSE(offer("x.whl", sha256_hex("other bytes")));
   auto got = offer("x-1.0-py3-none-any.whl", sha256_hex("wheel bytes"));
   ASSERT_TRUE(got);
-  EXPECT_EQ(got->wheel, into / "x-1.0-py3-none-any.whl");
+  EXPECT_EQ(got->wheel, f.into / "x-1.0-py3-none-any.whl");
   EXPECT_EQ(read_file(got->wheel).value(), "wheel bytes");
-  EXPECT_EQ(std::distance(fs::directory_iterator(into), fs::directory_iterator()), 1);
+  EXPECT_EQ(std::distance(fs::directory_iterator(f.into), fs::directory_iterator()), 1);
 }
 
 TEST(SharedCache, ARemoteEntryOfWrongTypesIsACorruptMissNeverAnError) {
-  Fixture f;
-  cache::Store store(f.dir.path() / "cache");
-  store.set_shared(f.shared);
-  const std::string key = sha256_hex("a build");
-  const fs::path into = f.dir.path() / "into";
-  fs::create_directories(into);
+  WheelOffers f;
   const std::string name = "x-1.0-py3-none-any.whl";
-  f.shared->put(cache::remote_wheel_name(key, name), "wheel bytes");
+  f.shared->put(cache::remote_wheel_name(f.key, name), "wheel bytes");
   const nlohmann::json good = {{"wheel", name}, {"sha256", sha256_hex("wheel bytes")}};
-  auto offer = [&](const nlohmann::json& info) {
-    f.shared->put(cache::remote_wheel_info_name(key), info.dump());
-    return store.fetch_shared_wheel(key, into);  // before: json type_error.302, a failed build
-  };
-  EXPECT_FALSE(offer({{"wheel", 123}, {"sha256", 456}}));
+  // Before: json type_error.302, a failed build.
+  EXPECT_FALSE(f.offer({{"wheel", 123}, {"sha256", 456}}));
   nlohmann::json version = good;
   version["version"] = 5;
-  EXPECT_FALSE(offer(version));
+  EXPECT_FALSE(f.offer(version));
   nlohmann::json archs = good;
   archs["archs"] = std::vector<std::string>(700000, "sm_90");
-  EXPECT_FALSE(offer(archs));
+  EXPECT_FALSE(f.offer(archs));
   nlohmann::json other = good;
   other["key"] = sha256_hex("another build");
-  EXPECT_FALSE(offer(other));
-  auto got = offer(good);
+  EXPECT_FALSE(f.offer(other));
+  auto got = f.offer(good);
   ASSERT_TRUE(got);
   EXPECT_EQ(got->sha256, sha256_hex("wheel bytes"));
 }
