@@ -12,6 +12,7 @@
 
 #include "cli/context.h"
 #include "cli/remote_option.h"
+#include "cli/serve_routes.h"
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/log.h"
@@ -83,25 +84,57 @@ index::IndexModel plan_model(Context& ctx, const Options& opts) {
   return index::build_model(std::move(entries));
 }
 
-int export_model(const index::IndexModel& model, const Options& opts, bool json) {
+// A static index cannot redirect: what works with it, per target (docs/serve.md, "Static export").
+void print_recipes(const index::IndexModel& model, const std::filesystem::path& dir, Context& ctx) {
+  index::Routes routes;
+  try {
+    routes = serve_routes(ctx, std::nullopt);
+  } catch (const KilnError& e) {
+    log::warn(cat("no install commands: ", e.what()));
+    return;
+  }
+  std::string url = "file://";
+  for (const auto& part : dir.relative_path())
+    url += cat("/", index::percent_encode(part.string()));
+  for (const auto& [name, t] : model.targets) {
+    std::string indexes = cat("--index ", url, "/", index::percent_encode(name), "/simple/");
+    if (auto it = routes.targets.find(name); it != routes.targets.end() && !it->second.url.empty())
+      indexes += cat(" --index ", it->second.url);
+    indexes += cat(" --default-index ", routes.fallback);
+    std::string packages;
+    for (const auto& [pname, p] : t.projects)
+      packages += cat(" ", pname, p.versions.empty() ? "" : cat("==", p.versions.back()));
+    log::info(cat(name, ": uv pip install ", indexes, packages));
+    log::info(cat(name, ": pip: lock the hashes with uv pip compile --generate-hashes", indexes,
+                  " requirements.in -o requirements.txt, then pip install --require-hashes ",
+                  "--index-url ", url, "/", index::percent_encode(name), "/simple/",
+                  " --extra-index-url ", routes.fallback, " -r requirements.txt"));
+  }
+}
+
+int export_model(const index::IndexModel& model, const Options& opts, Context& ctx) {
   for (const auto& s : model.skipped) log::warn(cat("not exported: ", s));
   index::ExportOptions eo;
   eo.copy = opts.copy;
+  eo.own = own_names(ctx);
   index::ExportResult r = index::export_index(model, opts.dir, eo).value();
-  if (json) {
+  if (ctx.json) {
     std::cout << nlohmann::json{{"dir", absolute_path(opts.dir).string()},
                                 {"targets", r.targets},
                                 {"projects", r.projects},
                                 {"files", r.files},
                                 {"linked", r.linked},
-                                {"copied", r.copied}}
+                                {"copied", r.copied},
+                                {"empty", r.empty}}
                      .dump(2)
               << "\n";
     return 0;
   }
   std::cout << absolute_path(opts.dir).string() << "\n";
   log::info(cat("exported ", r.files, " wheels of ", r.projects, " projects in ", r.targets,
-                " targets (", r.linked, " hard-linked, ", r.copied, " copied)"));
+                " targets (", r.linked, " hard-linked, ", r.copied, " copied; ", r.empty,
+                " empty pages for kiln's names without files there)"));
+  print_recipes(model, absolute_path(opts.dir).lexically_normal(), ctx);
   return 0;
 }
 
@@ -133,10 +166,10 @@ std::function<int()> configure_index(CLI::App& sub, Context& ctx) {
     from->excludes(o);
   return [&ctx, opts, archs] {
     require_archs_value(archs, opts->archs);
-    if (!opts->from.empty()) return export_model(merged_model(opts->from), *opts, ctx.json);
-    if (opts->plan_mode()) return export_model(plan_model(ctx, *opts), *opts, ctx.json);
+    if (!opts->from.empty()) return export_model(merged_model(opts->from), *opts, ctx);
+    if (opts->plan_mode()) return export_model(plan_model(ctx, *opts), *opts, ctx);
     index::CacheIndex cache_index(ctx.existing_cache());
-    return export_model(*cache_index.current(), *opts, ctx.json);
+    return export_model(*cache_index.current(), *opts, ctx);
   };
 }
 

@@ -21,6 +21,7 @@ import os
 import subprocess
 import sys
 import sysconfig
+import urllib.parse
 
 DOCTOR_VERSION = 1
 
@@ -549,7 +550,8 @@ def next_commands(report, server):
     mm = ".".join(str(x) for x in version_tuple(version)[:2]) or "X.Y"
     sms = "-".join("sm" + a.replace(".", "") for a in archs.split(";")) if report["gpus"] else "smXY"
     name = "%s-torch%s-%s-%s" % (label, mm, tag, sms)
-    host = server.rstrip("/")
+    index = "%s/%s/simple/" % (server.rstrip("/"), name)
+    pip, uv = install_commands(index)
     return {
         "target": name,
         "commands": [
@@ -557,10 +559,26 @@ def next_commands(report, server):
             "--python-tags %s --archs '%s' --toolkit system" % (name, version, label, tag, archs),
             "kiln build --target %s causal-conv1d flash-linear-attention" % name,
             "kiln serve --host 0.0.0.0",
-            "uv pip install --index-url %s/%s/simple/ causal-conv1d flash-linear-attention" % (host, name),
+            pip,
+            uv,
         ],
-        "install": "uv pip install --index-url %s/%s/simple/ causal-conv1d flash-linear-attention" % (host, name),
+        "install": pip,
+        "install_uv": uv,
     }
+
+
+def install_commands(index):
+    """pip's and uv's command for the fast path from kiln's index alone (kiln sends what is not its
+    own upstream); pip skips a plain-http index on another host unless it is a trusted host."""
+    packages = " causal-conv1d flash-linear-attention"
+    trusted = ""
+    parts = urllib.parse.urlsplit(index)
+    host = parts.hostname or ""
+    loopback = host == "localhost" or host.startswith("127.") or host == "::1"
+    if parts.scheme == "http" and host and not loopback:
+        trusted = " --trusted-host " + parts.netloc.rsplit("@", 1)[-1]
+    return ("pip install --index-url %s%s%s" % (index, trusted, packages),
+            "uv pip install --index-url %s%s" % (index, packages))
 
 
 def describe(entry, label=None):

@@ -164,8 +164,13 @@ Downloader::Downloader(HttpClient& http, fs::path cache_dir, bool offline)
       offline_(offline),
       sleep_([](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); }) {}
 
+fs::path download_path(const fs::path& cache_dir, const std::string& sha256,
+                       const std::string& filename) {
+  return cache_dir / "downloads" / sha256.substr(0, 2) / sha256 / filename;
+}
+
 fs::path Downloader::path_for(const std::string& sha256, const std::string& filename) const {
-  return cache_dir_ / "downloads" / sha256.substr(0, 2) / sha256 / filename;
+  return download_path(cache_dir_, sha256, filename);
 }
 
 std::optional<fs::path> Downloader::find_cached(const std::string& sha256,

@@ -35,6 +35,11 @@ struct CachedFile {
   bool downloaded = false;     // false: it was already there (or came from a local file)
 };
 
+// Where the download cache under `cache_dir` keeps a file:
+// downloads/<sha[0:2]>/<sha256>/<filename>.
+std::filesystem::path download_path(const std::filesystem::path& cache_dir,
+                                    const std::string& sha256, const std::string& filename);
+
 class Downloader {
  public:
   // `offline`: never touch the network; only cached files (and local files) can be had.
@@ -48,7 +53,7 @@ class Downloader {
   // Where transfers show their progress (none by default; the CLI's: DownloadProgress::to_stderr).
   void set_progress(std::shared_ptr<DownloadProgress> progress) { progress_ = std::move(progress); }
 
-  // <cache>/downloads/<sha[0:2]>/<sha256>/<filename>
+  // download_path(cache_dir(), sha256, filename)
   std::filesystem::path path_for(const std::string& sha256, const std::string& filename) const;
   // The published file, if it is there; with an empty `filename`, any file cached under sha256.
   std::optional<std::filesystem::path> find_cached(const std::string& sha256,

@@ -70,6 +70,24 @@ Expected<void> check_destination(const fs::path& dir) {
                               "); refusing to replace it"));
 }
 
+Expected<void> write_page(const fs::path& dir, const Page& page) {
+  KILN_CHECK(make_dir(dir));
+  KILN_CHECK(write_file_atomic(dir / "index.html", page.html));
+  return write_file_atomic(dir / "index.json", page.json);
+}
+
+// An empty page for each of kiln's names this target has no files for: a static index cannot
+// redirect, but a client that searches indexes in order (uv's first-index) stops at kiln's.
+Expected<void> write_own_pages(const Target& t, const std::set<std::string, std::less<>>& own,
+                               const fs::path& simple, ExportResult& result) {
+  for (const auto& name : own) {
+    if (t.projects.contains(name)) continue;
+    KILN_CHECK(write_page(simple / name, empty_project(name).page));
+    ++result.empty;
+  }
+  return {};
+}
+
 }  // namespace
 
 Expected<ExportResult> export_index(const IndexModel& model, const fs::path& dir_in,
@@ -84,6 +102,9 @@ Expected<ExportResult> export_index(const IndexModel& model, const fs::path& dir
   const fs::path& root = temp.path();
 
   ExportResult result;
+  std::set<std::string, std::less<>> own = options.own;
+  for (const auto& [tname, t] : model.targets)
+    for (const auto& [pname, p] : t.projects) own.insert(pname);
   KILN_CHECK(write_file_atomic(root / "index.html", model.root_html));
   nlohmann::json marker = {{"generator", "kiln"}, {"targets", nlohmann::json::array()}};
   for (const auto& [tname, t] : model.targets) {
@@ -94,12 +115,11 @@ Expected<ExportResult> export_index(const IndexModel& model, const fs::path& dir
     KILN_CHECK(make_dir(tdir / "simple"));
     KILN_CHECK(write_file_atomic(tdir / "simple" / "index.html", t.page.html));
     KILN_CHECK(write_file_atomic(tdir / "simple" / "index.json", t.page.json));
+    KILN_CHECK(write_own_pages(t, own, tdir / "simple", result));
     for (const auto& [pname, p] : t.projects) {
       ++result.projects;
       fs::path pdir = tdir / "simple" / pname;
-      KILN_CHECK(make_dir(pdir));
-      KILN_CHECK(write_file_atomic(pdir / "index.html", p.page.html));
-      KILN_CHECK(write_file_atomic(pdir / "index.json", p.page.json));
+      KILN_CHECK(write_page(pdir, p.page));
       for (const auto& f : p.files) {
         ++result.files;
         KILN_TRY(int fd, open_wheel(f.dir, f.filename, f.size));

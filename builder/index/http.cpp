@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <ctime>
+#include <optional>
 
 #include "core/hash.h"
 #include "core/strings.h"
@@ -434,6 +435,24 @@ StaticFile make_static_file(std::string content_type, std::string body) {
 
 namespace {
 
+bool is_own(std::string_view name, const IndexModel& model, const Routes& routes) {
+  if (routes.own.contains(name)) return true;
+  for (const auto& [t, target] : model.targets)
+    if (target.projects.contains(name)) return true;
+  return false;
+}
+
+// A name that is not kiln's goes upstream: a 404 would end pip's search, and kiln never proxies.
+// 307, not 301/308: pip's HTTP cache would keep a permanent redirect; no-store keeps it out.
+Response upstream(std::string_view target, const std::string& name, const Routes& routes) {
+  std::string location = routes.upstream_page(target, name);
+  if (location.empty()) return not_found();
+  Response r = text(307, cat("307 temporary redirect: ", location));
+  r.headers.emplace_back("Location", location);
+  r.headers.emplace_back("Cache-Control", "no-store");
+  return r;
+}
+
 Response serve_static(const Request& req, const StaticFile& f) {
   Response r;
   r.headers = {{"Content-Type", f.content_type},
@@ -488,6 +507,9 @@ Response handle(const Request& req, const IndexModel& model, const HandlerOption
     if (auto it = options.static_files.find(seg[0]); it != options.static_files.end())
       return serve_static(req, it->second);
   const Target* target = model.target(seg[0]);
+  std::optional<Target> known;  // a target of the manifests directory with no wheels yet
+  if (!target && options.routes.targets.contains(seg[0]))
+    target = &known.emplace(empty_target(seg[0]));
   if (!target && seg[0] == "simple") return no_such_index(model);
   if (!target || seg.size() > 4) return not_found();
   if (seg.size() == 1) return redirect({seg[0], "simple"}, true);
@@ -499,18 +521,23 @@ Response handle(const Request& req, const IndexModel& model, const HandlerOption
   }
   std::string project_name = manifest::normalize_name(seg[2]);
   auto pit = target->projects.find(project_name);
-  if (pit == target->projects.end()) return not_found();
-  const Project& project = pit->second;
-  if (seg[2] != project_name) {
+  bool here = pit != target->projects.end();
+  if (!here && !is_own(project_name, model, options.routes))
+    return seg.size() == 3 ? upstream(seg[0], project_name, options.routes) : not_found();
+  if (seg[2] != project_name || (seg.size() == 3 && !slash)) {
     std::vector<std::string> to = seg;
     to[2] = project_name;
     return redirect(to, slash || to.size() == 3);
   }
-  if (seg.size() == 3) {
-    if (!slash) return redirect(seg, true);
+  if (!here) {
+    if (seg.size() == 4) return not_found();
+    Project empty = empty_project(project_name);  // kiln's name, no files for this target
+    return page(req, empty.page.html, empty.page.html_etag, empty.page.json, empty.page.json_etag);
+  }
+  const Project& project = pit->second;
+  if (seg.size() == 3)
     return page(req, project.page.html, project.page.html_etag, project.page.json,
                 project.page.json_etag);
-  }
   if (slash) return not_found();
   const std::string& name = seg[3];
   if (const File* f = project.find(name)) return serve_file(req, *f, false);

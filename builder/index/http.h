@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "index/model.h"
+#include "index/routes.h"
 
 namespace kiln::index {
 
@@ -61,10 +62,16 @@ struct HandlerOptions {
   // When not empty, every request needs `Authorization: Bearer <token>` or Basic auth with the
   // token as the password (any user name), as pip and uv send for http://user:token@host/.
   std::string token;
+  // Who answers for a project name (kiln, an upstream, nobody) and the targets known without
+  // wheels.
+  Routes routes;
 };
 
-// HEAD gets the same response as GET; the server sends its headers only. A request with more than
-// one Content-Length, or an HTTP/1.1 request without Host, is 400 (RFC 9112).
+// A project page kiln has no files for: kiln's own name (`routes.own`, or a project of another
+// target) gets an empty page, any other name a 307 to its upstream (`Cache-Control: no-store`: no
+// client keeps it), or 404 without one. Targets of `routes.targets` without wheels are served
+// empty. HEAD gets the same response as GET; the server sends its headers only. A request with more
+// than one Content-Length, or an HTTP/1.1 request without Host, is 400 (RFC 9112).
 Response handle(const Request& request, const IndexModel& model,
                 const HandlerOptions& options = {});
 

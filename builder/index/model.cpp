@@ -192,6 +192,20 @@ bool is_valid_target_name(std::string_view name) {
          std::isalnum(static_cast<unsigned char>(name.front()));
 }
 
+Project empty_project(std::string_view normalized_name) {
+  Project p;
+  p.name = std::string(normalized_name);
+  p.page = render_project(p);
+  return p;
+}
+
+Target empty_target(std::string_view name) {
+  Target t;
+  t.name = std::string(name);
+  t.page = render_target(t);
+  return t;
+}
+
 const File* Project::find(std::string_view filename) const {
   auto it = std::lower_bound(files.begin(), files.end(), filename,
                              [](const File& f, std::string_view n) { return f.filename < n; });

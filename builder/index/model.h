@@ -83,6 +83,11 @@ struct IndexModel {
 // file name, hash or metadata are left out and named in `skipped`.
 IndexModel build_model(std::vector<WheelEntry> entries);
 
+// A project without files (a page kiln answers for a name of its own) and a target without
+// projects.
+Project empty_project(std::string_view normalized_name);
+Target empty_target(std::string_view name);
+
 // Target names that can be one URL path segment and one directory name.
 bool is_valid_target_name(std::string_view name);
 

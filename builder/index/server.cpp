@@ -409,6 +409,7 @@ Expected<std::unique_ptr<Server>> Server::start(const ServerOptions& options, Ca
   impl.index = &index;
   impl.handler.token = options.token;
   impl.handler.static_files = options.static_files;
+  impl.handler.routes = options.routes;
   impl.limits.request_bytes = options.request_bytes;
   impl.limits.request_fields = options.request_fields;
   impl.log = options.log;

@@ -23,6 +23,7 @@ struct ServerOptions {
   std::uint16_t port = 0;                          // 0: a free port
   std::string token;                               // see HandlerOptions
   std::map<std::string, StaticFile> static_files;  // see HandlerOptions
+  Routes routes;                                   // see HandlerOptions
   unsigned threads = 0;                            // event-loop threads; 0: one per core, 2 to 8
   unsigned max_connections = 0;                    // 0: 10000, or what the open-files limit allows
   unsigned idle_timeout_s = 30;  // a connection with no traffic for this long is closed

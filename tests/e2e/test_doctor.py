@@ -107,14 +107,18 @@ class DoctorTest(KilnTestCase):
                            devices="NVIDIA H200:9.0", check=1)
         out = proc.stdout
         self.assertRegex(out, r"(?m)^torch +2\.11\.0\+cu130, imports, CUDA 13\.0$")
-        self.assertIn("fast path: missing (causal_conv1d and fla not installed: uv pip install "
+        # kiln's index alone: kiln sends torch and the rest upstream; pip needs the plain-http host
+        # of another machine trusted, uv does not.
+        self.assertIn("fast path: missing (causal_conv1d and fla not installed: pip install "
                       "--index-url http://builder:8000/cu130-torch2.11-cp311-sm90/simple/ "
-                      "causal-conv1d flash-linear-attention", out)
+                      "--trusted-host builder:8000 causal-conv1d flash-linear-attention", out)
         self.assertIn("  kiln target init --name cu130-torch2.11-cp311-sm90 --torch 2.11.0+cu130 "
                       "--index-url https://download.pytorch.org/whl/cu130 --python-tags cp311 "
                       "--archs '9.0' --toolkit system\n", out)
         self.assertIn("  kiln build --target cu130-torch2.11-cp311-sm90 causal-conv1d "
                       "flash-linear-attention\n", out)
+        self.assertIn("  pip install --index-url http://builder:8000/cu130-torch2.11-cp311-sm90/simple/ "
+                      "--trusted-host builder:8000 causal-conv1d flash-linear-attention\n", out)
         self.assertIn("  uv pip install --index-url http://builder:8000/cu130-torch2.11-cp311-sm90/simple/ "
                       "causal-conv1d flash-linear-attention\n", out)
 

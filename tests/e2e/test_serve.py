@@ -252,7 +252,11 @@ class ServeTest(KilnTestCase):
         self.assertEqual((status, headers["location"]), (301, "/default/simple/causal-conv1d/"))
         status, headers, _ = self.curl(f"{base}default/simple")
         self.assertEqual((status, headers["location"]), (301, "/default/simple/"))
-        self.assertEqual(self.curl(f"{index}no-such-project/")[0], 404)
+        # A name that is not kiln's goes upstream (the index kiln resolves with), for this request only.
+        status, headers, _ = self.curl(f"{index}No_Such.Project/")
+        self.assertEqual(status, 307)
+        self.assertTrue(headers["location"].endswith("/no-such-project/"), headers["location"])
+        self.assertEqual(headers["cache-control"], "no-store")
         self.assertEqual(self.curl(f"{base}no-such-target/simple/")[0], 404)
         # /simple/ (no target of that name): a 404 that names each target's index.
         for path in ("simple/", "simple/causal-conv1d/"):
@@ -480,8 +484,11 @@ class ServeTest(KilnTestCase):
         readable, _, _ = select.select([proc.stdout], [], [], 60)
         self.assertTrue(readable, "no ready line on stdout: " + err.read_text())
         ready = json.loads(proc.stdout.readline())
-        self.assertEqual(sorted(ready), ["cache", "indexes", "url"])
-        self.assertRegex(ready["url"], r"^http://0\.0\.0\.0:\d+/$")
+        self.assertEqual(sorted(ready), ["cache", "indexes", "install", "url", "urls"])
+        # Another host's address, never 0.0.0.0, which no client can reach.
+        self.assertRegex(ready["url"], r"^http://\d+\.\d+\.\d+\.\d+:\d+/$")
+        self.assertNotIn("0.0.0.0", ready["url"])
+        self.assertEqual(ready["urls"][0], ready["url"])
         self.assertEqual((ready["cache"], ready["indexes"]), (str(cache), {}))
         self.assertIn("kiln: warning: serving on 0.0.0.0 without --token-file", err.read_text())
         port = ready["url"].rsplit(":", 1)[1].rstrip("/")

@@ -1,7 +1,9 @@
 // `kiln serve`'s request handler, index::handle(): any method, path and headers against a model of
 // a few wheels. Input: "METHOD PATH" on the first line, then "Name: value" header lines; a first
-// byte with its low bit set asks for a token. Responses stay well-formed: a real status, file
-// slices inside the file, and never a file outside the model's entries.
+// byte with its low bit set asks for a token, its second bit for routes (kiln's own names, a
+// fallback and a target's torch index). Responses stay well-formed: a real status, file slices
+// inside the file, never a file outside the model's entries, and a redirect upstream only to an
+// upstream's project page of a plain normalised name.
 #include "fuzz.h"
 #include "index/http.h"
 
@@ -48,7 +50,13 @@ const idx::IndexModel& model() {
 KILN_FUZZ_TARGET(http) {
   std::string_view in = kiln::fuzz::text(data, size);
   idx::HandlerOptions options;
-  if (!in.empty() && (static_cast<unsigned char>(in[0]) & 1)) options.token = "tok";
+  unsigned char flags = in.empty() ? 0 : static_cast<unsigned char>(in[0]);
+  if (flags & 1) options.token = "tok";
+  if (flags & 2) {
+    options.routes.own = {"fla-core", "kiln"};
+    options.routes.fallback = "https://pypi.example/simple/";
+    options.routes.targets["cu128"] = {"https://torch.example/whl/cu128/", {"torch", "triton"}};
+  }
   if (!in.empty()) in.remove_prefix(1);
   idx::Request req;
   std::size_t pos = 0;
@@ -72,6 +80,16 @@ KILN_FUZZ_TARGET(http) {
   }
   idx::Response r = idx::handle(req, model(), options);
   if (r.status < 100 || r.status > 599) fail("a status outside 100..599");
+  if (r.status == 307) {
+    std::string location = r.header("Location");
+    std::string_view rest = location;
+    for (std::string_view up : {"https://pypi.example/simple/", "https://torch.example/whl/cu128/"})
+      if (rest.starts_with(up)) rest.remove_prefix(up.size());
+    if (rest.size() == location.size() || !rest.ends_with('/'))
+      fail("a redirect to something else than an upstream's project page: " + location);
+    rest.remove_suffix(1);
+    if (!idx::is_project_name(rest)) fail("a redirect for a name that is not plain: " + location);
+  }
   if (r.file) {
     if (r.status != 200 && r.status != 206) fail("a file body with another status than 200 or 206");
     const idx::File* known = nullptr;

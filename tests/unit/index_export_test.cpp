@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <nlohmann/json.hpp>
+
 #include "index/scan.h"
 #include "index_testutil.h"
 
@@ -105,6 +107,34 @@ TEST(IndexExport, ReplacesAnEarlierExportAndNothingElse) {
   EXPECT_TRUE(fs::exists(dir.path() / "empty" / "index.html"));
   EXPECT_EQ(names(dir.path()),
             (std::vector<std::string>{"cache", "empty", "file", "out", "precious"}));
+}
+
+}  // namespace kiln::index
+
+namespace kiln::index {
+
+TEST(IndexExport, KilnsOwnNamesGetEmptyPagesWhereATargetHasNoFiles) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-export-").value();
+  fs::path cache = dir.path() / "cache";
+  testutil::add_entry(cache, "k1", "default", "demo-1.0+cu130-py3-none-any.whl", 10);
+  testutil::add_entry(cache, "k2", "sm90", "other-1.0-py3-none-any.whl", 10);
+  CacheIndex live(cache);
+  fs::path out = dir.path() / "index";
+  ExportOptions opts;
+  opts.own = {"kiln", "fla-core"};
+  ExportResult r = export_index(*live.current(), out, opts).value();
+  // Each target: the given names plus the other target's project, as `kiln serve` answers.
+  EXPECT_EQ(r.empty, 6u);
+  EXPECT_EQ(
+      names(out / "default/simple"),
+      (std::vector<std::string>{"demo", "fla-core", "index.html", "index.json", "kiln", "other"}));
+  EXPECT_EQ(read_file(out / "sm90/simple/demo/index.json").value(),
+            empty_project("demo").page.json);
+  EXPECT_EQ(names(out / "sm90/simple/kiln"),
+            (std::vector<std::string>{"index.html", "index.json"}));
+  EXPECT_EQ(
+      nlohmann::json::parse(read_file(out / "default/simple/fla-core/index.json").value())["files"],
+      nlohmann::json::array());
 }
 
 }  // namespace kiln::index

@@ -426,3 +426,104 @@ TEST(IndexHandler, ServesStaticFilesBesideTheTargets) {
 }
 
 }  // namespace kiln::index
+
+namespace kiln::index {
+
+namespace {
+
+HandlerOptions routed() {
+  HandlerOptions o;
+  o.routes.own = {"causal-conv1d", "fla-core", "kiln"};
+  o.routes.fallback = "https://pypi.example/simple/";
+  o.routes.targets["cu128"] = {"https://torch.example/whl/cu128/", {"torch", "nvidia-cublas-cu12"}};
+  o.routes.targets["default"] = {};
+  return o;
+}
+
+}  // namespace
+
+TEST(IndexRoutes, KilnsOwnNamesAreAnsweredHereAndNeverRedirectedUpstream) {
+  HandlerOptions o = routed();
+  // A project with files: its page. kiln's name without files for a target: an empty page.
+  EXPECT_EQ(get(project_url(), {{"Accept", kPip}}, "GET", o).status, 200);
+  for (auto [path, name] : {std::pair{"/default/simple/fla-core/", "fla-core"},
+                            {"/default/simple/kiln/", "kiln"},
+                            {"/cu128/simple/causal-conv1d/", "causal-conv1d"},
+                            {"/cu128/simple/fla-core/", "fla-core"}}) {
+    Response r = get(path, {{"Accept", kPip}}, "GET", o);
+    ASSERT_EQ(r.status, 200) << path;
+    auto page = nlohmann::json::parse(r.body);
+    EXPECT_TRUE(page["files"].empty()) << path;
+    EXPECT_EQ(page["name"], name);
+  }
+  // A name of another target's project is kiln's too.
+  o.routes.own.clear();
+  EXPECT_EQ(get("/cu128/simple/causal-conv1d/", {}, "GET", o).status, 200);
+  // Spellings of kiln's names are redirected within kiln, to the normalised name.
+  Response r = get("/default/simple/Fla_Core", {}, "GET", routed());
+  EXPECT_EQ(r.status, 301);
+  EXPECT_EQ(r.header("Location"), "/default/simple/fla-core/");
+  // A known target without wheels lists no projects.
+  EXPECT_EQ(get("/cu128/simple/", {}, "GET", o).status, 200);
+  EXPECT_EQ(get("/cu128/simple/", {}, "GET", {}).status, 404);
+}
+
+TEST(IndexRoutes, OtherNamesGoToTheirTargetsUpstreamForOneRequest) {
+  auto location = [](const std::string& path, const HandlerOptions& o) {
+    Response r = get(path, {}, "GET", o);
+    EXPECT_EQ(r.status, 307) << path;
+    EXPECT_EQ(r.header("Cache-Control"), "no-store") << path;
+    return r.header("Location");
+  };
+  HandlerOptions o = routed();
+  EXPECT_EQ(location("/default/simple/torch/", o), "https://pypi.example/simple/torch/");
+  EXPECT_EQ(location("/default/simple/Typing_Extensions", o),
+            "https://pypi.example/simple/typing-extensions/");  // one hop, normalised
+  EXPECT_EQ(location("/cu128/simple/torch/", o), "https://torch.example/whl/cu128/torch/");
+  EXPECT_EQ(location("/cu128/simple/NVIDIA_cublas.cu12/", o),
+            "https://torch.example/whl/cu128/nvidia-cublas-cu12/");
+  EXPECT_EQ(location("/cu128/simple/numpy/", o), "https://pypi.example/simple/numpy/");
+  EXPECT_EQ(location("/default-sm90-sm120-ptx120/simple/numpy/", o),
+            "https://pypi.example/simple/numpy/");
+  // Only project names are sent anywhere: nothing a client chose beyond [a-z0-9-] reaches a
+  // Location header.
+  for (const std::string& path : std::vector<std::string>{
+           "/default/simple/a%3Fb/", "/default/simple/a%23b/", "/default/simple/%C3%A9/",
+           "/default/simple/a%20b/", "/default/simple/a%40evil.example/", "/default/simple/-x-/",
+           "/default/simple/a:b/", cat("/default/simple/", std::string(201, 'a'), "/")})
+    EXPECT_EQ(get(path, {}, "GET", o).status, 404) << path;
+  EXPECT_EQ(location(cat("/default/simple/", std::string(200, 'a'), "/"), o),
+            cat("https://pypi.example/simple/", std::string(200, 'a'), "/"));
+  // A target whose torch index was refused sends its torch nowhere, never to the fallback.
+  HandlerOptions refused = routed();
+  refused.routes.targets["cu128"].url.clear();
+  EXPECT_EQ(get("/cu128/simple/torch/", {}, "GET", refused).status, 404);
+  EXPECT_EQ(location("/cu128/simple/numpy/", refused), "https://pypi.example/simple/numpy/");
+  // Files are never redirected; unknown targets and --no-fallback are 404s.
+  EXPECT_EQ(get("/default/simple/torch/torch-2.11.0-py3-none-any.whl", {}, "GET", o).status, 404);
+  EXPECT_EQ(get("/nosuch/simple/torch/", {}, "GET", o).status, 404);
+  o.routes.fallback.clear();
+  EXPECT_EQ(get("/default/simple/torch/", {}, "GET", o).status, 404);
+  EXPECT_EQ(location("/cu128/simple/torch/", o), "https://torch.example/whl/cu128/torch/");
+  // The token is checked before any redirect, and never appears in one.
+  o = routed();
+  o.token = "s3cret";
+  EXPECT_EQ(get("/default/simple/torch/", {}, "GET", o).status, 401);
+  Response r = get("/default/simple/torch/", {{"Authorization", "Bearer s3cret"}}, "HEAD", o);
+  EXPECT_EQ(r.status, 307);
+  EXPECT_EQ(r.header("Location").find("s3cret"), std::string::npos);
+}
+
+TEST(IndexRoutes, UpstreamUrlsAreHttpWithoutCredentials) {
+  EXPECT_EQ(check_upstream_url("https://pypi.org/simple").value(), "https://pypi.org/simple/");
+  EXPECT_EQ(check_upstream_url("http://10.0.0.1:8080/root/pypi/+simple/").value(),
+            "http://10.0.0.1:8080/root/pypi/+simple/");
+  for (const char* bad :
+       {"ftp://x/simple/", "file:///srv/simple/", "https://user:pw@x/simple/", "https://x@y/",
+        "https://x/simple/?a=b", "https://x/simple/#f", "https:///simple/", "https://x/a b/",
+        "https://x/\x1b[2J/", "pypi.org/simple"})
+    EXPECT_FALSE(check_upstream_url(bad)) << bad;
+  EXPECT_FALSE(check_upstream_url(cat("https://x/", std::string(3000, 'a'))));
+}
+
+}  // namespace kiln::index

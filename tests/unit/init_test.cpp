@@ -8,11 +8,14 @@
 #include "../support/fetch_util.h"
 #include "../support/http_server.h"
 #include "archive/zip_writer.h"
+#include "core/fs.h"
 #include "core/hash.h"
+#include "fetch/downloader.h"
 #include "init/cuda_wheels.h"
 #include "init/from_index.h"
 #include "init/requirements.h"
 #include "init/toml_text.h"
+#include "init/torch_requirements.h"
 #include "manifest/target.h"
 #include "toolchain/compiler.h"
 
@@ -94,6 +97,31 @@ TEST(Requirements, MetadataWithControlCharactersIsRefusedNamingWhereAndTheField)
             "cannot write down as it is");
   for (std::string bad : {"\x1b[2J", "\ry", "\x7f", "\xc2\x9b", "\xe2\x80\xa8"})
     EXPECT_FALSE(check_requires_dist(head + "Requires-Dist: x" + bad + "\n", "u")) << bad;
+}
+
+TEST(Requirements, TorchRequirementNamesFromItsWheelInTheDownloadCache) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-torchreq-").value();
+  manifest::TorchWheel w{"cp311", "torch-2.11.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+                         std::string(64, 'a')};
+  EXPECT_TRUE(torch_requirement_names(dir.path(), w).empty());  // not downloaded
+  fs::path path = fetch::download_path(dir.path(), w.sha256, w.file);
+  fs::create_directories(path.parent_path());
+  auto zip = archive::ZipWriter::create(path).value();
+  zip.add("torch-2.11.0.dist-info/METADATA",
+          "Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0\n"
+          "Requires-Dist: filelock\n"
+          "Requires-Dist: nvidia-cublas-cu12==12.8.4.1; platform_system == \"Linux\"\n"
+          "Requires-Dist: Typing_Extensions>=4.10.0\n"
+          "Requires-Dist: opt-einsum>=3.3; extra == \"opt-einsum\"\n"
+          "\nRequires-Dist: in-the-description\n")
+      .value();
+  zip.finish().value();
+  EXPECT_EQ(
+      torch_requirement_names(dir.path(), w),
+      (std::set<std::string, std::less<>>{"filelock", "nvidia-cublas-cu12", "typing-extensions"}));
+  // A file name that is not one path segment is never looked up.
+  w.file = "../torch-2.11.0-cp311-cp311-manylinux_2_28_x86_64.whl";
+  EXPECT_TRUE(torch_requirement_names(dir.path(), w).empty());
 }
 
 TEST(TomlText, StringsAndCommentsNeverBecomeStructure) {

@@ -1,0 +1,67 @@
+#include "cli/serve_routes.h"
+
+#include "core/log.h"
+#include "core/strings.h"
+#include "fetch/index_config.h"
+#include "init/torch_requirements.h"
+#include "manifest/version.h"
+
+namespace kiln::cli {
+
+std::set<std::string, std::less<>> own_names(Context& ctx) {
+  std::set<std::string, std::less<>> names{"kiln"};
+  auto add = [&](std::string name) {
+    if (index::is_project_name(name)) names.insert(std::move(name));
+  };
+  try {
+    for (const auto& m : ctx.repository().manifests()) add(manifest::normalize_name(m.name));
+    for (const auto& b : ctx.repository().broken()) add(manifest::normalize_name(b.package));
+  } catch (const KilnError& e) {
+    log::warn(cat("kiln's own project names: only the cache's (", e.what(), ")"));
+  }
+  return names;
+}
+
+std::string default_fallback() {
+  auto setting = fetch::configured_index().value();
+  auto url = index::check_upstream_url(setting.url);
+  if (!url)
+    raise(Error::bad_input(cat(url.error().message, " (from ", setting.origin,
+                               "): give --fallback-url, or --no-fallback")));
+  return *url;
+}
+
+index::Routes serve_routes(Context& ctx, const std::optional<std::string>& fallback) {
+  index::Routes routes;
+  routes.own = own_names(ctx);
+  routes.fallback = !fallback           ? default_fallback()
+                    : fallback->empty() ? std::string()
+                                        : index::check_upstream_url(*fallback).value();
+  std::vector<std::string> names;
+  try {
+    names = ctx.repository().target_names();
+  } catch (const KilnError&) {
+    return routes;  // own_names said why
+  }
+  for (const auto& name : names) {
+    auto target = ctx.repository().target(name);
+    if (!target) {
+      log::warn(cat("target ", name, " not served until it loads: ", target.error().message));
+      continue;
+    }
+    index::TargetUpstream& up = routes.targets[name];
+    if (target->torch_index_url.empty()) continue;
+    up.names = {"torch"};
+    auto url = index::check_upstream_url(target->torch_index_url);
+    if (url)
+      up.url = *url;
+    else  // never the fallback's torch, which may be another CUDA's build of the same version
+      log::warn(cat("target ", name,
+                    ": torch and its requirements are not found here: ", url.error().message));
+    for (const auto& w : target->torch_wheels)
+      up.names.merge(init::torch_requirement_names(ctx.cache_path(), w));
+  }
+  return routes;
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,34 @@
+#include "init/torch_requirements.h"
+
+#include "core/strings.h"
+#include "fetch/downloader.h"
+#include "fetch/url.h"
+#include "init/requirements.h"
+#include "manifest/version.h"
+#include "wheel/reader.h"
+
+namespace kiln::init {
+
+std::set<std::string, std::less<>> torch_requirement_names(const std::filesystem::path& cache_dir,
+                                                           const manifest::TorchWheel& w) {
+  std::set<std::string, std::less<>> names;
+  if (w.sha256.size() != 64 || !fetch::is_safe_filename(w.file)) return names;
+  std::filesystem::path path = fetch::download_path(cache_dir, w.sha256, w.file);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return names;
+  auto metadata = wheel::read_wheel_file(path, [](std::string_view member) {
+    auto slash = member.find('/');
+    return slash != std::string_view::npos && member.substr(0, slash).ends_with(".dist-info") &&
+           member.substr(slash + 1) == "METADATA";
+  });
+  if (!metadata || !*metadata) return names;
+  for (std::string_view line : split(**metadata, "\n", /*skip_empty=*/false)) {
+    if (line.empty() || line == "\r") break;  // the header ends at the first empty line
+    if (!line.starts_with("Requires-Dist:")) continue;
+    auto req = parse_requirement(trim(line.substr(14)));
+    if (req && req->marker_extra().empty()) names.insert(manifest::normalize_name(req->name));
+  }
+  return names;
+}
+
+}  // namespace kiln::init
