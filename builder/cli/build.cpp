@@ -51,7 +51,9 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
     RemoteOption remote;
   };
   auto opts = std::make_shared<Options>();
-  sub.add_option("packages", opts->packages, "NAME or NAME==VERSION (default: every package)");
+  sub.add_option("packages", opts->packages,
+                 "NAME, NAME==VERSION or NAME with specifiers, e.g. 'NAME>=1.6,<1.7' (default: "
+                 "every package)");
   sub.add_option("-t,--target", opts->targets, "Target name or file (repeatable; default: default)")
       ->allow_extra_args(false);
   CLI::Option* archs_option =

@@ -1,6 +1,7 @@
 // kiln resolve [PACKAGES…] [--target T]… [--archs SPEC] [--all-versions] [--github-matrix]
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <iostream>
 #include <map>
 
@@ -9,6 +10,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/strings.h"
+#include "manifest/specifier.h"
 #include "manifest/version.h"
 #include "resolve/plan.h"
 
@@ -25,25 +27,56 @@ struct Options {
 // GitHub Actions runs at most this many jobs from one matrix.
 constexpr std::size_t kGithubMatrixLimit = 256;
 
-// --all-versions: every manifest ("name==version") of the named packages (default: of every
-// package); a manifest that failed to load is named on stderr and left out.
+// --all-versions: every manifest ("name==version") of the named packages that their specifiers
+// match (default: of every package but test fixtures); a manifest that failed to load is named on
+// stderr and left out.
 std::vector<std::string> every_version(const manifest::Repository& repo,
                                        const std::vector<std::string>& names) {
-  std::vector<std::string> wanted;
+  std::vector<manifest::Requirement> wanted;
   for (const auto& n : names) {
-    std::string name = n.substr(0, n.find("=="));
-    repo.select(name).value();  // an unknown package: its error (with the nearest name)
-    wanted.push_back(manifest::normalize_name(name));
+    manifest::Requirement r = manifest::parse_requirement(n).value();
+    repo.select(r.name).value();  // an unknown package: its error (with the nearest name)
+    wanted.push_back(std::move(r));
   }
   auto selected = [&](const std::string& normalized) {
-    return wanted.empty() || std::find(wanted.begin(), wanted.end(), normalized) != wanted.end();
+    return std::find_if(wanted.begin(), wanted.end(), [&](const manifest::Requirement& r) {
+             return r.normalized == normalized;
+           }) != wanted.end();
   };
   for (const auto& b : repo.broken())
-    if (selected(b.package))
+    if (wanted.empty() || selected(b.package))
       log::warn(cat("left out ", b.package, " ", b.version, ": ", b.error.message));
+  // A package's versions that every argument naming it matches, as pip filters them.
+  auto matching = [&](const std::string& normalized) {
+    std::vector<std::string> versions;
+    for (const auto& m : repo.manifests())
+      if (m.normalized_name() == normalized) versions.push_back(m.version);
+    for (const auto& r : wanted)
+      if (r.normalized == normalized)
+        versions = r.specifiers.without_local_labels().filter(versions);
+    return versions;
+  };
   std::vector<std::string> out;
-  for (const auto& m : repo.manifests())
-    if (selected(m.normalized_name())) out.push_back(cat(m.name, "==", m.version));
+  for (const auto& m : repo.manifests()) {
+    if (wanted.empty() ? m.fixture : !selected(m.normalized_name())) continue;
+    auto versions = matching(m.normalized_name());
+    if (std::find(versions.begin(), versions.end(), m.version) != versions.end())
+      out.push_back(cat(m.name, "==", m.version));
+  }
+  return out;
+}
+
+// --all-versions without --target: every target of the manifests directory that loads here; the
+// others are named on stderr and left out.
+std::vector<std::string> loadable_targets(const manifest::Repository& repo) {
+  std::vector<std::string> out;
+  for (const auto& name : repo.target_names()) {
+    auto target = repo.target(name);
+    if (target)
+      out.push_back(name);
+    else
+      log::warn(cat("left out target ", name, ": ", target.error().message));
+  }
   return out;
 }
 
@@ -112,7 +145,9 @@ int print_github_matrix(const resolve::Plan& plan, const std::vector<manifest::T
 
 std::function<int()> configure_resolve(CLI::App& sub, Context& ctx) {
   auto opts = std::make_shared<Options>();
-  sub.add_option("packages", opts->packages, "NAME or NAME==VERSION (default: every package)");
+  sub.add_option("packages", opts->packages,
+                 "NAME, NAME==VERSION or NAME with specifiers, e.g. 'NAME>=1.6,<1.7' (default: "
+                 "every package)");
   sub.add_option("-t,--target", opts->targets,
                  "Target name or file (repeatable; default: default, or with --all-versions every "
                  "target of the manifests directory)")
@@ -126,13 +161,19 @@ std::function<int()> configure_resolve(CLI::App& sub, Context& ctx) {
   return [&ctx, opts, archs_option] {
     require_archs_value(archs_option, opts->archs);
     std::vector<std::string> packages = opts->packages, target_names = opts->targets;
+    bool every_target = opts->all_versions && target_names.empty();
     if (opts->all_versions) {
       packages = every_version(ctx.repository(), opts->packages);
       if (packages.empty()) raise(Error::bad_input("no package manifests to resolve"));
-      if (target_names.empty()) target_names = ctx.repository().target_names();
+      if (every_target) target_names = loadable_targets(ctx.repository());
     }
     auto targets = ctx.targets(target_names, opts->archs);
-    resolve::Plan plan = resolve::make_plan(ctx.repository(), packages, targets).value();
+    // Every target: one that cannot be used here (an environment without torch) is named on
+    // stderr and left out; a target named with --target is needed.
+    resolve::Plan plan =
+        resolve::make_plan(ctx.repository(), packages, targets, 0, std::nullopt, every_target)
+            .value();
+    for (const auto& skipped : plan.skipped_targets) log::warn(cat("left out ", skipped.message));
     if (opts->github_matrix) return print_github_matrix(plan, targets, target_names, opts->archs);
     return print_plan(plan, ctx.json);
   };

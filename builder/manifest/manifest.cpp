@@ -245,6 +245,7 @@ void read_package(const SourceText& source, TableReader& pkg, Manifest& m) {
     pkg.fail("requires-python",
              cat("bad version specifier '", m.requires_python, "': expected e.g. '>=3.9'"));
   m.homepage = pkg.string("homepage").value_or("");
+  m.fixture = pkg.boolean("fixture").value_or(false);
   m.license_files = pkg.strings("license-files").value_or(std::vector<std::string>{});
   check_tree_paths(pkg, "license-files", m.license_files);
   m.readme = pkg.string("readme").value_or("");
@@ -355,7 +356,7 @@ Manifest parse(const std::string& text, const std::filesystem::path& file,
   if (!package) top.fail_missing("package");
   TableReader pkg(source, *package, "package",
                   {"name", "version", "summary", "license", "license-files", "readme",
-                   "requires-python", "homepage", "dependencies", "extra-dependencies"});
+                   "requires-python", "homepage", "dependencies", "extra-dependencies", "fixture"});
   read_package(source, pkg, m);
   check_file_place(pkg, file, m);
 

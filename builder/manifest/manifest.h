@@ -89,6 +89,9 @@ struct Manifest {
   // Requirements kiln adds to the sdist's own (its PKG-INFO's), each for a reason the manifest
   // states; a bare torch requirement is pinned by kiln to the target's minor.
   std::vector<std::string> extra_dependencies;
+  // [package] fixture = true: a test fixture (kiln-demo), built only when named, never in the
+  // default set (no package names, --all-versions without names). Not part of the build key.
+  bool fixture = false;
 
   std::string normalized_name() const;
   // Every field that can change the built bytes, in a fixed order (comments, layout and the

@@ -63,52 +63,49 @@ Expected<Repository> Repository::load(const fs::path& dir, const fs::path& patch
 }
 
 Expected<const Manifest*> Repository::select(const std::string& spec) const {
-  std::string name = spec, version;
-  if (auto eq = spec.find("=="); eq != std::string::npos) {
-    name = std::string(trim(spec.substr(0, eq)));
-    version = std::string(trim(spec.substr(eq + 2)));
-    if (version.size() > kMaxVersionBytes)
-      return Error::bad_input(cat("bad package spec '", printable_excerpt(spec),
-                                  "': the version is longer than ", kMaxVersionBytes, " bytes"));
-    if (!is_valid_version(version))
-      return Error::bad_input(
-          cat("bad package spec '", spec, "': '", version, "' is not a PEP 440 version"));
+  KILN_TRY(Requirement requirement, parse_requirement(spec));
+  return select(requirement);
+}
+
+Expected<const Manifest*> Repository::select(const Requirement& requirement) const {
+  const std::string& normalized = requirement.normalized;
+  SpecifierSet specs = requirement.specifiers.without_local_labels();
+  // A broken manifest of this package: its error, unless its version (the file's stem) is one the
+  // specifiers leave out (without specifiers, the broken one might be the newest).
+  for (const auto& b : broken_) {
+    if (b.package != normalized) continue;
+    Pep440Version v;
+    bool left_out = parse_pep440(b.version, v) &&
+                    !std::all_of(specs.specifiers().begin(), specs.specifiers().end(),
+                                 [&](const Specifier& s) { return s.matches(v, b.version); });
+    if (!left_out) return b.error;
   }
-  if (name.size() > kMaxNameBytes)
-    return Error::bad_input(cat("bad package spec '", printable_excerpt(spec),
-                                "': the name is longer than ", kMaxNameBytes, " bytes"));
-  if (!is_valid_project_name(name))
-    return Error::bad_input(cat("bad package spec '", spec, "': expected NAME or NAME==VERSION"));
-  std::string normalized = normalize_name(name);
-  // A broken manifest of this package: its error, unless the spec names another version that is
-  // fine (without a version, the broken one might be the newest).
-  for (const auto& b : broken_)
-    if (b.package == normalized && (version.empty() || b.version == version)) return b.error;
-  const Manifest* found = nullptr;
   std::vector<std::string> versions;
-  for (const auto& m : manifests_) {
-    if (m.normalized_name() != normalized) continue;
-    versions.push_back(m.version);
-    if (version.empty() || m.version == version) found = &m;  // sorted: the last is the newest
-  }
-  if (found && version.empty()) return found;
-  if (found) return found;
+  for (const auto& m : manifests_)
+    if (m.normalized_name() == normalized) versions.push_back(m.version);
   if (versions.empty()) {
     std::vector<std::string> names;
     for (const auto& m : manifests_) names.push_back(m.normalized_name());
     std::string hint = closest_match(normalized, names);
     return Error::bad_input(
-        cat("no manifest for package '", name, "' in ", display_root_,
+        cat("no manifest for package '", requirement.name, "' in ", display_root_,
             hint.empty() ? std::string() : cat(" (did you mean '", hint, "'?)")));
   }
-  return Error::bad_input(
-      cat("no manifest for ", name, "==", version, " (have: ", join(versions, ", "), ")"));
+  std::vector<std::string> matching = specs.filter(versions);
+  if (matching.empty())
+    return Error::bad_input(cat("no manifest for ", requirement.name, requirement.specifiers.str(),
+                                " (have: ", join(versions, ", "), ")"));
+  const Manifest* found = nullptr;  // sorted: the last that matches is the newest
+  for (const auto& m : manifests_)
+    if (m.normalized_name() == normalized && m.version == matching.back()) found = &m;
+  return found;
 }
 
 Expected<std::vector<const Manifest*>> Repository::newest_of_each() const {
   if (!broken_.empty()) return broken_.front().error;
   std::vector<const Manifest*> out;
   for (const auto& m : manifests_) {
+    if (m.fixture) continue;
     if (!out.empty() && out.back()->normalized_name() == m.normalized_name())
       out.back() = &m;
     else

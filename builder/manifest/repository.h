@@ -1,5 +1,6 @@
-// The manifests directory: every package manifest and target, and the selection rules
-// ("name" = newest manifest, "name==version" = that one; no names = newest of every package).
+// The manifests directory: every package manifest and target, and the selection rules (a
+// requirement as pip reads it: "name" = the newest manifest, "name==1.7", "name>=1.6,<1.7" = the
+// newest that matches; no names = the newest of every package but test fixtures).
 #pragma once
 
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include "core/expected.h"
 #include "manifest/build_env.h"
 #include "manifest/manifest.h"
+#include "manifest/specifier.h"
 #include "manifest/target.h"
 
 namespace kiln::manifest {
@@ -28,9 +30,14 @@ class Repository {
   // Every manifest, sorted by (normalised name, version).
   const std::vector<Manifest>& manifests() const { return manifests_; }
 
-  // "causal-conv1d" -> its newest manifest; "causal-conv1d==1.6.1" -> that one.
+  // The newest manifest whose version the requirement's specifiers match, as pip would pick it
+  // from these versions ("causal-conv1d" -> the newest; "causal-conv1d==1.7" -> 1.7.0;
+  // "causal-conv1d~=1.6.0" -> the newest 1.6.x). A local label ("==1.7.0+cu130torch2.11") is
+  // left out here: it names the target, which resolve checks.
   Expected<const Manifest*> select(const std::string& spec) const;
-  // The newest manifest of every package; with a broken manifest anywhere, its error.
+  Expected<const Manifest*> select(const Requirement& requirement) const;
+  // The newest manifest of every package but test fixtures (`fixture = true`); with a broken
+  // manifest anywhere, its error.
   Expected<std::vector<const Manifest*>> newest_of_each() const;
 
   // Manifests that failed to load: the package they are filed under (its normalised directory

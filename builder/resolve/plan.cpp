@@ -7,10 +7,12 @@
 #include "core/fs.h"
 #include "core/hash.h"
 #include "core/strings.h"
+#include "manifest/specifier.h"
 #include "toolchain/compiler.h"
 #include "toolchain/cuda.h"
 #include "toolchain/python.h"
 #include "toolchain/torch.h"
+#include "wheel/tags.h"
 
 namespace kiln::resolve {
 
@@ -199,36 +201,89 @@ std::string key_of(const json& inputs) {
 
 }  // namespace
 
+std::string target_local_label(const ResolvedTarget& target) {
+  const std::string& torch = target.torch ? target.torch->version : target.target.torch_version;
+  return wheel::local_label(target.target.cuda_version, torch);
+}
+
+namespace {
+
+// A selected manifest and the local labels its argument named.
+struct Selected {
+  const Manifest* manifest;
+  std::string spec;
+  std::vector<std::string> labels;
+};
+
+Expected<std::vector<Selected>> select_packages(const manifest::Repository& repo,
+                                                const std::vector<std::string>& packages) {
+  std::vector<Selected> selected;
+  if (packages.empty()) {
+    KILN_TRY(std::vector<const Manifest*> newest, repo.newest_of_each());
+    for (const Manifest* m : newest) selected.push_back({m, m->name, {}});
+    return selected;
+  }
+  for (const auto& spec : packages) {
+    KILN_TRY(manifest::Requirement requirement, manifest::parse_requirement(spec));
+    KILN_TRY(const Manifest* m, repo.select(requirement));
+    std::vector<std::string> labels = requirement.specifiers.local_labels();
+    auto same = std::find_if(selected.begin(), selected.end(),
+                             [&](const Selected& s) { return s.manifest == m; });
+    if (same == selected.end())
+      selected.push_back({m, spec, std::move(labels)});
+    else
+      same->labels.insert(same->labels.end(), labels.begin(), labels.end());
+  }
+  return selected;
+}
+
+// --backend: copies of the manifests with that backend (kept alive by the plan).
+Expected<void> override_backend(Plan& plan, std::vector<const Manifest*>& selected,
+                                Backend backend) {
+  for (const Manifest*& m : selected) {
+    if (m->backend == backend) continue;
+    if (backend == Backend::Native && m->extensions.empty())
+      return Error::bad_input(cat("--backend native: ", m->name, " ", m->version,
+                                  " declares no [[build.extension]] (", m->display_path, ")"));
+    if (backend == Backend::Pure && m->packages.empty())
+      return Error::bad_input(cat("--backend pure: ", m->name, " ", m->version,
+                                  " declares no build.packages (", m->display_path, ")"));
+    auto copy = std::make_shared<Manifest>(*m);
+    copy->backend = backend;
+    plan.overridden.push_back(copy);
+    m = copy.get();
+  }
+  return {};
+}
+
+// A local label in a package's argument names the wheel kiln builds for one target: it must be
+// that target's (a pure package's wheel has none).
+Expected<void> check_labels(const Selected& s, const Manifest& m, const ResolvedTarget& rt) {
+  for (const auto& label : s.labels) {
+    if (m.backend == Backend::Pure)
+      return Error::bad_input(cat("'", s.spec, "': ", m.name, " is a pure package: its wheel's ",
+                                  "version has no local label (+", label, "); give ", m.name,
+                                  "==", m.version));
+    std::string expected = target_local_label(rt);
+    if (label != expected)
+      return Error::bad_input(cat("'", s.spec, "': the local label +", label, " is not the label ",
+                                  "of target ", rt.target.name, ", +", expected, " (", m.name, " ",
+                                  m.version, "+", expected, " is what kiln builds for it; ",
+                                  "name the target the label belongs to, or leave the label out)"));
+  }
+  return {};
+}
+
+}  // namespace
+
 Expected<Plan> make_plan(const manifest::Repository& repo, const std::vector<std::string>& packages,
                          const std::vector<Target>& targets, int slots,
-                         std::optional<Backend> backend) {
+                         std::optional<Backend> backend, bool skip_unusable_targets) {
+  KILN_TRY(std::vector<Selected> chosen, select_packages(repo, packages));
   std::vector<const Manifest*> selected;
-  if (packages.empty()) {
-    KILN_TRY(selected, repo.newest_of_each());
-  } else {
-    for (const auto& spec : packages) {
-      KILN_TRY(const Manifest* m, repo.select(spec));
-      bool dup = false;
-      for (const Manifest* s : selected) dup = dup || s == m;
-      if (!dup) selected.push_back(m);
-    }
-  }
+  for (const auto& c : chosen) selected.push_back(c.manifest);
   Plan plan;
-  if (backend) {
-    for (const Manifest*& m : selected) {
-      if (m->backend == *backend) continue;
-      if (*backend == Backend::Native && m->extensions.empty())
-        return Error::bad_input(cat("--backend native: ", m->name, " ", m->version,
-                                    " declares no [[build.extension]] (", m->display_path, ")"));
-      if (*backend == Backend::Pure && m->packages.empty())
-        return Error::bad_input(cat("--backend pure: ", m->name, " ", m->version,
-                                    " declares no build.packages (", m->display_path, ")"));
-      auto copy = std::make_shared<Manifest>(*m);
-      copy->backend = *backend;
-      plan.overridden.push_back(copy);
-      m = copy.get();
-    }
-  }
+  if (backend) KILN_CHECK(override_backend(plan, selected, *backend));
   bool setuptools = false;
   for (const Manifest* m : selected) setuptools = setuptools || m->backend == Backend::Setuptools;
   if (setuptools) {
@@ -243,13 +298,21 @@ Expected<Plan> make_plan(const manifest::Repository& repo, const std::vector<std
       plan.targets.push_back(ResolvedTarget{target, json::object(), "", {}, {}, {}, {}});
       continue;
     }
-    KILN_TRY(ResolvedTarget rt, resolve_target(target));
-    plan.targets.push_back(std::move(rt));
+    auto rt = resolve_target(target);
+    if (!rt && skip_unusable_targets) {
+      plan.skipped_targets.push_back(std::move(rt).error());
+      continue;
+    }
+    if (!rt) return std::move(rt).error();
+    plan.targets.push_back(std::move(*rt));
   }
+  if (plan.targets.empty() && !plan.skipped_targets.empty()) return plan.skipped_targets.front();
   for (const auto& rt : plan.targets) {
-    for (const Manifest* m : selected) {
-      KILN_TRY(json inputs, key_inputs(*m, rt, slots, &plan.build_env));
-      plan.items.push_back(PlanItem{m, rt.target.name, key_of(inputs), std::move(inputs)});
+    for (std::size_t i = 0; i < selected.size(); ++i) {
+      KILN_CHECK(check_labels(chosen[i], *selected[i], rt));
+      KILN_TRY(json inputs, key_inputs(*selected[i], rt, slots, &plan.build_env));
+      plan.items.push_back(
+          PlanItem{selected[i], rt.target.name, key_of(inputs), std::move(inputs)});
     }
   }
   return plan;

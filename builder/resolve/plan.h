@@ -53,6 +53,8 @@ struct Plan {
   std::vector<PlanItem> items;
   manifest::BuildEnvPins build_env;  // the setuptools backend's pins
   std::vector<std::shared_ptr<const manifest::Manifest>> overridden;  // copies with another backend
+  // With skip_unusable_targets: the targets left out, each with why (their probes failed here).
+  std::vector<Error> skipped_targets;
 };
 
 // What the target asks of the CUDA toolkit, for toolchain::make_cuda_source.
@@ -63,10 +65,19 @@ toolchain::CudaRequest cuda_request(const manifest::Target& target);
 // min(units, slots) shards would (2 slots: 2; 16 slots and 18 units: 9 shards of 2; 18+: 18).
 int shard_count(int units, int slots);
 
-// `packages` empty: the newest manifest of every package. `backend`: build them with this backend
-// instead of their manifests' (it is part of their keys).
+// The label kiln gives the wheels it compiles for this target ("cu130torch2.11"): its CUDA and the
+// minor of its torch (the pinned one, or the environment's once probed).
+std::string target_local_label(const ResolvedTarget& target);
+
+// `packages`: requirements as pip reads them (manifest::Repository::select); a local label
+// ("==1.7.0+cu130torch2.11") must be the one each target gives the package's wheels, else a
+// usage error naming both. Empty: the newest manifest of every package but test fixtures.
+// `backend`: build them with this backend instead of their manifests' (it is part of their keys).
+// `skip_unusable_targets`: a target whose probes fail here is left out (Plan::skipped_targets)
+// instead of failing the plan, unless no target is left.
 Expected<Plan> make_plan(const manifest::Repository& repo, const std::vector<std::string>& packages,
                          const std::vector<manifest::Target>& targets, int slots = 0,
-                         std::optional<manifest::Backend> backend = std::nullopt);
+                         std::optional<manifest::Backend> backend = std::nullopt,
+                         bool skip_unusable_targets = false);
 
 }  // namespace kiln::resolve

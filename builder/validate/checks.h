@@ -95,12 +95,19 @@ class Findings {
 
 CheckResult skipped(std::string id, std::string why);
 
+// kiln's own rules for the wheels it builds, beyond what the standards ask of a wheel (Requires-
+// Python present; every module imported from the wheel's own packages in it; every extension
+// exporting PyInit_<its name>): a failure for a wheel with a kiln.json, a warning for anyone
+// else's, which installers take as they are.
+bool is_kiln_wheel(const LoadedWheel& w);
+void policy(const LoadedWheel& w, Findings& f, const std::string& line);
+
 // The checks' matchers of names and header lines (each in its check's file; declared for tests).
 // metadata: a "Name: value" header line (ASCII name, then ":" and nothing or " " and a value
 // without CR or LF); a Metadata-Version kiln knows (1.0, 1.1, 1.2, 2.N); a normalised local
 // version label ([a-z0-9]+ parts joined by dots).
 bool is_metadata_header_line(std::string_view line);
-bool is_known_metadata_version(std::string_view version);  // 1.0-1.2, 2.1-2.5
+bool is_known_metadata_version(std::string_view version);  // 1.0-1.2, 2.1-2.6
 // metadata: each field known to its Metadata-Version, and well formed (metadata_fields.cpp).
 void check_metadata_fields(const LoadedWheel& w, const wheel::ParsedMetadata& md,
                            const std::string& metadata_version, Findings& f);

@@ -419,7 +419,7 @@ void check_file(const Layout& l, const LoadedWheel& w, const std::string& path,
       if (im.guarded)
         f.warn(cat(at, line, " (inside try:, so only a warning)"));
       else
-        f.fail(at + line);
+        policy(w, f, at + line);
     };
     if (im.module.empty()) {
       report(cat("'from ", im.written, " import' climbs above the top-level package"));
@@ -462,7 +462,8 @@ void check_init_symbols(const LoadedWheel& w, Findings& f) {
     bool found = std::any_of(b.info.dynamic_symbols.begin(), b.info.dynamic_symbols.end(),
                              [&](const auto& s) { return s.defined && s.name == want; });
     if (!found)
-      f.fail(cat(b.path, " does not export ", want,
+      policy(w, f,
+             cat(b.path, " does not export ", want,
                  ": Python could not import it under its file name"));
   }
 }

@@ -229,7 +229,7 @@ CheckResult check_metadata(const LoadedWheel& w, const Options& options) {
 
   std::string rp = md.first("Requires-Python");
   if (rp.empty())
-    f.fail("METADATA has no Requires-Python");
+    policy(w, f, "METADATA has no Requires-Python");
   else if (rp.size() > kMaxRequirementBytes)
     f.fail(too_long("Requires-Python", rp, kMaxRequirementBytes));
   else if (!manifest::is_valid_specifier_set(rp))

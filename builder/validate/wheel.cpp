@@ -59,6 +59,17 @@ CheckResult Findings::finish(const std::string& ok_message) {
   return std::move(result_);
 }
 
+bool is_kiln_wheel(const LoadedWheel& w) {
+  return w.texts.count("kiln.json") > 0;
+}
+
+void policy(const LoadedWheel& w, Findings& f, const std::string& line) {
+  if (is_kiln_wheel(w))
+    f.fail(line);
+  else
+    f.warn(cat(line, " (kiln's rule for its own wheels: a warning for others)"));
+}
+
 CheckResult skipped(std::string id, std::string why) {
   CheckResult r;
   r.id = std::move(id);

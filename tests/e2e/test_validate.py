@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 import unittest
+import urllib.request
 import xml.etree.ElementTree as ET
 import zipfile
 import zlib
@@ -84,6 +85,46 @@ class ValidateTest(KilnTestCase):
         run (minutes; a cache hit after)."""
         proc = self.kiln("--cache", str(SHARED_CACHE), "--json", "build", "causal-conv1d", check=0, timeout=3000)
         return Path(json.loads(proc.stdout)["items"][0]["wheel"])
+
+    def peer_wheel(self, url, sha256):
+        """A wheel from PyPI, pinned by sha256, downloaded once into the persistent cache."""
+        path = Path.home() / ".cache/kiln/peer-wheels" / sha256 / url.rsplit("/", 1)[1]
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                with urllib.request.urlopen(url, timeout=120) as r:
+                    data = r.read()
+            except OSError as e:
+                self.skipTest(f"cannot download {url}: {e}")
+            self.assertEqual(hashlib.sha256(data).hexdigest(), sha256)
+            tmp = path.with_suffix(".part")
+            tmp.write_bytes(data)
+            tmp.rename(path)
+        return path
+
+    # --- other people's wheels: the standard, and kiln's rules as warnings ----------------------
+
+    def test_other_peoples_wheels_get_kilns_rules_as_warnings(self):
+        # zstandard imports its optional Rust backend without try: (it falls back in a caller);
+        # the standards have nothing against that, so kiln's imports rule only warns here.
+        wheel = self.peer_wheel(
+            "https://files.pythonhosted.org/packages/bb/1f/e9cfd801a3f9190bf3e759c422bbfd2247db9d7f3d54a56ecde70137791a/"
+            "zstandard-0.25.0-cp311-cp311-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
+            "9300d02ea7c6506f00e627e287e0492a5eb0371ec1670ae852fefffa6164b072")
+        rc, reports, _ = self.validate("--offline", wheel)
+        checks = self.only(reports)
+        self.assertEqual(rc, 0, {k: (c["verdict"], c["message"]) for k, c in checks.items()})
+        self.assertEqual(checks["imports"]["verdict"], "warn")
+        self.assertIn("zstandard.backend_rust, which is not in the wheel", checks["imports"]["message"])
+        self.assertIn("kiln's rule for its own wheels: a warning for others", checks["imports"]["message"])
+        # The same wheel with a kiln.json is kiln's: its rule fails it.
+        def add_provenance(entries):
+            info = next(n for n, _ in entries if n.endswith(".dist-info/METADATA")).rsplit("/", 1)[0]
+            return entries + [(f"{info}/kiln.json", b"{}")]
+        ours = rewrite(wheel, self.tmp / "ours" / wheel.name, add_provenance, fix_record=True)
+        rc, reports, _ = self.validate("--offline", ours)
+        self.assertEqual(rc, 1)
+        self.assertEqual(self.only(reports)["imports"]["verdict"], "fail")
 
     # --- our wheels ----------------------------------------------------------------------------
 

@@ -18,4 +18,16 @@ TEST(ShardCount, FewestShardsThatKeepTheLargestShardSmall) {
   EXPECT_GE(shard_count(18, 0), 1);  // 0: one slot per core
 }
 
+// The label a package argument's local label must match: the one wheel/ gives the target's wheels.
+TEST(TargetLocalLabel, CudaAndTheMinorOfTorch) {
+  ResolvedTarget rt;
+  rt.target.cuda_version = "13.0";
+  rt.target.torch_version = "2.11.0";
+  EXPECT_EQ(target_local_label(rt), "cu130torch2.11");
+  rt.target.cuda_version = "12.8";
+  rt.torch = toolchain::TorchSysroot{};
+  rt.torch->version = "2.10.1+cu128";  // an environment's torch, once probed
+  EXPECT_EQ(target_local_label(rt), "cu128torch2.10");
+}
+
 }  // namespace kiln::resolve

@@ -24,9 +24,12 @@ class RepositoryTest : public ::testing::Test {
     dir_ =
         std::make_unique<TempDir>(TempDir::create(fs::temp_directory_path(), "kiln-repo-").value());
   }
-  void add(const std::string& dir, const std::string& name, const std::string& version) {
+  void add(const std::string& dir, const std::string& name, const std::string& version,
+           const std::string& extra = "") {
     fs::create_directories(manifests() / dir);
-    std::ofstream(manifests() / dir / (version + ".toml")) << manifest_text(name, version);
+    std::string text = manifest_text(name, version);
+    text.insert(text.find("\n[source]"), extra);
+    std::ofstream(manifests() / dir / (version + ".toml")) << text;
   }
   fs::path manifests() const { return dir_->path() / "manifests"; }
   Expected<Repository> load() {
@@ -52,6 +55,43 @@ TEST_F(RepositoryTest, SelectsNewestOrExact) {
   EXPECT_EQ(newest[1]->name, "pkg-b");
 }
 
+// Requirements as pip reads them: the newest manifest that matches, pre-releases only when named.
+TEST_F(RepositoryTest, SelectsAsPipDoes) {
+  for (const char* v : {"1.6.0", "1.6.1", "1.7.0", "2.0.0rc1"}) add("pkg-a", "pkg-a", v);
+  Repository repo = load().value();
+  auto pick = [&](const std::string& spec) {
+    auto m = repo.select(spec);
+    return m ? (*m)->version : "error: " + m.error().message;
+  };
+  EXPECT_EQ(pick("pkg-a"), "1.7.0");
+  EXPECT_EQ(pick("pkg-a==1.7"), "1.7.0");  // 1.7 == 1.7.0
+  EXPECT_EQ(pick("pkg-a==1.6.*"), "1.6.1");
+  EXPECT_EQ(pick("pkg-a>=1.6,<1.7"), "1.6.1");
+  EXPECT_EQ(pick("pkg-a~=1.6.0"), "1.6.1");
+  EXPECT_EQ(pick("pkg-a~=1.6"), "1.7.0");
+  EXPECT_EQ(pick("pkg-a!=1.7.0"), "1.6.1");
+  EXPECT_EQ(pick("pkg-a<=1.6.0"), "1.6.0");
+  EXPECT_EQ(pick("pkg-a>1.6.0,<2"), "1.7.0");
+  EXPECT_EQ(pick("pkg-a===1.6.1"), "1.6.1");
+  EXPECT_EQ(pick("pkg-a>=2.0.0rc1"), "2.0.0rc1");  // named: pre-releases allowed
+  EXPECT_EQ(pick("pkg-a>=2"),
+            "error: no manifest for pkg-a>=2 (have: 1.6.0, 1.6.1, 1.7.0, 2.0.0rc1)");
+  // A local label names a target; resolve checks it, the manifest is the version it labels.
+  EXPECT_EQ(pick("pkg-a==1.7.0+cu130torch2.11"), "1.7.0");
+}
+
+// A test fixture is built when named, never in the default set.
+TEST_F(RepositoryTest, FixturesAreLeftOutOfTheDefaultSet) {
+  add("pkg-a", "pkg-a", "1.0.0");
+  add("demo", "demo", "0.1.0", "fixture = true\n");
+  Repository repo = load().value();
+  ASSERT_TRUE(repo.broken().empty()) << repo.broken()[0].error.message;
+  auto newest = repo.newest_of_each().value();
+  ASSERT_EQ(newest.size(), 1u);
+  EXPECT_EQ(newest[0]->name, "pkg-a");
+  EXPECT_TRUE(repo.select("demo").value()->fixture);
+}
+
 TEST_F(RepositoryTest, SelectionErrors) {
   add("pkg-a", "pkg-a", "1.6.1");
   Repository repo = load().value();
@@ -60,6 +100,11 @@ TEST_F(RepositoryTest, SelectionErrors) {
   EXPECT_EQ(repo.select("pkg-a==9.9").error().message, "no manifest for pkg-a==9.9 (have: 1.6.1)");
   EXPECT_EQ(repo.select("pkg-a==x").error().message,
             "bad package spec 'pkg-a==x': 'x' is not a PEP 440 version");
+  EXPECT_EQ(repo.select("pkg-a>=1.6,<x").error().message,
+            "bad package spec 'pkg-a>=1.6,<x': '<x': 'x' is not a PEP 440 version");
+  EXPECT_EQ(repo.select("pkg-a=>1.6").error().message,
+            "bad package spec 'pkg-a=>1.6': expected an operator (==, !=, ~=, <, >, <=, >=, ===) "
+            "and a version");
 }
 
 TEST_F(RepositoryTest, DuplicatePackageNames) {

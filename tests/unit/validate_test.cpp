@@ -375,8 +375,10 @@ TEST_F(Validate, MetadataProblems) {
                   "fail: METADATA Name 'other-pkg' does not match the file name's 'demo_pkg'");
   EXPECT_CONTAINS(said(meta("Version: 1.0", "Version: 1.1"), "metadata"),
                   "fail: METADATA Version 1.1 does not match the file name's 1.0");
-  EXPECT_CONTAINS(said(meta("Requires-Python: >=3.9\n", ""), "metadata"),
-                  "fail: METADATA has no Requires-Python");
+  // Requires-Python is optional in the standard; kiln's own wheels must say which Pythons they run.
+  EXPECT_EQ(said(meta("Requires-Python: >=3.9\n", ""), "metadata"),
+            "warn: METADATA has no Requires-Python (kiln's rule for its own wheels: a warning for "
+            "others)");
   EXPECT_CONTAINS(
       said(meta("Requires-Python: >=3.9\n", "Requires-Python: >=3.9\nbroken line\n"), "metadata"),
       "is not a 'Name: value' header");
@@ -460,8 +462,9 @@ TEST_F(Validate, LongMetadataFieldsFailTheMetadataCheck) {
                                                    "... is not a known core metadata version");
   }
   // Under the cap: the requirement is checked (in one pass).
-  Report ok = meta("Requires-Python: >=3.9\n",
-                   "Requires-Python: >=3.9\nRequires-Dist: a; " + std::string(4000, 'x') + "\n");
+  Report ok =
+      meta("Requires-Python: >=3.9\n",
+           "Requires-Python: >=3.9\nRequires-Dist: a; extra == '" + std::string(4000, 'x') + "'\n");
   EXPECT_EQ(check(ok, "metadata").verdict, Verdict::Pass) << said(ok, "metadata");
 }
 
@@ -732,15 +735,32 @@ TEST_F(Validate, GpuTargetVerdicts) {
 
 // The matchers that replaced the checks' regular expressions agree with them on short, tricky
 // names, and decide names of 1 MB in one pass (std::regex overflowed the stack on those).
+TEST_F(Validate, ARequiresPythonIsKilnsRuleForItsOwnWheels) {
+  fs::path kiln = write("kiln-made", {{"demo_pkg/__init__.py", "", false}}, "", "{}");
+  fs::path without = rewrite(
+      kiln, "demo_pkg-1.0-py3-none-any.whl",
+      [](auto& e) {
+        auto& m = entry(e, "/METADATA");
+        m.erase(m.find("Requires-Python: >=3.9\n"), 24);
+      },
+      /*fix_record=*/true);
+  EXPECT_EQ(said(run(without), "metadata"), "fail: METADATA has no Requires-Python");
+}
+
 TEST_F(Validate, ImportsOfTheWheelsOwnModules) {
   // torchsort's mistake: the package imports .isotonic_cpu, the extension was declared with the
-  // bare name and sits at the top level.
+  // bare name and sits at the top level. kiln's rule for its own wheels (a kiln.json); a warning
+  // for others' (zstandard imports its optional backend_rust unguarded, and installs fine).
   std::string tag = cat("cp311-cp311-", platform_of({"ext.so"}));
   const std::string so = "ext.cpython-311-x86_64-linux-gnu.so";
-  fs::path bare = write("bare",
-                        {{"sortpkg/__init__.py", "from .ext import isotonic_kl\n", false},
-                         {so, bytes("ext.so"), true}},
-                        tag);
+  const std::vector<wheel::WheelEntry> bare_files = {
+      {"sortpkg/__init__.py", "from .ext import isotonic_kl\n", false},
+      {so, bytes("ext.so"), true}};
+  fs::path bare = write("bare", bare_files, tag, "{}");
+  Report others = run(write("bare-others", bare_files, tag));
+  EXPECT_EQ(check(others, "imports").verdict, Verdict::Warn) << said(others, "imports");
+  EXPECT_CONTAINS(said(others, "imports"),
+                  "(kiln's rule for its own wheels: a warning for others)");
   Report r = run(bare);
   EXPECT_FALSE(r.ok());
   EXPECT_EQ(said(r, "imports"),
@@ -765,13 +785,16 @@ TEST_F(Validate, ImportsOfTheWheelsOwnModules) {
   EXPECT_EQ(check(g, "imports").verdict, Verdict::Warn) << said(g, "imports");
   EXPECT_CONTAINS(said(g, "imports"), "(inside try:, so only a warning)");
   // A module renamed away from its PyInit_ name.
-  fs::path renamed = write(
-      "renamed",
-      {{"sortpkg/__init__.py", "", false}, {"sortpkg/other" + so.substr(3), bytes("ext.so"), true}},
-      tag);
-  EXPECT_EQ(said(run(renamed), "imports"),
+  const std::vector<wheel::WheelEntry> renamed_files = {
+      {"sortpkg/__init__.py", "", false}, {"sortpkg/other" + so.substr(3), bytes("ext.so"), true}};
+  EXPECT_EQ(said(run(write("renamed", renamed_files, tag, "{}")), "imports"),
             "fail: sortpkg/other.cpython-311-x86_64-linux-gnu.so does not export PyInit_other: "
             "Python could not import it under its file name");
+  // torchao's op libraries are loaded with torch.ops.load_library, never imported: no PyInit_.
+  EXPECT_EQ(said(run(write("renamed-others", renamed_files, tag)), "imports"),
+            "warn: sortpkg/other.cpython-311-x86_64-linux-gnu.so does not export PyInit_other: "
+            "Python could not import it under its file name (kiln's rule for its own wheels: a "
+            "warning for others)");
 }
 
 TEST_F(Validate, ImportsAcrossWheelsSharingANamespace) {
@@ -779,15 +802,17 @@ TEST_F(Validate, ImportsAcrossWheelsSharingANamespace) {
   // no __init__.py here, so another wheel may provide it. A regular package's missing module is
   // reported; attributes of a package (from pkg import name) are not modules.
   fs::path w =
-      write("ns", {{"fla/layers/__init__.py",
-                    "from fla.ops.gla import chunk_gla\nfrom fla.layers.attn import Attention\n"
-                    "from fla.layers import helper\nimport os, numpy as np\nfrom . import attn\n",
-                    false},
-                   {"fla/layers/attn.py", "from ..ops import x\nfrom .. import y\n", false},
-                   {"fla/models/__init__.py",
-                    "from .missing import M\nfrom . import helper2\nfrom . import defined\n"
-                    "defined = 1\nfrom ... import z\n",
-                    false}});
+      write("ns",
+            {{"fla/layers/__init__.py",
+              "from fla.ops.gla import chunk_gla\nfrom fla.layers.attn import Attention\n"
+              "from fla.layers import helper\nimport os, numpy as np\nfrom . import attn\n",
+              false},
+             {"fla/layers/attn.py", "from ..ops import x\nfrom .. import y\n", false},
+             {"fla/models/__init__.py",
+              "from .missing import M\nfrom . import helper2\nfrom . import defined\n"
+              "defined = 1\nfrom ... import z\n",
+              false}},
+            "", "{}");
   Report r = run(w);
   const auto& c = check(r, "imports");
   EXPECT_EQ(c.verdict, Verdict::Fail);
@@ -883,7 +908,7 @@ TEST(ValidateMatchers, AgreeWithTheRegularExpressionsTheyReplaced) {
         "Name: x\ry", "Name: x\t", "Name: \x01", "Name", ": x", "", "Requires-Dist: a; b",
         "Name:  x", "Name:\tx", "N\xc3\xa4: x", "Name: \xc3\xa4"})
     EXPECT_EQ(is_metadata_header_line(s), std::regex_match(s, header)) << "'" << s << "'";
-  const std::regex mv(R"(^(1\.[012]|2\.[1-5])$)");  // packaging's list
+  const std::regex mv(R"(^(1\.[012]|2\.[1-6])$)");  // packaging 26.4's list
   for (std::string s : {"1.0", "1.1", "1.2", "1.3", "2.0", "2.1", "2.4", "2.5", "2.6", "2.10", "2.",
                         "2", "2.x", "3.0", "1.0 ", "", "2.1.1", "12.1"})
     EXPECT_EQ(is_known_metadata_version(s), std::regex_match(s, mv)) << "'" << s << "'";

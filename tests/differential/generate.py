@@ -1,0 +1,186 @@
+"""The differential test's inputs: the corpus (real METADATA files) and, from a fixed seed,
+mutations of its documents, versions, specifiers, markers, requirements and wheel file names.
+generate(corpus) -> [(kind, input)]."""
+
+import random
+import re
+
+SEED = 33
+OPS = ["==", "!=", ">=", "<=", "<", ">", "~=", "==="]
+VARIABLES = ["python_version", "python_full_version", "os_name", "os.name", "sys_platform",
+             "sys.platform", "platform_release", "platform_system", "platform_version",
+             "platform.version", "platform_machine", "platform_python_implementation",
+             "python_implementation", "implementation_name", "implementation_version", "extra",
+             "extras", "dependency_groups", "python_versio", "platform_tag", "os", "Extra"]
+MARKER_OPS = ["==", "!=", "<", "<=", ">", ">=", "~=", "===", "in", "not in", "=", "<>", "not",
+              "is", "=~"]
+
+
+def version_mutations(v, rnd):
+    out = ["v" + v, "V" + v, v + "-1", v + ".post", v + "post1", v + "-post1", v + "_rc1", v + "b",
+           v + "alpha2", v + "+local", v + "+Local.1", v + ".*", v + "c", v + "rev3", v + "r",
+           v.upper(), " " + v + " ", v + ".", v + "-", v + "..", "1!" + v, v + ".dev", v + "dev-1",
+           v + "a.", v + "+", v + "+a..b", v + "pre", v + "preview1", v + ".RC1", v + "-dev",
+           v + "a1.post2.dev3", v + "+a-b_c", v + "0", "0" + v, v + "\t", v + "a-", v + "-a1",
+           v.replace(".", "_"), v + ".post-1", v + "+ubuntu", v + ".a1"]
+    for _ in range(4):
+        i = rnd.randrange(len(v) + 1)
+        out.append(v[:i] + rnd.choice("._-+!*abcrv0123456789 ") + v[i:])
+    return out
+
+
+def marker_mutations(m, rnd):
+    out = [m, "(" + m + ")", "((" + m + "))", m + " and os_name == 'nt'",
+           "(" + m + ") or (extra == 'x')", m.replace("'", '"'), m.replace(" ", ""),
+           m.replace("'", "", 1), m + ")", "(" + m, "not " + m, m + " or", m.replace("and", "AND")]
+    for op in ("==", ">=", "<", "in", "!="):
+        if op in m:
+            out.append(m.replace(op, rnd.choice(MARKER_OPS), 1))
+    return out
+
+
+def marker_templates(rnd, n):
+    out = ["this is not a marker", "", "extra", "python_version", "'a' == 'b'",
+           "python_version >= '3.9' and (os_name == 'nt' or sys_platform != 'linux')",
+           "'cuda' in extras", "dependency_groups == 'x'", "extra == 'a\\x41'", "extra == 'a\\'",
+           "extra == 'a\\q'", "extra == 'a\tb'", "python_version>'3'and os_name=='nt'",
+           "os_name not  in 'x'", "os_name notin 'x'", "(" * 205 + "os_name=='a'" + ")" * 205,
+           "(" * 150 + "os_name=='a'" + ")" * 150]
+    for _ in range(n):
+        parts = []
+        for _ in range(rnd.randint(1, 3)):
+            left = rnd.choice(VARIABLES + ["'3.9'", '"x"'])
+            right = rnd.choice(["'3.9'", '"linux"', "'x'", "'1.0.post1'", "'a'", '"', "'x",
+                                "extra", "'cp311'", '""'])
+            op = rnd.choice(MARKER_OPS)
+            ws = rnd.choice(["", " ", "  ", "\t"])
+            item = f"{left}{ws}{op}{ws}{right}" if op.isalpha() is False else f"{left} {op} {right}"
+            if rnd.random() < 0.2:
+                item = "(" + item + ")"
+            parts.append(item)
+        out.append(rnd.choice([" and ", " or ", "and", " or(", " & "]).join(parts))
+    return out
+
+
+def requirement_mutations(r, rnd, versions):
+    out = [r, r.replace(" ", ""), r.replace(";", " ;"), r + " ", " " + r, r.replace("==", "==="),
+           r.replace(">=", "~="), r.replace(">=", "=>"), r.replace(",", ", "), r.replace(",", ",,"),
+           r + ",", r.replace("[", "[ ").replace("]", " ]")]
+    m = re.match(r"([A-Za-z0-9._-]+)(\[[^\]]*\])?\s*([^;]*)(;.*)?$", r)
+    if m:
+        name, extras, spec, marker = m.group(1), m.group(2) or "", m.group(3), m.group(4) or ""
+        for v in rnd.sample(versions, min(6, len(versions))):
+            op = rnd.choice(OPS)
+            out.append(f"{name}{extras}{op}{v}{marker}")
+            out.append(f"{name}{extras} ({op}{v}){marker}")
+        out += [f"{name}_", f"{name}-", f"{name}{extras} @ https://x.invalid/a.whl{marker}",
+                f"{name} @ https://x.invalid/a.whl ; python_version > '3'",
+                f"{name}@https://x.invalid/a.whl;python_version>'3'", f"{name}[]", f"{name}[a_,b]",
+                f"{name}[a b]", f"{name} {spec}", f"{name}{extras}{spec}; this is not a marker",
+                f"{name} ()", f"{name}(>=1)", f"{name}>=1,", f"{name}>=1, ,<2"]
+        if marker:
+            for mm in marker_mutations(marker[1:].strip(), rnd)[:6]:
+                out.append(f"{name}{extras}{spec}; {mm}")
+    return out
+
+
+def filename_mutations(f, rnd):
+    parts = f[:-4].split("-")
+    out = [f, f.replace(parts[0], parts[0] + "__x", 1), f.replace(parts[1], "v" + parts[1], 1),
+           f.replace(parts[1], parts[1] + "_post1", 1), "-".join(parts[:2] + ["1"] + parts[2:]) +
+           ".whl", "-".join(parts[:2] + ["x1"] + parts[2:]) + ".whl", f[:-4] + ".zip",
+           f.replace("py3", "3py"), f.replace("-py", "-.py"), f.replace(".whl", "-x.whl"),
+           f.replace(parts[1], parts[1] + "+local", 1), f.replace(parts[0], parts[0].upper(), 1),
+           f.replace(parts[0], parts[0] + ".x", 1), f.replace("none", "none."),
+           f.replace(parts[1], parts[1] + ".", 1)]
+    return out
+
+
+def metadata_mutations(doc, rnd, requirements):
+    head, sep, body = doc.partition("\n\n")
+    lines = head.split("\n")
+    out = [doc]
+    for _ in range(30):
+        ls = list(lines)
+        what = rnd.randrange(9)
+        i = rnd.randrange(1, len(ls)) if len(ls) > 1 else 0
+        if what == 0:
+            del ls[i]
+        elif what == 1:
+            ls.insert(i, ls[i])
+        elif what == 2:
+            rnd.shuffle(ls)
+        elif what == 3:
+            ls[0] = "Metadata-Version: " + rnd.choice(["1.0", "1.1", "1.2", "2.0", "2.1", "2.2",
+                                                       "2.3", "2.4", "2.5", "2.6", "3.0"])
+        elif what == 4:
+            ls.insert(i, "Requires-Dist: " + rnd.choice(requirements))
+        elif what == 5:
+            ls.insert(i, rnd.choice(["X-Unknown: 1", "Description: inline", "Dynamic: version",
+                                     "Dynamic: license", "Provides-Extra: a_", "Provides-Extra: -x",
+                                     "Description-Content-Type: text/html",
+                                     "Description-Content-Type: text/markdown; variant=foo",
+                                     "Summary: two", "Requires-Python: >=3.9,", "Requires-Python: ",
+                                     "Requires-Python: >=3.9.*", "Project-URL: Home",
+                                     "License-Expression: MIT OR", "License-File: ../x",
+                                     "Import-Name: a.b", "Import-Name: class", "Version: 1.0-1",
+                                     "Name: a_", "Name: -a"]))
+        elif what == 6:
+            ls = [l for l in ls if not l.lower().startswith(("name:", "version:"))] or ls
+        elif what == 7:
+            ls = [re.sub(r"^(Version: )(.*)$", lambda m: m.group(1) + "v" + m.group(2), l)
+                  for l in ls]
+        else:
+            ls = [l + (" ; python_version < '3'" if l.startswith("Requires-Dist:") and ";" not in l
+                       else "") for l in ls]
+        out.append("\n".join(ls) + sep + body)
+    return out
+
+
+def field_values(doc, name):
+    return [l.split(":", 1)[1].strip() for l in doc.partition("\n\n")[0].splitlines()
+            if l.lower().startswith(name.lower() + ":")]
+
+
+def generate(corpus):
+    """[(kind, input)] from {wheel file name: METADATA text}."""
+    rnd = random.Random(SEED)
+    items = []
+    docs = [t.replace("\r\n", "\n") for t in corpus.values()]
+    versions = sorted({v for d in docs for v in field_values(d, "Version")})
+    requirements = sorted({r for d in docs for r in field_values(d, "Requires-Dist")})
+    pythons = sorted({r for d in docs for r in field_values(d, "Requires-Python")})
+    markers = sorted({r.split(";", 1)[1].strip() for r in requirements if ";" in r})
+    spec_versions = sorted({v for r in requirements + pythons
+                            for v in re.findall(r"[0-9][0-9A-Za-z.+!*_-]*", r)})
+    all_versions = sorted(set(versions + spec_versions))
+    for v in all_versions:
+        for m in [v] + version_mutations(v, rnd):
+            items += [("version", m), ("canonical", m)]
+    for p in pythons:
+        items.append(("specifier", p))
+    for v in all_versions:
+        for m in rnd.sample(version_mutations(v, rnd), 8) + [v]:
+            op = rnd.choice(OPS)
+            items.append(("specifier", f"{op}{m}"))
+            items.append(("specifier", f" {op} {m} , <9"))
+    items += [("specifier", s) for s in [">=1.0,", ",", ">=1,,<2", "~=1", "~=1.0", "==1.*",
+                                         "==1.0+local.*", ">=1.0+local", "===foo bar", "=== é",
+                                         ">=2.0.0b", ">=1.0-1", ">=1.0.post", "=>1"]]
+    for m in markers:
+        items += [("marker", x) for x in marker_mutations(m, rnd)]
+    items += [("marker", x) for x in marker_templates(rnd, 600)]
+    for r in requirements:
+        items += [("requirement", x) for x in requirement_mutations(r, rnd, all_versions)]
+    items += [("requirement", r) for r in ["cffi>=2.0.0b", "cffi>=1.0-1", "cffi>=1.0.post",
+                                           "cffi; this is not a marker", "a===é", "a ===é ; os_name=='a'"]]
+    for f in corpus:
+        items += [("wheel_filename", x) for x in filename_mutations(f, rnd)]
+    for d in docs:
+        items += [("metadata", x) for x in metadata_mutations(d, rnd, requirements)]
+    seen, out = set(), []
+    for it in items:
+        if it not in seen:
+            seen.add(it)
+            out.append(it)
+    return out

@@ -1,0 +1,143 @@
+#include "manifest/specifier.h"
+
+#include <gtest/gtest.h>
+
+namespace kiln::manifest {
+
+namespace {
+
+// What packaging 26.4 answers for these versions:
+//   list(SpecifierSet(spec).filter(kVersions))
+// (made with tools/bin/python; rerun it when packaging changes how it matches).
+const std::vector<std::string> kVersions = {"1.5.0", "1.6.0",      "1.6.1",     "1.6.2rc1",
+                                            "1.7.0", "1.7.1.dev0", "1.7.post1", "1.8.0a1",
+                                            "2.0",   "1!0.5"};
+
+struct Case {
+  std::string spec;
+  std::vector<std::string> kept;
+};
+
+const std::vector<Case> kPackagingTable = {
+    {"", {"1.5.0", "1.6.0", "1.6.1", "1.7.0", "1.7.post1", "2.0", "1!0.5"}},
+    {"==1.7", {"1.7.0"}},
+    {"==1.7.0", {"1.7.0"}},
+    {"==1.7.*", {"1.7.0", "1.7.post1"}},
+    {"==1.*", {"1.5.0", "1.6.0", "1.6.1", "1.7.0", "1.7.post1"}},
+    {"!=1.7.0", {"1.5.0", "1.6.0", "1.6.1", "1.7.post1", "2.0", "1!0.5"}},
+    {"!=1.6.*", {"1.5.0", "1.7.0", "1.7.post1", "2.0", "1!0.5"}},
+    {">=1.6,<1.7", {"1.6.0", "1.6.1"}},
+    {"~=1.6.0", {"1.6.0", "1.6.1"}},
+    {"~=1.6", {"1.6.0", "1.6.1", "1.7.0", "1.7.post1"}},
+    {"<1.7", {"1.5.0", "1.6.0", "1.6.1"}},
+    {"<1.7.1", {"1.5.0", "1.6.0", "1.6.1", "1.7.0", "1.7.post1"}},
+    {">1.7", {"2.0", "1!0.5"}},
+    {">1.7.0", {"2.0", "1!0.5"}},
+    {"<=1.6.1", {"1.5.0", "1.6.0", "1.6.1"}},
+    {">=1.7.1.dev0", {"1.7.1.dev0", "1.8.0a1", "2.0", "1!0.5"}},
+    {"==1.6.2rc1", {"1.6.2rc1"}},
+    {">=1.6.2rc1,<1.7", {"1.6.2rc1"}},
+    {"===1.7.0", {"1.7.0"}},
+    {"===1.7", {}},
+    {"~=1.7.0.post1", {"1.7.post1"}},
+    {">1.7.post0", {"1.7.post1", "2.0", "1!0.5"}},
+    {"==2", {"2.0"}},
+    {"==2.0.0", {"2.0"}},
+    {"<2.0", {"1.5.0", "1.6.0", "1.6.1", "1.7.0", "1.7.post1"}},
+    {">=1!0", {"1!0.5"}},
+    {"==1!0.5.*", {"1!0.5"}},
+    {">=3", {"1!0.5"}},
+    {"<1.6.0", {"1.5.0"}},
+    {"~=1.6.1rc1", {"1.6.1", "1.6.2rc1"}},
+    {"==1.06.0", {"1.6.0"}},
+    {"<1.7.1rc1", {"1.5.0", "1.6.0", "1.6.1", "1.6.2rc1", "1.7.0", "1.7.1.dev0", "1.7.post1"}},
+    {">=1.8.0a1", {"1.8.0a1", "2.0", "1!0.5"}},
+    {"!=1.7.0,!=1.6.1,>=1.6", {"1.6.0", "1.7.post1", "2.0", "1!0.5"}},
+};
+
+std::vector<std::string> filter(const std::string& spec, const std::vector<std::string>& versions) {
+  auto set = SpecifierSet::parse(spec);
+  EXPECT_TRUE(set) << spec << ": " << set.error().message;
+  return set ? set->filter(versions) : std::vector<std::string>{};
+}
+
+}  // namespace
+
+TEST(SpecifierTest, FiltersAsPackagingDoes) {
+  for (const auto& c : kPackagingTable) EXPECT_EQ(filter(c.spec, kVersions), c.kept) << c.spec;
+}
+
+TEST(SpecifierTest, PreReleasesOnlyWhenNamedOrAlone) {
+  // packaging: SpecifierSet(">=1").filter(["1.0rc1", "1.1.dev0"]) == ["1.1.dev0"]
+  EXPECT_EQ(filter(">=1", {"1.0rc1", "1.1.dev0"}), std::vector<std::string>{"1.1.dev0"});
+  EXPECT_EQ(filter("", {"1.0rc1"}), std::vector<std::string>{"1.0rc1"});
+  EXPECT_EQ(filter("", {"1.0rc1", "0.9"}), std::vector<std::string>{"0.9"});
+}
+
+TEST(SpecifierTest, LocalLabels) {
+  // packaging: "==1.7.0" keeps 1.7.0+cu130torch2.11; ">1.7.0" does not; "==1.7.0+cu130torch2.11"
+  // does not keep 1.7.0.
+  EXPECT_EQ(filter("==1.7.0", {"1.7.0+cu130torch2.11"}),
+            std::vector<std::string>{"1.7.0+cu130torch2.11"});
+  EXPECT_TRUE(filter(">1.7.0", {"1.7.0+cu130"}).empty());
+  EXPECT_TRUE(filter("==1.7.0+cu130torch2.11", {"1.7.0"}).empty());
+  auto set = SpecifierSet::parse("==1.7.0+CU130-torch2.11").value();
+  EXPECT_EQ(set.local_labels(), std::vector<std::string>{"cu130.torch2.11"});
+  SpecifierSet bare = SpecifierSet::parse("==1.7.0+cu130torch2.11").value().without_local_labels();
+  EXPECT_EQ(bare.str(), "==1.7.0");
+  EXPECT_EQ(bare.filter({"1.6.1", "1.7.0"}), std::vector<std::string>{"1.7.0"});
+}
+
+TEST(SpecifierTest, ParsesAnySpellingOfAVersion) {
+  Pep440Version v;
+  ASSERT_TRUE(parse_pep440("v1.7-RC1", v));
+  EXPECT_EQ(v.str(), "1.7rc1");
+  ASSERT_TRUE(parse_pep440("1.0-1", v));
+  EXPECT_EQ(v.str(), "1.0.post1");
+  ASSERT_TRUE(parse_pep440("1.0.alpha.2.rev3-dev", v));
+  EXPECT_EQ(v.str(), "1.0a2.post3.dev0");
+  for (const char* bad : {"", "1.", "1..2", "x1", "1.0+", "1.0+a..b", "1.0 1", "1.0rc1rc2"})
+    EXPECT_FALSE(parse_pep440(bad, v)) << bad;
+  Pep440Version a, b;
+  ASSERT_TRUE(parse_pep440("1.0.dev1", a));
+  ASSERT_TRUE(parse_pep440("1.0a1", b));
+  EXPECT_LT(compare_pep440(a, b), 0);
+  ASSERT_TRUE(parse_pep440("1.0+abc.5", a));
+  ASSERT_TRUE(parse_pep440("1.0+abc.10", b));
+  EXPECT_LT(compare_pep440(a, b), 0);
+}
+
+TEST(SpecifierTest, Requirements) {
+  auto r = parse_requirement("Causal_Conv1d >= 1.6, <1.7").value();
+  EXPECT_EQ(r.name, "Causal_Conv1d");
+  EXPECT_EQ(r.normalized, "causal-conv1d");
+  EXPECT_EQ(r.specifiers.str(), ">=1.6,<1.7");
+  EXPECT_TRUE(parse_requirement("causal-conv1d").value().specifiers.empty());
+  struct Bad {
+    const char* spec;
+    const char* message;
+  };
+  for (const Bad& b : std::vector<Bad>{
+           {"causal-conv1d==", "no version after the operator"},
+           {"causal-conv1d==x", "'x' is not a PEP 440 version"},
+           {"causal-conv1d=1.7", "expected an operator"},
+           {"causal-conv1d>=1.7.*", "'.*' goes only with == and !="},
+           {"causal-conv1d~=1", "~= needs at least two release numbers"},
+           {"causal-conv1d>=1.7+cu130", "a local label (+cu130) goes only with == and !="},
+           {"causal-conv1d==1.7rc1.*", "a prefix ('.*') is release numbers only"},
+           {"causal-conv1d[x]", "expected NAME, NAME==VERSION"},
+           {"==1.7", "expected NAME, NAME==VERSION"},
+           {"causal-conv1d>=1.6,", "expected an operator"},
+       }) {
+    auto got = parse_requirement(b.spec);
+    ASSERT_FALSE(got) << b.spec;
+    EXPECT_EQ(got.error().kind, ErrorKind::BadInput);
+    EXPECT_NE(got.error().message.find(b.message), std::string::npos)
+        << b.spec << ": " << got.error().message;
+    EXPECT_NE(got.error().message.find(std::string("bad package spec '") + b.spec),
+              std::string::npos)
+        << got.error().message;
+  }
+}
+
+}  // namespace kiln::manifest
