@@ -150,7 +150,8 @@ class HardeningTest(SourceTestCase):
             path.write_bytes(wheel_bytes({"demo/__init__.py": b""}))
             wheels.append(str(path))
         proc = self.kiln("--json", "validate", "--lib-dir", str(self.tmp), "--lib-dir", str(self.tmp), *wheels)
-        self.assertEqual(proc.returncode, 1, proc.stderr)  # (their METADATA has no Requires-Python)
+        # Their METADATA has no Requires-Python: kiln's rule, a warning on wheels kiln did not build.
+        self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertEqual([w["wheel"] for w in json.loads(proc.stdout)["wheels"]], wheels)
 
     def test_validate_refuses_a_wrong_typed_provenance_by_name(self):
