@@ -101,9 +101,7 @@ void print_recipes(const index::IndexModel& model, const std::filesystem::path& 
     if (auto it = routes.targets.find(name); it != routes.targets.end() && !it->second.url.empty())
       indexes += cat(" --index ", it->second.url);
     indexes += cat(" --default-index ", routes.fallback);
-    std::string packages;
-    for (const auto& [pname, p] : t.projects)
-      packages += cat(" ", pname, p.versions.empty() ? "" : cat("==", p.versions.back()));
+    std::string packages = pinned_projects(t);
     log::info(cat(name, ": uv pip install ", indexes, packages));
     log::info(cat(name, ": pip: lock the hashes with uv pip compile --generate-hashes", indexes,
                   " requirements.in -o requirements.txt, then pip install --require-hashes ",

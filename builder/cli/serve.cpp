@@ -90,9 +90,7 @@ struct Install {
 Install install_commands(const index::Target& t, const std::string& base, const std::string& host,
                          std::uint16_t port) {
   std::string index = cat(base, index::percent_encode(t.name), "/simple/");
-  std::string packages;
-  for (const auto& [pname, p] : t.projects)
-    packages += cat(" ", pname, p.versions.empty() ? "" : cat("==", p.versions.back()));
+  std::string packages = pinned_projects(t);
   std::string trusted = loopback(host) ? "" : cat(" --trusted-host ", host_port(host, port));
   return {cat("pip install --index-url ", index, trusted, packages),
           cat("uv pip install --index-url ", index, packages)};

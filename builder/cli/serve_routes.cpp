@@ -22,6 +22,13 @@ std::set<std::string, std::less<>> own_names(Context& ctx) {
   return names;
 }
 
+std::string pinned_projects(const index::Target& target) {
+  std::string out;
+  for (const auto& [name, p] : target.projects)
+    out += cat(" ", name, p.versions.empty() ? "" : cat("==", p.versions.back()));
+  return out;
+}
+
 std::string default_fallback() {
   auto setting = fetch::configured_index().value();
   auto url = index::check_upstream_url(setting.url);

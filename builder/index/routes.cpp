@@ -4,6 +4,7 @@
 
 #include "core/strings.h"
 #include "core/terminal.h"
+#include "manifest/target.h"
 
 namespace kiln::index {
 
@@ -25,18 +26,10 @@ Expected<std::string> check_upstream_url(std::string_view url) {
   auto bad = [&](std::string_view why) {
     return Error::bad_input(cat("upstream index '", terminal_text(url), "': ", why));
   };
-  std::string_view rest;
-  if (url.starts_with("https://"))
-    rest = url.substr(8);
-  else if (url.starts_with("http://"))
-    rest = url.substr(7);
-  else
-    return bad("expected an http:// or https:// URL");
+  if (!manifest::is_index_url(url))
+    return bad("expected an http:// or https:// URL without spaces, quotes or control characters");
   if (url.size() > 2048) return bad("longer than 2048 bytes");
-  bool plain = std::all_of(url.begin(), url.end(), [](char c) {
-    return c > ' ' && c < 0x7f && c != '"' && c != '\'' && c != '\\' && c != '<' && c != '>';
-  });
-  if (!plain) return bad("spaces, quotes or control characters");
+  std::string_view rest = url.substr(url.find("//") + 2);
   std::string_view authority = rest.substr(0, rest.find('/'));
   if (authority.empty()) return bad("no host");
   if (authority.find('@') != std::string_view::npos)

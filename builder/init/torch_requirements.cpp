@@ -5,6 +5,7 @@
 #include "fetch/url.h"
 #include "init/requirements.h"
 #include "manifest/version.h"
+#include "wheel/metadata.h"
 #include "wheel/reader.h"
 
 namespace kiln::init {
@@ -22,10 +23,8 @@ std::set<std::string, std::less<>> torch_requirement_names(const std::filesystem
            member.substr(slash + 1) == "METADATA";
   });
   if (!metadata || !*metadata) return names;
-  for (std::string_view line : split(**metadata, "\n", /*skip_empty=*/false)) {
-    if (line.empty() || line == "\r") break;  // the header ends at the first empty line
-    if (!line.starts_with("Requires-Dist:")) continue;
-    auto req = parse_requirement(trim(line.substr(14)));
+  for (const auto& value : wheel::parse_metadata(**metadata).all("Requires-Dist")) {
+    auto req = parse_requirement(value);
     if (req && req->marker_extra().empty()) names.insert(manifest::normalize_name(req->name));
   }
   return names;
