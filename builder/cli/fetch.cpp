@@ -50,7 +50,9 @@ std::function<int()> configure_fetch(CLI::App& sub, Context& ctx) {
     std::string index_url;
   };
   auto opts = std::make_shared<Options>();
-  sub.add_option("packages", opts->packages, "NAME or NAME==VERSION")->required();
+  sub.add_option("packages", opts->packages,
+                 "NAME, NAME==VERSION or NAME with specifiers, e.g. 'NAME~=1.6.0'")
+      ->required();
   sub.add_option("-t,--target", opts->targets,
                  "Also fetch what a build for this target needs besides sources: its torch wheel, "
                  "toolkit wheels, the setuptools environment (repeatable)")

@@ -152,8 +152,8 @@ std::function<int()> configure_index(CLI::App& sub, Context& ctx) {
                                       "Merge these caches' wheels into one index (repeatable)");
   CLI::Option* packages = exp->add_option(
       "packages", opts->packages,
-      "Export exactly these packages' wheels (NAME or NAME==VERSION) for the targets, taken from "
-      "this cache or the remote cache, never built");
+      "Export exactly these packages' wheels (NAME, NAME==VERSION or NAME with specifiers) for "
+      "the targets, taken from this cache or the remote cache, never built");
   CLI::Option* target =
       exp->add_option("-t,--target", opts->targets, "With packages: target name or file")
           ->allow_extra_args(false);

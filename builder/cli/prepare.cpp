@@ -19,7 +19,9 @@ std::function<int()> configure_prepare(CLI::App& sub, Context& ctx) {
     bool offline = false;
   };
   auto opts = std::make_shared<Options>();
-  sub.add_option("package", opts->package, "NAME or NAME==VERSION")->required();
+  sub.add_option("package", opts->package,
+                 "NAME, NAME==VERSION or NAME with specifiers, e.g. 'NAME~=1.6.0'")
+      ->required();
   sub.add_option("-o,--output", opts->output, "Directory to create (must not exist)")->required();
   sub.add_option("-t,--target", opts->targets,
                  "Target (accepted for symmetry with build; sources do not depend on it)")

@@ -27,9 +27,9 @@ struct Options {
 // GitHub Actions runs at most this many jobs from one matrix.
 constexpr std::size_t kGithubMatrixLimit = 256;
 
-// --all-versions: every manifest ("name==version") of the named packages that their specifiers
-// match (default: of every package but test fixtures); a manifest that failed to load is named on
-// stderr and left out.
+// --all-versions: every manifest ("name==version", with the local label an argument named) of the
+// named packages that their specifiers match (default: of every package but test fixtures); a
+// manifest that failed to load is named on stderr and left out.
 std::vector<std::string> every_version(const manifest::Repository& repo,
                                        const std::vector<std::string>& names) {
   std::vector<manifest::Requirement> wanted;
@@ -56,12 +56,22 @@ std::vector<std::string> every_version(const manifest::Repository& repo,
         versions = r.specifiers.without_local_labels().filter(versions);
     return versions;
   };
+  // A local label an argument names stays on the version, for the plan to check against each
+  // target ("==1.7.0+cu130torch2.11").
+  auto labels_of = [&](const std::string& normalized) {
+    std::vector<std::string> labels;
+    for (const auto& r : wanted)
+      if (r.normalized == normalized)
+        for (const auto& label : r.specifiers.local_labels()) labels.push_back(cat("+", label));
+    return labels.empty() ? std::vector<std::string>{""} : labels;
+  };
   std::vector<std::string> out;
   for (const auto& m : repo.manifests()) {
     if (wanted.empty() ? m.fixture : !selected(m.normalized_name())) continue;
     auto versions = matching(m.normalized_name());
     if (std::find(versions.begin(), versions.end(), m.version) != versions.end())
-      out.push_back(cat(m.name, "==", m.version));
+      for (const auto& label : labels_of(m.normalized_name()))
+        out.push_back(cat(m.name, "==", m.version, label));
   }
   return out;
 }

@@ -111,11 +111,12 @@ int run_validate(Context& ctx, const Args& args) {
 std::function<int()> configure_validate(CLI::App& sub, Context& ctx) {
   auto opts = std::make_shared<Args>();
   sub.footer(
-      "Standard checks fail any wheel that installers or the specifications would refuse. kiln's "
-      "rules for the wheels it builds (Requires-Python present; every module imported from the "
-      "wheel's own packages in it; every extension exporting PyInit_<name>; for compiled "
-      "wheels the torch==M.m.* pin and +cuXYtorchM.m label matching kiln.json) fail wheels with a "
-      ".dist-info/kiln.json and only warn on others.");
+      "Standard checks fail any wheel that installers or the specifications would refuse "
+      "(METADATA as the packaging library validates it). kiln's rules for the wheels it builds "
+      "(Requires-Python present; the version canonical; Project-URL 'Label, URL'; every module "
+      "imported from the wheel's own packages in it; every extension exporting PyInit_<name>; "
+      "for compiled wheels the torch==M.m.* pin and +cuXYtorchM.m label matching kiln.json) fail "
+      "wheels with a .dist-info/kiln.json and only warn on others.");
   sub.add_option("paths", opts->paths, "Wheels, or directories searched for *.whl")->required();
   sub.add_option("-t,--target", opts->target, "Check against this target's torch and archs");
   sub.add_option(

@@ -108,9 +108,6 @@ void policy(const LoadedWheel& w, Findings& f, const std::string& line);
 // version label ([a-z0-9]+ parts joined by dots).
 bool is_metadata_header_line(std::string_view line);
 bool is_known_metadata_version(std::string_view version);  // 1.0-1.2, 2.1-2.6
-// metadata: each field known to its Metadata-Version, and well formed (metadata_fields.cpp).
-void check_metadata_fields(const LoadedWheel& w, const wheel::ParsedMetadata& md,
-                           const std::string& metadata_version, Findings& f);
 bool is_normalized_local_label(std::string_view label);
 // tags: the glibc minor of a manylinux platform tag (manifest::manylinux_minor).
 using manifest::manylinux_minor;

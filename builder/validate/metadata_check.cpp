@@ -1,13 +1,16 @@
-// Check "metadata": METADATA parses as core metadata; its name and version agree with the file
-// name and the dist-info directory; PEP 440 version and local label; Requires-Python present;
-// kiln.json, when there is one, reads; for kiln's compiled wheels, the torch pin and local label
-// agree with the provenance.
+// Check "metadata": METADATA is core metadata by the standard's rules (metadata_fields.cpp, the
+// rules packaging applies); its header lines parse; its name and version agree with the file name
+// and the dist-info directory; each License-File is in the wheel; kiln.json, when there is one,
+// reads. kiln's rules on top (a failure for its own wheels, a warning for others): Requires-Python
+// present, the version canonical and its local label normalised, Project-URL "Label, URL"; for
+// kiln's compiled wheels, the torch pin and local label agree with the provenance.
 #include <algorithm>
 
 #include "core/strings.h"
 #include "manifest/limits.h"
 #include "manifest/version.h"
 #include "validate/checks.h"
+#include "validate/metadata_standard.h"
 #include "wheel/metadata.h"
 #include "wheel/tags.h"
 #include "wheel/upstream.h"
@@ -37,11 +40,6 @@ std::string header_problem(std::string_view text) {
 using manifest::kMaxNameBytes;
 using manifest::kMaxRequirementBytes;
 
-// A value too long to check, shortened for the message.
-std::string too_long(std::string_view what, std::string_view value, std::size_t max) {
-  return cat(what, " '", printable_excerpt(value), "' is longer than ", max, " bytes");
-}
-
 std::string torch_minor_of(const std::string& version) {
   auto parts = split(version.substr(0, version.find('+')), ".");
   return parts.size() >= 2 ? cat(parts[0], ".", parts[1]) : "";
@@ -68,19 +66,10 @@ bool is_normalized_local_label(std::string_view label) {
 
 namespace {
 
-// Name: present, a valid project name, and the project the file name and the dist-info directory
-// name (both compared normalised, as installers do).
+// Name: the project the file name and the dist-info directory name (both compared normalised, as
+// installers do). A missing, invalid or overlong name is the standard's problem.
 void check_name(const LoadedWheel& w, const std::string& name, Findings& f) {
-  if (name.empty()) {
-    f.fail("METADATA has no Name");
-    return;
-  }
-  if (name.size() > kMaxNameBytes) {
-    f.fail(too_long("METADATA Name", name, kMaxNameBytes));
-    return;
-  }
-  if (!manifest::is_valid_project_name(name))
-    f.fail(cat("METADATA Name '", name, "' is not a valid project name"));
+  if (!manifest::is_valid_project_name(name) || name.size() > kMaxNameBytes) return;
   if (manifest::wheel_name(name) != manifest::wheel_name(w.name.distribution))
     f.fail(cat("METADATA Name '", name, "' does not match the file name's '", w.name.distribution,
                "'"));
@@ -92,13 +81,10 @@ void check_name(const LoadedWheel& w, const std::string& name, Findings& f) {
   }
 }
 
-// Version: present, the file name's (which spells '-' as '_') and the directory's, canonical PEP
-// 440 with a normalised local label. Returns that label ("" when there is none).
+// Version: the file name's (which spells '-' as '_') and the directory's; canonical PEP 440 with
+// a normalised local label (kiln's rule). Returns that label ("" when there is none).
 std::string check_version(const LoadedWheel& w, const std::string& version, Findings& f) {
-  if (version.empty()) {
-    f.fail("METADATA has no Version");
-    return "";
-  }
+  if (!manifest::is_pep440_version(version)) return "";  // the standard's problem
   std::string file_version = w.name.version;
   std::string escaped = version;
   for (char& c : escaped)
@@ -113,30 +99,39 @@ std::string check_version(const LoadedWheel& w, const std::string& version, Find
   std::string local;
   if (plus != std::string::npos) local = version.substr(plus + 1);
   if (!manifest::is_valid_version(pub))
-    f.fail(cat("version ", version, " is not a canonical PEP 440 version"));
+    policy(w, f, cat("METADATA Version ", version, " is not spelled as PEP 440 normalises it"));
   if (plus != std::string::npos && !is_normalized_local_label(local))
-    f.fail(cat("local version label '", local,
+    policy(w, f,
+           cat("local version label '", local,
                "' is not normalised (lowercase letters, digits and dots)"));
   return local;
 }
 
-// Every Requires-Dist must be a PEP 508 requirement (installers refuse the wheel otherwise).
-// Returns the one on torch without a marker, the pin kiln writes ("" when there is none).
-std::string check_requires_dist(const wheel::ParsedMetadata& md, Findings& f) {
-  std::string torch_pin;
-  for (const auto& req : md.all("Requires-Dist")) {
-    if (req.size() > kMaxRequirementBytes) {
-      f.fail(too_long("Requires-Dist", req, kMaxRequirementBytes));
-      continue;
-    }
-    if (!manifest::is_valid_requirement(req)) {
-      f.fail(cat("Requires-Dist '", req, "' is not a valid PEP 508 requirement"));
-      continue;
-    }
-    if (manifest::requirement_name(req) == "torch" && req.find(';') == std::string::npos)
-      torch_pin = req;
+// The requirement on torch without a marker, the pin kiln writes ("" when there is none); the
+// standard's check says what is wrong with the others.
+std::string torch_pin_of(const wheel::ParsedMetadata& md) {
+  for (const auto& req : md.all("Requires-Dist"))
+    if (req.size() <= kMaxRequirementBytes && manifest::is_valid_requirement(req) &&
+        manifest::requirement_name(req) == "torch" && req.find(';') == std::string::npos)
+      return req;
+  return "";
+}
+
+// Each License-File is a file under .dist-info/licenses/ (PEP 639); Project-URL is "Label, URL".
+void check_files_and_urls(const LoadedWheel& w, const wheel::ParsedMetadata& md, Findings& f) {
+  for (const auto& path : md.all("License-File")) {
+    std::string want = cat(w.dist_info, "/licenses/", path);
+    bool present = std::any_of(w.members.begin(), w.members.end(),
+                               [&](const Member& m) { return m.name == want; });
+    if (!present && !w.dist_info.empty() && path.find("..") == std::string::npos)
+      f.fail(cat("METADATA License-File '", printable_excerpt(path),
+                 "' names no file of the wheel (", printable_excerpt(want), ")"));
   }
-  return torch_pin;
+  for (const auto& u : md.all("Project-URL")) {
+    auto comma = u.find(',');
+    if (comma == std::string::npos || trim(u.substr(comma + 1)).empty())
+      policy(w, f, cat("METADATA Project-URL '", printable_excerpt(u), "' is not 'Label, URL'"));
+  }
 }
 
 // kiln's compiled wheels: the pin and the local label say which torch and CUDA built them, so
@@ -206,10 +201,8 @@ CheckResult check_metadata(const LoadedWheel& w, const Options& options) {
   }
   Findings f("metadata");
   const std::string& text = it->second;
-  if (!is_valid_utf8(text)) {
-    f.fail("METADATA is not UTF-8");
-    return f.finish("");
-  }
+  for (const auto& problem : standard_metadata_problems(text)) f.fail(cat("METADATA ", problem));
+  if (!is_valid_utf8(text)) return f.finish("");
   if (auto problem = header_problem(text); !problem.empty()) f.fail(cat("METADATA ", problem));
   wheel::ParsedMetadata md = wheel::parse_metadata(text);
   std::string mv = md.first("Metadata-Version"), name = md.first("Name"),
@@ -217,25 +210,13 @@ CheckResult check_metadata(const LoadedWheel& w, const Options& options) {
   f.data()["name"] = name;
   f.data()["version"] = version;
   f.data()["metadata_version"] = mv;
-
-  if (mv.empty())
-    f.fail("METADATA has no Metadata-Version");
-  else if (!is_known_metadata_version(mv))
-    f.fail(cat("METADATA's Metadata-Version ", printable_excerpt(mv),
-               " is not a known core metadata version"));
-  check_metadata_fields(w, md, mv, f);
   check_name(w, name, f);
   std::string local = check_version(w, version, f);
-
+  check_files_and_urls(w, md, f);
   std::string rp = md.first("Requires-Python");
-  if (rp.empty())
-    policy(w, f, "METADATA has no Requires-Python");
-  else if (rp.size() > kMaxRequirementBytes)
-    f.fail(too_long("Requires-Python", rp, kMaxRequirementBytes));
-  else if (!manifest::is_valid_specifier_set(rp))
-    f.fail(cat("Requires-Python '", rp, "' is not a valid specifier set"));
+  if (rp.empty()) policy(w, f, "METADATA has no Requires-Python");
 
-  std::string torch_pin = check_requires_dist(md, f);
+  std::string torch_pin = torch_pin_of(md);
   f.data()["requires_torch"] = torch_pin;
   if (!w.provenance_error.empty()) f.fail(w.provenance_error);
   std::string built_torch;

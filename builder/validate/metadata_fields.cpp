@@ -1,8 +1,10 @@
-// Check "metadata", field by field, as strictly as the `packaging` library's
-// Metadata.from_email(validate=True): every field one the core metadata specification knows and
-// the declared Metadata-Version has, single fields once, and the values of Summary,
-// Description-Content-Type, Provides-Extra, License-Expression, License-File, Dynamic and
-// Project-URL well formed.
+// The core metadata standard's rules on a METADATA text, as the `packaging` library's
+// Metadata.from_email(validate=True) applies them: every field one the specification knows and
+// the declared Metadata-Version has, single fields once, Name, Version, Requires-Dist and
+// Requires-Python parsed, the values of Summary, Description-Content-Type, Provides-Extra,
+// License-Expression, License-File, Import-Name, Dynamic and Project-URL well formed. The
+// differential test compares these verdicts with packaging's (tests/differential); kiln's own
+// rules are metadata_check.cpp's.
 #include <algorithm>
 #include <array>
 #include <map>
@@ -10,6 +12,7 @@
 
 #include "core/strings.h"
 #include "manifest/license.h"
+#include "manifest/limits.h"
 #include "manifest/version.h"
 #include "validate/checks.h"
 #include "validate/metadata_standard.h"
@@ -20,44 +23,44 @@ namespace kiln::validate {
 namespace {
 
 struct Field {
-  const char* name;   // lowercase
+  const char* name;   // as the specification spells it
   const char* added;  // the Metadata-Version that introduced it
   bool single;        // may appear once
 };
 
 constexpr std::array<Field, 32> kFields = {{
-    {"metadata-version", "1.0", true},
-    {"name", "1.0", true},
-    {"version", "1.0", true},
-    {"dynamic", "2.2", false},
-    {"platform", "1.0", false},
-    {"supported-platform", "1.1", false},
-    {"summary", "1.0", true},
-    {"description", "1.0", true},
-    {"description-content-type", "2.1", true},
-    {"keywords", "1.0", true},
-    {"home-page", "1.0", true},
-    {"download-url", "1.1", true},
-    {"author", "1.0", true},
-    {"author-email", "1.0", true},
-    {"maintainer", "1.2", true},
-    {"maintainer-email", "1.2", true},
-    {"license", "1.0", true},
-    {"license-expression", "2.4", true},
-    {"license-file", "2.4", false},
-    {"classifier", "1.1", false},
-    {"requires-dist", "1.2", false},
-    {"requires-python", "1.2", true},
-    {"requires-external", "1.2", false},
-    {"project-url", "1.2", false},
-    {"provides-extra", "2.1", false},
-    {"provides-dist", "1.2", false},
-    {"obsoletes-dist", "1.2", false},
-    {"import-name", "2.5", false},
-    {"import-namespace", "2.5", false},
-    {"requires", "1.1", false},
-    {"provides", "1.1", false},
-    {"obsoletes", "1.1", false},
+    {"Metadata-Version", "1.0", true},
+    {"Name", "1.0", true},
+    {"Version", "1.0", true},
+    {"Dynamic", "2.2", false},
+    {"Platform", "1.0", false},
+    {"Supported-Platform", "1.1", false},
+    {"Summary", "1.0", true},
+    {"Description", "1.0", true},
+    {"Description-Content-Type", "2.1", true},
+    {"Keywords", "1.0", true},
+    {"Home-page", "1.0", true},
+    {"Download-URL", "1.1", true},
+    {"Author", "1.0", true},
+    {"Author-email", "1.0", true},
+    {"Maintainer", "1.2", true},
+    {"Maintainer-email", "1.2", true},
+    {"License", "1.0", true},
+    {"License-Expression", "2.4", true},
+    {"License-File", "2.4", false},
+    {"Classifier", "1.1", false},
+    {"Requires-Dist", "1.2", false},
+    {"Requires-Python", "1.2", true},
+    {"Requires-External", "1.2", false},
+    {"Project-URL", "1.2", false},
+    {"Provides-Extra", "2.1", false},
+    {"Provides-Dist", "1.2", false},
+    {"Obsoletes-Dist", "1.2", false},
+    {"Import-Name", "2.5", false},
+    {"Import-Namespace", "2.5", false},
+    {"Requires", "1.1", false},
+    {"Provides", "1.1", false},
+    {"Obsoletes", "1.1", false},
 }};
 
 constexpr std::array<const char*, 9> kVersions = {"1.0", "1.1", "1.2", "2.1", "2.2",
@@ -70,26 +73,8 @@ int age(std::string_view version) {
 
 const Field* field_named(const std::string& lower_name) {
   for (const auto& f : kFields)
-    if (lower_name == f.name) return &f;
+    if (lower_name == lower(f.name)) return &f;
   return nullptr;
-}
-
-// Each header a known field that the declared version has; single fields once.
-void check_known(const wheel::ParsedMetadata& md, const std::string& mv, Findings& f) {
-  std::map<std::string, int> seen;
-  const int have = age(mv);
-  for (const auto& [name, value] : md.headers) {
-    std::string lower_name = lower(name);
-    const Field* field = field_named(lower_name);
-    if (!field) {
-      f.fail(cat("METADATA field '", printable_excerpt(name), "' is not a core metadata field"));
-      continue;
-    }
-    if (have >= 0 && age(field->added) > have)
-      f.fail(cat("METADATA field ", name, " was introduced in metadata version ", field->added,
-                 ", not ", mv));
-    if (field->single && ++seen[lower_name] == 2) f.fail(cat("METADATA has ", name, " twice"));
-  }
 }
 
 // packaging's _LINE_BOUNDARY_RE: \n \r \v \f \x1c \x1d \x1e U+0085 U+2028 U+2029.
@@ -161,53 +146,70 @@ std::string content_type_problem(const std::string& value) {
   return "";
 }
 
-// PEP 639: relative, '/'-separated, resolved paths, each a file under .dist-info/licenses/.
-std::string license_file_problem(const LoadedWheel& w, const std::string& path) {
+// PEP 639: relative, '/'-separated, resolved paths (each must be a file under
+// .dist-info/licenses/: metadata_check.cpp looks for it in the wheel).
+std::string license_file_problem(const std::string& path) {
   if (path.find("..") != std::string::npos) return "names a parent directory";
   if (path.find('*') != std::string::npos) return "is a pattern, not a path";
   if (path.empty() || path[0] == '/' || path.find('\\') != std::string::npos ||
       (path.size() > 1 && path[1] == ':'))
     return "is not a relative '/'-separated path";
-  std::string want = cat(w.dist_info, "/licenses/", path);
-  bool present = std::any_of(w.members.begin(), w.members.end(),
-                             [&](const Member& m) { return m.name == want; });
-  return present || w.dist_info.empty() ? "" : cat("names no file of the wheel (", want, ")");
+  return "";
 }
 
-void check_values(const LoadedWheel& w, const wheel::ParsedMetadata& md, Findings& f) {
-  for (const auto& s : md.all("Summary"))
-    if (breaks_line(s)) f.fail("METADATA Summary is not one line");
-  for (const char* field : {"Import-Name", "Import-Namespace"})
-    for (const auto& n : md.all(field))
-      if (auto problem = import_name_problem(n, field); !problem.empty())
-        f.fail(cat("METADATA ", field, " '", printable_excerpt(n), "' ", problem));
-  for (const auto& t : md.all("Description-Content-Type"))
-    if (auto problem = content_type_problem(t); !problem.empty())
-      f.fail(cat("METADATA Description-Content-Type '", printable_excerpt(t), "' ", problem));
-  for (const auto& e : md.all("Provides-Extra"))
-    if (!manifest::is_valid_project_name(e))
-      f.fail(cat("METADATA Provides-Extra '", printable_excerpt(e), "' is not a valid name"));
-  for (const auto& l : md.all("License-Expression"))
-    if (auto problem = manifest::license_expression_problem(l); !problem.empty())
-      f.fail(cat("METADATA License-Expression '", printable_excerpt(l), "': ", problem));
-  for (const auto& p : md.all("License-File"))
-    if (auto problem = license_file_problem(w, p); !problem.empty())
-      f.fail(cat("METADATA License-File '", printable_excerpt(p), "' ", problem));
-  for (const auto& d : md.all("Dynamic")) {
-    std::string name = lower(d);
-    if (name == "name" || name == "version" || name == "metadata-version" || !field_named(name))
-      f.fail(
-          cat("METADATA Dynamic '", printable_excerpt(d), "' is not a field that may be dynamic"));
+std::string dynamic_problem(const std::string& value) {
+  std::string d = lower(value);
+  bool may = d != "name" && d != "version" && d != "metadata-version" && field_named(d);
+  return may ? "" : "is not a field that may be dynamic";
+}
+
+// kiln's length caps (manifest/limits.h) come before any parsing: a value beyond them is refused
+// whole, for every wheel.
+std::size_t cap_of(const std::string& lower_name) {
+  if (lower_name == "name") return manifest::kMaxNameBytes;
+  if (lower_name == "requires-dist" || lower_name == "requires-python")
+    return manifest::kMaxRequirementBytes;
+  return 0;
+}
+
+// What is wrong with one value of a field (`name` lowercase), "" when nothing is.
+std::string value_problem(const std::string& name, const std::string& v) {
+  if (std::size_t cap = cap_of(name); cap && v.size() > cap)
+    return cat("is longer than ", cap, " bytes");
+  if (name == "name" && !manifest::is_valid_project_name(v)) return "is not a valid project name";
+  if (name == "version" && !manifest::is_pep440_version(v)) return "is not a PEP 440 version";
+  if (name == "summary" && breaks_line(v)) return "is not one line";
+  if (name == "description-content-type") return content_type_problem(v);
+  if (name == "provides-extra" && !manifest::is_valid_project_name(v)) return "is not a valid name";
+  if (name == "requires-python" && !is_blank_text(v) && !manifest::is_valid_specifier_set(v))
+    return "is not a valid specifier set";
+  if (name == "requires-dist" && !manifest::is_valid_requirement(v))
+    return "is not a valid PEP 508 requirement";
+  if (name == "license-expression")
+    if (auto problem = manifest::license_expression_problem(v); !problem.empty())
+      return cat("is invalid: ", problem);
+  if (name == "license-file") return license_file_problem(v);
+  if (name == "import-name") return import_name_problem(v, "Import-Name");
+  if (name == "import-namespace") return import_name_problem(v, "Import-Namespace");
+  if (name == "dynamic") return dynamic_problem(v);
+  return "";
+}
+
+// The problems of one field, all its values in order (`name` as the first header spelled it).
+void field_problems(const std::string& name, const std::vector<std::string>& values,
+                    const std::string& mv, std::vector<std::string>& out) {
+  const Field* field = field_named(lower(name));
+  if (!field) {
+    out.push_back(cat("field '", printable_excerpt(name), "' is not a core metadata field"));
+    return;
   }
-  std::set<std::string> labels;
-  for (const auto& u : md.all("Project-URL")) {
-    auto comma = u.find(',');
-    std::string label(trim(u.substr(0, comma)));
-    if (comma == std::string::npos || trim(u.substr(comma + 1)).empty())
-      f.fail(cat("METADATA Project-URL '", printable_excerpt(u), "' is not 'Label, URL'"));
-    else if (!labels.insert(label).second)
-      f.fail(cat("METADATA Project-URL label '", printable_excerpt(label), "' is used twice"));
-  }
+  if (field->single && values.size() > 1) out.push_back(cat("has ", field->name, " twice"));
+  if (age(mv) >= 0 && age(field->added) > age(mv))
+    out.push_back(cat("field ", field->name, " was introduced in metadata version ", field->added,
+                      ", not ", mv));
+  for (const auto& v : values)
+    if (auto problem = value_problem(lower(name), v); !problem.empty())
+      out.push_back(cat(field->name, " '", printable_excerpt(v), "' ", problem));
 }
 
 }  // namespace
@@ -216,83 +218,29 @@ bool is_known_metadata_version(std::string_view v) {
   return age(v) >= 0;
 }
 
-void check_metadata_fields(const LoadedWheel& w, const wheel::ParsedMetadata& md,
-                           const std::string& mv, Findings& f) {
-  check_known(md, mv, f);
-  check_values(w, md, f);
-}
-
-}  // namespace kiln::validate
-
-namespace kiln::validate {
-
-namespace {
-
-// The field problems packaging finds in one field's values (`values` in order, `name` lowercase).
-void standard_field(const std::string& name, const std::vector<std::string>& values,
-                    std::vector<std::string>& out) {
-  auto bad = [&](std::string_view v, std::string_view why) {
-    out.push_back(cat(name, " '", printable_excerpt(v), "' ", why));
-  };
-  for (const auto& v : values) {
-    if (name == "name" && !manifest::is_valid_project_name(v)) bad(v, "is not a valid name");
-    if (name == "version" && !manifest::is_pep440_version(v)) bad(v, "is not a PEP 440 version");
-    if (name == "summary" && breaks_line(v)) bad(v, "is not one line");
-    if (name == "description-content-type" && !content_type_problem(v).empty())
-      bad(v, content_type_problem(v));
-    if (name == "provides-extra" && !manifest::is_valid_project_name(v)) bad(v, "is not a name");
-    if (name == "requires-python" && !is_blank_text(v) && !manifest::is_valid_specifier_set(v))
-      bad(v, "is not a specifier set");
-    if (name == "requires-dist" && !manifest::is_valid_requirement(v))
-      bad(v, "is not a requirement");
-    if (name == "license-expression" && !manifest::license_expression_problem(v).empty())
-      bad(v, manifest::license_expression_problem(v));
-    if (name == "license-file") {
-      LoadedWheel none;
-      if (auto problem = license_file_problem(none, v); !problem.empty()) bad(v, problem);
-    }
-    if (name == "import-name" || name == "import-namespace") {
-      std::string field = name == "import-name" ? "Import-Name" : "Import-Namespace";
-      if (auto problem = import_name_problem(v, field); !problem.empty()) bad(v, problem);
-    }
-    if (name == "dynamic") {
-      std::string d = lower(v);
-      if (d == "name" || d == "version" || d == "metadata-version" || !field_named(d))
-        bad(v, "is not a field that may be dynamic");
-    }
-  }
-}
-
-}  // namespace
-
 std::vector<std::string> standard_metadata_problems(std::string_view text) {
-  std::vector<std::string> out;
-  if (!is_valid_utf8(text)) return {"not UTF-8"};
+  if (!is_valid_utf8(text)) return {"is not UTF-8"};
   wheel::ParsedMetadata md = wheel::parse_metadata(text);
-  std::map<std::string, std::vector<std::string>> fields;
-  for (const auto& [name, value] : md.headers) fields[lower(name)].push_back(value);
+  std::vector<std::string> out;
   const std::string mv = md.first("Metadata-Version");
-  const int have = age(mv);
-  if (have < 0) out.push_back(cat("Metadata-Version '", printable_excerpt(mv), "' is not known"));
-  for (const char* required : {"metadata-version", "name", "version"})
-    if (fields.count(required) == 0 || fields[required][0].empty())
-      out.push_back(cat(required, " is missing"));
-  for (const auto& [name, values] : fields) {
-    const Field* field = field_named(name);
-    if (!field) {
-      out.push_back(cat("unrecognized field '", printable_excerpt(name), "'"));
-      continue;
-    }
-    if (field->single && values.size() > 1) out.push_back(cat(name, " appears twice"));
-    if (have >= 0 && age(field->added) > have) out.push_back(cat(name, " is newer than ", mv));
-    standard_field(name, values, out);
+  if (!mv.empty() && age(mv) < 0)
+    out.push_back(
+        cat("Metadata-Version '", printable_excerpt(mv), "' is not a known core metadata version"));
+  std::map<std::string, std::pair<std::string, std::vector<std::string>>> fields;
+  for (const auto& [name, value] : md.headers) {
+    auto& [spelled, values] = fields[lower(name)];
+    if (values.empty()) spelled = name;
+    values.push_back(value);
   }
+  for (const char* required : {"Metadata-Version", "Name", "Version"})
+    if (md.first(required).empty()) out.push_back(cat("has no ", required));
+  for (const auto& [lower_name, field] : fields) field_problems(field.first, field.second, mv, out);
   std::set<std::string> labels;
   for (const auto& u : md.all("Project-URL"))
-    if (!labels.insert(std::string(trim(u.substr(0, u.find(','))))).second)
-      out.push_back(cat("Project-URL label of '", printable_excerpt(u), "' is used twice"));
+    if (std::string label(trim(u.substr(0, u.find(',')))); !labels.insert(label).second)
+      out.push_back(cat("Project-URL label '", printable_excerpt(label), "' is used twice"));
   if (fields.count("description") && !md.body.empty())
-    out.push_back("Description is both a field and the body");
+    out.push_back("has Description both as a field and as the body");
   return out;
 }
 

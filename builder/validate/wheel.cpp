@@ -87,6 +87,30 @@ std::vector<std::string> WheelName::tags() const {
   return out;
 }
 
+namespace {
+
+// Python's \w for the names packaging reads from a file name (any non-ASCII byte taken as one).
+bool is_word_char(char c) {
+  return is_ascii_alnum(c) || c == '_' || static_cast<unsigned char>(c) >= 0x80;
+}
+
+// packaging's parse_wheel_filename: the name of word characters and '.', without "__"; the
+// version one Version() takes; each interpreter tag an identifier.
+std::string wheel_name_problem(const WheelName& n) {
+  if (n.distribution.find("__") != std::string::npos ||
+      !std::all_of(n.distribution.begin(), n.distribution.end(),
+                   [](char c) { return is_word_char(c) || c == '.'; }))
+    return cat("the name '", printable_excerpt(n.distribution), "' is not a project name");
+  if (!manifest::is_pep440_version(n.version))
+    return cat("the version '", printable_excerpt(n.version), "' is not a PEP 440 version");
+  for (const auto& py : n.python_tags)
+    if (is_ascii_digit(py[0]) || !std::all_of(py.begin(), py.end(), is_word_char))
+      return cat("the interpreter tag '", printable_excerpt(py), "' is not an identifier");
+  return "";
+}
+
+}  // namespace
+
 Expected<WheelName> parse_wheel_filename(const std::string& filename) {
   auto bad = [&](const std::string& why) {
     return Error::bad_input(cat(filename, ": not a wheel file name (", why,
@@ -115,6 +139,7 @@ Expected<WheelName> parse_wheel_filename(const std::string& filename) {
   for (const auto* list : {&n.python_tags, &n.abi_tags, &n.platform_tags})
     for (const auto& tag : *list)
       if (tag.empty()) return bad("an empty tag");
+  if (auto problem = wheel_name_problem(n); !problem.empty()) return bad(problem);
   return n;
 }
 

@@ -177,6 +177,14 @@ class RequirementTest(KilnTestCase):
                          [("causal-conv1d", "1.7.0", "default")])
         proc = self.kiln("resolve", f"fla-core==0.6.0+{self.LABEL}", check=2)
         self.assertIn("fla-core is a pure package", proc.stderr)
+        # --all-versions keeps the label and checks it the same way.
+        proc = self.kiln("resolve", "--all-versions", "--target", "default",
+                         "causal-conv1d==1.7.0+cu128torch2.10", check=2)
+        self.assertIn("+cu128torch2.10", proc.stderr)
+        self.assertIn(f"target default, +{self.LABEL}", proc.stderr)
+        items = json.loads(self.kiln("--json", "resolve", "--all-versions", "--target", "default",
+                                     f"causal-conv1d==1.7.0+{self.LABEL}", check=0).stdout)["items"]
+        self.assertEqual([(i["package"], i["version"]) for i in items], [("causal-conv1d", "1.7.0")])
 
     def test_bad_specifiers_are_located_usage_errors(self):
         for spec, why in [("causal-conv1d=>1.6", "expected an operator"),
