@@ -372,6 +372,39 @@ fs::path Store::last_inputs(const std::string& target, const std::string& normal
   return root_ / "last" / target / cat(normalized_name, ".json");
 }
 
+fs::path Store::download_path(std::string_view sha256, std::string_view filename) const {
+  return root_ / "downloads" / sha256.substr(0, 2) / sha256 / filename;
+}
+
+bool Store::discard_download(const fs::path& file) const {
+  const fs::path dir = file.parent_path();
+  const std::string sha256 = dir.filename().string();
+  if (!is_sha256_hex(sha256) || download_path(sha256, file.filename().string()) != file)
+    return false;
+  std::error_code ec;
+  return fs::remove_all(dir, ec) > 0 && !ec;
+}
+
+fs::path Store::git_mirror(std::string_view url) const {
+  return root_ / "git" / sha256_hex(url);
+}
+
+fs::path Store::torch_sysroot(std::string_view wheel_sha256) const {
+  return root_ / "sysroots" / cat("torch-", wheel_sha256.substr(0, 16));
+}
+
+fs::path Store::wheel_toolkit(std::string_view version, std::string_view pins_sha256) const {
+  return root_ / "toolkits" / cat("cuda-", version, "-", pins_sha256.substr(0, 16));
+}
+
+fs::path Store::debian_toolkit(std::string_view release, std::string_view pins_sha256) const {
+  return root_ / "toolkits" / cat("cuda-", release, "-debian-", pins_sha256.substr(0, 16));
+}
+
+fs::path Store::setuptools_env(std::string_view identity_sha256) const {
+  return root_ / "envs" / cat("setuptools-", identity_sha256.substr(0, 16));
+}
+
 namespace {
 
 constexpr std::uint64_t kMaxLastBytes = 4u << 20;

@@ -220,17 +220,36 @@ class Store {
   // Every record that names an entry (key and wheel), sorted by target and package.
   std::vector<LastBuild> last_builds() const;
   std::filesystem::path last_root() const { return root_ / "last"; }
-  std::filesystem::path downloads() const { return root_ / "downloads"; }
-  std::filesystem::path sysroots() const { return root_ / "sysroots"; }
-  std::filesystem::path toolkits() const { return root_ / "toolkits"; }
   std::filesystem::path objects() const { return root_ / "objects"; }
   std::filesystem::path logs() const { return root_ / "logs"; }
   std::filesystem::path build_roots() const {
     return root_ / "build";
   }  // the build roots this cache made
-  std::filesystem::path envs() const {
-    return root_ / "envs";
-  }  // the setuptools backend's environments
+
+  // The pinned inputs, each named by its key here and made by the stage that needs it (fetch,
+  // toolchain, the pipeline). Names and hashing are those of every kiln before: a cache made by
+  // one is used as it is.
+  // A file of the download cache: <cache>/downloads/<sha256[0:2]>/<sha256>/<filename>.
+  std::filesystem::path download_path(std::string_view sha256, std::string_view filename) const;
+  // Removes `file` and its <sha256> directory when it is a file of this download cache (a path
+  // download_path made): an archive refused as hostile is not kept, though its bytes matched the
+  // pin. Anything else is left alone (false).
+  bool discard_download(const std::filesystem::path& file) const;
+  // The bare git mirror of `url`: <cache>/git/<sha256 of the URL>.
+  std::filesystem::path git_mirror(std::string_view url) const;
+  // torch unpacked from the pinned wheel `wheel_sha256`: <cache>/sysroots/torch-<sha256[0:16]>
+  // (the torch package directory is its torch/).
+  std::filesystem::path torch_sysroot(std::string_view wheel_sha256) const;
+  // A CUDA toolkit laid out from NVIDIA's wheels of CUDA `version`, `pins_sha256` the hash of its
+  // pinned set (toolchain::toolkit_pins_sha256): <cache>/toolkits/cuda-<version>-<pins[0:16]>.
+  std::filesystem::path wheel_toolkit(std::string_view version, std::string_view pins_sha256) const;
+  // One laid out from Debian's packages of CUDA `release` ("unknown" when the pins name none):
+  // <cache>/toolkits/cuda-<release>-debian-<pins[0:16]>.
+  std::filesystem::path debian_toolkit(std::string_view release,
+                                       std::string_view pins_sha256) const;
+  // The setuptools backend's environment whose identity (python, torch, pins) hashes to
+  // `identity_sha256`: <cache>/envs/setuptools-<identity_sha256[0:16]>.
+  std::filesystem::path setuptools_env(std::string_view identity_sha256) const;
 
  private:
   std::filesystem::path entry_dir(const std::string& key) const { return wheels() / key; }

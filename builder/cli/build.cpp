@@ -10,6 +10,7 @@
 #include "cli/usage.h"
 #include "core/error.h"
 #include "core/strings.h"
+#include "manifest/backend.h"
 #include "pipeline/pipeline.h"
 #include "resolve/plan.h"
 
@@ -58,9 +59,12 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
       ->allow_extra_args(false);
   CLI::Option* archs_option =
       sub.add_option("--archs", opts->archs, "Override the targets' archs, e.g. \"9.0;12.0+PTX\"");
-  sub.add_option("--backend", opts->backend,
-                 "Build with this backend instead of the manifests' (native, setuptools, pure)")
-      ->check(CLI::IsMember({"native", "setuptools", "pure"}));
+  std::vector<std::string> backends;
+  for (const auto& b : manifest::backends()) backends.emplace_back(b.name);
+  sub.add_option(
+         "--backend", opts->backend,
+         cat("Build with this backend instead of the manifests' (", join(backends, ", "), ")"))
+      ->check(CLI::IsMember(backends));
   sub.add_option("-j,--jobs", opts->jobs, "Parallel jobs (default: one per core)")
       ->check(non_negative_count());
   sub.add_flag("--explain", opts->explain, "Say why each package is built (which input changed)");
@@ -77,9 +81,8 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
     require_archs_value(archs_option, opts->archs);
     auto targets = ctx.targets(opts->targets, opts->archs);
     std::optional<manifest::Backend> backend;
-    if (opts->backend == "native") backend = manifest::Backend::Native;
-    if (opts->backend == "setuptools") backend = manifest::Backend::Setuptools;
-    if (opts->backend == "pure") backend = manifest::Backend::Pure;
+    if (const manifest::BackendSpec* spec = manifest::backend_named(opts->backend))
+      backend = spec->kind;
     resolve::Plan plan =
         resolve::make_plan(ctx.repository(), opts->packages, targets, opts->jobs, backend).value();
     if (!opts->expect_key.empty()) check_expected_key(plan, opts->expect_key);

@@ -64,7 +64,7 @@ std::function<int()> configure_fetch(CLI::App& sub, Context& ctx) {
         pipeline::Fetching::create(ctx.cache_path(), opts->offline, opts->index_url).value();
     nlohmann::json out = nlohmann::json::array();
     std::size_t cached = 0;
-    cache::Store store(ctx.cache_path());
+    const cache::Store& store = fetching->store();
     for (const auto& spec : opts->packages) {
       const manifest::Manifest* m = ctx.repository().select(spec).value();
       // A git source is checked out into a scratch directory that is removed afterwards; the
@@ -73,7 +73,7 @@ std::function<int()> configure_fetch(CLI::App& sub, Context& ctx) {
       fetch::Fetched got =
           pipeline::fetch_package(*m, *fetching, scratch.path() / "checkout").value();
       std::string where = got.is_directory && m->source.kind == manifest::Source::Kind::Git
-                              ? fetch::git_mirror_path(ctx.cache_path(), m->source.url).string()
+                              ? store.git_mirror(m->source.url).string()
                               : got.path.string();
       out.push_back({{"package", m->name},
                      {"version", m->version},

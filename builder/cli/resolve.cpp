@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/strings.h"
+#include "manifest/backend.h"
 #include "manifest/specifier.h"
 #include "manifest/version.h"
 #include "resolve/plan.h"
@@ -112,7 +113,7 @@ int print_plan(const resolve::Plan& plan, bool json) {
   Table table({"PACKAGE", "VERSION", "BACKEND", "TARGET", "ARCHS", "BUILD KEY"});
   for (const auto& item : plan.items) {
     std::string archs = "-";
-    if (item.manifest->backend != manifest::Backend::Pure)
+    if (manifest::backend_spec(item.manifest->backend).compiles)
       for (const auto& rt : plan.targets)
         if (rt.target.name == item.target_name) archs = rt.target.archs.canonical();
     table.add({item.manifest->name, item.manifest->version,

@@ -1,5 +1,6 @@
 #include "cli/serve_routes.h"
 
+#include "cache/store.h"
 #include "core/log.h"
 #include "core/strings.h"
 #include "fetch/index_config.h"
@@ -50,6 +51,7 @@ index::Routes serve_routes(Context& ctx, const std::optional<std::string>& fallb
   } catch (const KilnError&) {
     return routes;  // own_names said why
   }
+  const cache::Store store(ctx.cache_path());
   for (const auto& name : names) {
     auto target = ctx.repository().target(name);
     if (!target) {
@@ -66,7 +68,7 @@ index::Routes serve_routes(Context& ctx, const std::optional<std::string>& fallb
       log::warn(cat("target ", name,
                     ": torch and its requirements are not found here: ", url.error().message));
     for (const auto& w : target->torch_wheels)
-      up.names.merge(init::torch_requirement_names(ctx.cache_path(), w));
+      up.names.merge(init::torch_requirement_names(store, w));
   }
   return routes;
 }

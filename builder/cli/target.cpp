@@ -8,7 +8,6 @@
 
 #include <iostream>
 
-#include "cache/store.h"
 #include "cli/context.h"
 #include "core/fs.h"
 #include "core/log.h"
@@ -108,9 +107,7 @@ int init_from_index(Context& ctx, const Options& opts) {
   r.name =
       opts.name.empty() && !opts.output.empty() ? fs::path(opts.output).stem().string() : opts.name;
   if (auto py = toolchain::probe_python("python3")) r.prefer_tag = py->abi_tag;
-  init::IndexTarget t = init::target_from_index(r, fetching->context().downloader,
-                                                cache::Store(ctx.cache_path()).sysroots())
-                            .value();
+  init::IndexTarget t = init::target_from_index(r, fetching->context().downloader).value();
   name_or_default(opts, t.name);
   fs::path out = write_target(ctx, opts, t.name, t.text);
   t.facts["path"] = out.string();

@@ -20,6 +20,7 @@
 
 namespace kiln::compile {
 
+// What every backend is given, then what only one backend is: each reads its own part.
 struct BuildRequest {
   const manifest::Manifest* manifest = nullptr;
   // The build root: a directory whose path depends only on the package's sources, holding src/
@@ -27,16 +28,34 @@ struct BuildRequest {
   std::filesystem::path root;
   const toolchain::Toolchain* toolchain = nullptr;  // null for pure packages
   manifest::ArchList archs;
-  int jobs = 0;                         // 0: one per core
-  const cache::Store* cache = nullptr;  // the object cache (native)
-  std::string object_salt;              // identities the objects depend on beyond their argv
-  // Shard counts chosen by resolve (part of the build key): "<extension>/<source>" -> n.
-  std::map<std::string, int> shards;
-  // The build root's lock, inherited by every compiler so that an orphaned job keeps it locked.
-  int root_lock_fd = -1;
-  std::filesystem::path env;  // the setuptools backend's environment (ensure_build_env)
-  int manylinux = 28;         // the glibc minor of the wheel's floor (compat.h)
+  int jobs = 0;        // 0: one per core
+  int manylinux = 28;  // the glibc minor of the wheel's floor (compat.h)
+  struct Native {
+    const cache::Store* cache = nullptr;  // the object cache
+    std::string object_salt;              // identities the objects depend on beyond their argv
+    // Shard counts chosen by resolve (part of the build key): "<extension>/<source>" -> n.
+    std::map<std::string, int> shards;
+    // The build root's lock, inherited by every compiler so that an orphaned job keeps it locked.
+    int root_lock_fd = -1;
+  } native;
+  struct Setuptools {
+    std::filesystem::path env;  // the pinned environment (ensure_build_env)
+  } setuptools;
 };
+
+// What the compiling backends take from every request: the package, its build root, the
+// toolchain's Python, CUDA and C++ compiler, the archs, the parallelism and the glibc floor.
+struct CompileBasics {
+  const manifest::Manifest* manifest = nullptr;
+  std::filesystem::path root;
+  toolchain::PythonInfo python;
+  toolchain::CudaToolkit cuda;
+  toolchain::HostCompiler cxx;
+  manifest::ArchList archs;
+  int jobs = 0;        // 0: one per core
+  int manylinux = 28;  // the glibc minor of the wheel's floor (compat.h)
+};
+CompileBasics compile_basics(const BuildRequest& request);  // request.toolchain must be set
 
 struct BuildOutput {
   std::vector<wheel::WheelEntry> files;  // everything the wheel ships but its .dist-info
@@ -49,13 +68,11 @@ struct BuildOutput {
 class Backend {
  public:
   virtual ~Backend() = default;
+  // What it is (whether it compiles and needs BuildRequest::toolchain, whether it needs
+  // BuildRequest::env) is its row in manifest/backend.h.
   virtual Expected<BuildOutput> build(const BuildRequest& request) const = 0;
-  // Whether it compiles (needs BuildRequest::toolchain): native and setuptools; pure does not.
-  virtual bool compiles() const { return true; }
   // What it cannot build for these archs, known before any source is fetched.
   virtual Expected<void> check_archs(const manifest::ArchList&) const { return {}; }
-  // Whether build() needs BuildRequest::env: a pinned environment the pipeline prepares.
-  virtual bool needs_build_env() const { return false; }
 };
 
 // One per file: native.cpp, setuptools.cpp, pure.cpp.

@@ -165,19 +165,12 @@ namespace {
 
 NativeContext native_context(const BuildRequest& request) {
   NativeContext ctx;
-  ctx.manifest = request.manifest;
-  ctx.root = request.root;
+  static_cast<CompileBasics&>(ctx) = compile_basics(request);
   ctx.torch = request.toolchain->torch;
-  ctx.python = request.toolchain->python;
-  ctx.cuda = request.toolchain->cuda;
-  ctx.cxx = request.toolchain->cxx;
-  ctx.archs = request.archs;
-  ctx.cache = request.cache;
-  ctx.object_salt = request.object_salt;
-  ctx.jobs = request.jobs;
-  ctx.shards = request.shards;
-  ctx.root_lock_fd = request.root_lock_fd;
-  ctx.manylinux = request.manylinux;
+  ctx.cache = request.native.cache;
+  ctx.object_salt = request.native.object_salt;
+  ctx.shards = request.native.shards;
+  ctx.root_lock_fd = request.native.root_lock_fd;
   return ctx;
 }
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cache/store.h"
+#include "compile/backend.h"
 #include "compile/jobs.h"
 #include "core/expected.h"
 #include "manifest/arch.h"
@@ -29,26 +30,18 @@
 
 namespace kiln::compile {
 
-struct NativeContext {
-  const manifest::Manifest* manifest = nullptr;
-  // A directory whose path depends only on the package's sources (not on where the cache or the
-  // checkout is), holding src/ (the patched tree): paths the compilers record are then the same
-  // on every build of the same inputs.
-  std::filesystem::path root;
+// The root (CompileBasics::root) is a directory whose path depends only on the package's sources
+// (not on where the cache or the checkout is), holding src/ (the patched tree): paths the
+// compilers record are then the same on every build of the same inputs.
+struct NativeContext : CompileBasics {
   toolchain::TorchSysroot torch;
-  toolchain::PythonInfo python;
-  toolchain::CudaToolkit cuda;
-  toolchain::HostCompiler cxx;
-  manifest::ArchList archs;
   const cache::Store* cache = nullptr;  // its objects/ holds the object cache
   std::string object_salt;              // identities the objects depend on beyond their argv
-  int jobs = 0;                         // 0: one per core
   // Shard counts chosen by resolve (part of the build key): "<extension>/<source>" -> n.
   std::map<std::string, int> shards;
   // The build root's lock: every compiler and linker inherits it, so when kiln dies (SIGKILL) the
   // root stays locked until its orphaned jobs have exited, and the next build never races them.
   int root_lock_fd = -1;
-  int manylinux = 28;  // the glibc minor of the wheel's floor (compat.h)
 };
 
 struct BuiltModule {

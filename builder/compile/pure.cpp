@@ -65,7 +65,6 @@ class PureBackend final : public Backend {
     KILN_TRY(out.files, collect_packages(request.root / "src", request.manifest->packages));
     return out;
   }
-  bool compiles() const override { return false; }
 };
 
 }  // namespace

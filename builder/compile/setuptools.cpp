@@ -332,15 +332,8 @@ class SetuptoolsBackend final : public Backend {
  public:
   Expected<BuildOutput> build(const BuildRequest& request) const override {
     SetuptoolsContext ctx;
-    ctx.manifest = request.manifest;
-    ctx.root = request.root;
-    ctx.env = request.env;
-    ctx.python = request.toolchain->python;
-    ctx.cuda = request.toolchain->cuda;
-    ctx.cxx = request.toolchain->cxx;
-    ctx.archs = request.archs;
-    ctx.jobs = request.jobs;
-    ctx.manylinux = request.manylinux;
+    static_cast<CompileBasics&>(ctx) = compile_basics(request);
+    ctx.env = request.setuptools.env;
     KILN_TRY(SetuptoolsResult built, build_setuptools(ctx));
     BuildOutput out;
     out.files = std::move(built.files);
@@ -353,7 +346,6 @@ class SetuptoolsBackend final : public Backend {
     KILN_CHECK(torch_cuda_arch_list(archs));
     return {};
   }
-  bool needs_build_env() const override { return true; }
 };
 
 }  // namespace

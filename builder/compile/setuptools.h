@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "compile/backend.h"
 #include "compile/jobs.h"
 #include "core/expected.h"
 #include "manifest/arch.h"
@@ -35,18 +36,10 @@ struct BuildEnvSpec {
 // complete (under a lock), so a half-made one is never used. It must import torch.
 Expected<void> ensure_build_env(const BuildEnvSpec& spec);
 
-struct SetuptoolsContext {
-  const manifest::Manifest* manifest = nullptr;
-  // A directory whose path depends only on the package's sources, holding src/ (the patched
-  // tree); the environment is reached through <root>/env, so recorded paths are fixed.
-  std::filesystem::path root;
+// The root (CompileBasics::root) depends only on the package's sources and holds src/ (the patched
+// tree); the environment is reached through <root>/env, so recorded paths are fixed.
+struct SetuptoolsContext : CompileBasics {
   std::filesystem::path env;  // the environment's directory (ensure_build_env)
-  toolchain::PythonInfo python;
-  toolchain::CudaToolkit cuda;
-  toolchain::HostCompiler cxx;
-  manifest::ArchList archs;
-  int jobs = 0;        // 0: one per core
-  int manylinux = 28;  // the glibc minor of the wheel's floor (compat.h)
 };
 
 struct SetuptoolsResult {

@@ -158,19 +158,14 @@ Expected<std::string> copy_hashing(const fs::path& from, const fs::path& to, std
 
 }  // namespace
 
-Downloader::Downloader(HttpClient& http, fs::path cache_dir, bool offline)
+Downloader::Downloader(HttpClient& http, const cache::Store& store, bool offline)
     : http_(http),
-      cache_dir_(std::move(cache_dir)),
+      store_(store),
       offline_(offline),
       sleep_([](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); }) {}
 
-fs::path download_path(const fs::path& cache_dir, const std::string& sha256,
-                       const std::string& filename) {
-  return cache_dir / "downloads" / sha256.substr(0, 2) / sha256 / filename;
-}
-
 fs::path Downloader::path_for(const std::string& sha256, const std::string& filename) const {
-  return download_path(cache_dir_, sha256, filename);
+  return store_.download_path(sha256, filename);
 }
 
 std::optional<fs::path> Downloader::find_cached(const std::string& sha256,

@@ -1,5 +1,6 @@
-// The download cache: files pinned by sha256 at <cache>/downloads/<sha[0:2]>/<sha256>/<filename>,
-// fetched with bounded retries and Range resume, verified before they are published.
+// The download cache: files pinned by sha256 where the cache's Store puts them
+// (cache::Store::download_path: <cache>/downloads/<sha[0:2]>/<sha256>/<filename>), fetched with
+// bounded retries and Range resume, verified before they are published.
 #pragma once
 
 #include <atomic>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/store.h"
 #include "core/expected.h"
 #include "fetch/http.h"
 #include "fetch/progress.h"
@@ -35,15 +37,12 @@ struct CachedFile {
   bool downloaded = false;     // false: it was already there (or came from a local file)
 };
 
-// Where the download cache under `cache_dir` keeps a file:
-// downloads/<sha[0:2]>/<sha256>/<filename>.
-std::filesystem::path download_path(const std::filesystem::path& cache_dir,
-                                    const std::string& sha256, const std::string& filename);
-
 class Downloader {
  public:
-  // `offline`: never touch the network; only cached files (and local files) can be had.
-  Downloader(HttpClient& http, std::filesystem::path cache_dir, bool offline);
+  // `store`: the cache whose download cache (and git mirrors) this fills; it must outlive the
+  // Downloader. `offline`: never touch the network; only cached files (and local files) can be had.
+  Downloader(HttpClient& http, const cache::Store& store, bool offline);
+  Downloader(HttpClient& http, cache::Store&& store, bool offline) = delete;  // would dangle
 
   // How waits between attempts happen (tests record them instead of sleeping).
   void set_sleep(std::function<void(std::chrono::milliseconds)> sleep) {
@@ -53,7 +52,7 @@ class Downloader {
   // Where transfers show their progress (none by default; the CLI's: DownloadProgress::to_stderr).
   void set_progress(std::shared_ptr<DownloadProgress> progress) { progress_ = std::move(progress); }
 
-  // download_path(cache_dir(), sha256, filename)
+  // store().download_path(sha256, filename)
   std::filesystem::path path_for(const std::string& sha256, const std::string& filename) const;
   // The published file, if it is there; with an empty `filename`, any file cached under sha256.
   std::optional<std::filesystem::path> find_cached(const std::string& sha256,
@@ -94,7 +93,7 @@ class Downloader {
   Error offline_error(const std::string& filename, const std::string& sha256) const;
 
   bool offline() const { return offline_; }
-  const std::filesystem::path& cache_dir() const { return cache_dir_; }
+  const cache::Store& store() const { return store_; }
   HttpClient& http() { return http_; }
 
   // Files fetched over the network (published), and their bytes, since construction.
@@ -112,7 +111,7 @@ class Downloader {
   void wait_before(int attempt);
 
   HttpClient& http_;
-  std::filesystem::path cache_dir_;
+  const cache::Store& store_;
   bool offline_;
   RetryPolicy policy_;
   std::uint64_t max_bytes_ = kDefaultMaxBytes;

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 
+#include "cache/store.h"
 #include "core/fs.h"
 #include "core/hash.h"
 #include "core/interrupt.h"
@@ -114,7 +115,7 @@ bool fetch_refspecs(git_repository* repo, const std::string& url,
 }
 
 // The mirror of `url`, holding `commit` (fetched when missing).
-Expected<Pinned> ensure_commit(const fs::path& cache_dir, const std::string& url,
+Expected<Pinned> ensure_commit(const cache::Store& store, const std::string& url,
                                const std::string& commit, bool offline) {
   init_libgit2();
   std::string shown = redact_url(url);
@@ -124,7 +125,7 @@ Expected<Pinned> ensure_commit(const fs::path& cache_dir, const std::string& url
   git_oid oid;
   if (git_oid_fromstr(&oid, commit.c_str()) != 0)
     return Error::bad_input(cat("bad commit '", commit, "' for ", shown));
-  fs::path dir = git_mirror_path(cache_dir, url);
+  fs::path dir = store.git_mirror(url);
   KILN_TRY(DirLock lock, DirLock::acquire(dir));
   KILN_TRY(RepoPtr repo, open_or_init_mirror(dir));
   Pinned pinned{shown, commit, nullptr, false};
@@ -317,12 +318,12 @@ std::string submodule_url(const std::string& super_url, const std::string& url) 
   return cat(base, "/", rest);
 }
 
-Expected<void> check_out(const fs::path& cache_dir, bool offline, const std::string& url,
+Expected<void> check_out(const cache::Store& store, bool offline, const std::string& url,
                          const std::string& commit, const std::vector<std::string>& submodules,
                          const fs::path& dir, bool& fetched);
 
 // Checks out the listed submodules (paths, or names from .gitmodules) below `dir`.
-Expected<void> check_out_submodules(const fs::path& cache_dir, bool offline, const std::string& url,
+Expected<void> check_out_submodules(const cache::Store& store, bool offline, const std::string& url,
                                     const Pinned& where, const git_tree* tree,
                                     const std::vector<Gitlink>& gitlinks,
                                     const std::vector<std::string>& listed, const fs::path& dir,
@@ -356,7 +357,7 @@ Expected<void> check_out_submodules(const fs::path& cache_dir, bool offline, con
                                where.commit, " has no url in .gitmodules"));
     char hex[GIT_OID_HEXSZ + 1] = {0};
     git_oid_tostr(hex, sizeof hex, &link.oid);
-    KILN_CHECK(check_out(cache_dir, offline, submodule_url(url, info->url), hex, nested,
+    KILN_CHECK(check_out(store, offline, submodule_url(url, info->url), hex, nested,
                          dir / link.path, fetched));
   }
   for (std::size_t i = 0; i < listed.size(); ++i)
@@ -367,10 +368,10 @@ Expected<void> check_out_submodules(const fs::path& cache_dir, bool offline, con
 }
 
 // Writes commit `commit` of `url` (and the listed submodules) into the existing empty `dir`.
-Expected<void> check_out(const fs::path& cache_dir, bool offline, const std::string& url,
+Expected<void> check_out(const cache::Store& store, bool offline, const std::string& url,
                          const std::string& commit, const std::vector<std::string>& submodules,
                          const fs::path& dir, bool& fetched) {
-  KILN_TRY(Pinned pinned, ensure_commit(cache_dir, url, commit, offline));
+  KILN_TRY(Pinned pinned, ensure_commit(store, url, commit, offline));
   fetched = fetched || pinned.fetched;
   git_oid oid;
   git_oid_fromstr(&oid, commit.c_str());
@@ -385,8 +386,8 @@ Expected<void> check_out(const fs::path& cache_dir, bool offline, const std::str
   TreePtr tree(raw_tree);
   std::vector<Gitlink> gitlinks;
   KILN_CHECK(write_tree(pinned.repo.get(), tree.get(), dir, "", pinned, gitlinks));
-  return check_out_submodules(cache_dir, offline, url, pinned, tree.get(), gitlinks, submodules,
-                              dir, fetched);
+  return check_out_submodules(store, offline, url, pinned, tree.get(), gitlinks, submodules, dir,
+                              fetched);
 }
 
 class GitSource final : public Source {
@@ -411,8 +412,8 @@ class GitSource final : public Source {
     ::chmod(temp.path().c_str(), 0755);
     bool fetched = false;
     const Downloader& d = context_.downloader;
-    KILN_CHECK(check_out(d.cache_dir(), d.offline(), source_.url, source_.commit,
-                         source_.submodules, temp.path(), fetched));
+    KILN_CHECK(check_out(d.store(), d.offline(), source_.url, source_.commit, source_.submodules,
+                         temp.path(), fetched));
     if (::rename(temp.path().c_str(), checkout_dir.c_str()) != 0)
       return Error::failed(cat("cannot rename ", temp.path().string(), " to ",
                                checkout_dir.string(), ": ", errno_text()));
@@ -427,10 +428,6 @@ class GitSource final : public Source {
 };
 
 }  // namespace
-
-fs::path git_mirror_path(const fs::path& cache_dir, const std::string& url) {
-  return cache_dir / "git" / sha256_hex(url);
-}
 
 std::unique_ptr<Source> make_git_source(const manifest::Source& source, Context& context) {
   return std::make_unique<GitSource>(source, context);

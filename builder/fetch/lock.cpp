@@ -16,10 +16,14 @@ namespace kiln::fetch {
 Expected<DirLock> DirLock::acquire(const std::filesystem::path& dir) {
   for (int attempt = 0; attempt < 100; ++attempt) {
     KILN_CHECK(ensure_directory(dir));
-    int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    // O_NOFOLLOW: a link planted at `dir` (to a directory elsewhere) is refused, not locked and
+    // then written through.
+    int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
       if (errno == ENOENT) continue;  // removed between the two calls
-      return Error::failed(cat("cannot open directory ", dir.string(), ": ", std::strerror(errno)));
+      const char* why = errno == ELOOP || errno == ENOTDIR ? "it is a symbolic link or no directory"
+                                                           : std::strerror(errno);
+      return Error::failed(cat("cannot open directory ", dir.string(), ": ", why));
     }
     int rc;
     do {
@@ -30,19 +34,16 @@ Expected<DirLock> DirLock::acquire(const std::filesystem::path& dir) {
       ::close(fd);
       return Error::failed(cat("cannot lock ", dir.string(), ": ", why));
     }
-    // The directory may have been removed (and perhaps made again) while we waited.
+    // The directory may have been removed (and perhaps made again, or replaced by a link) while
+    // we waited.
     struct stat held {
     }, now{};
-    if (::fstat(fd, &held) == 0 && ::stat(dir.c_str(), &now) == 0 && held.st_ino == now.st_ino &&
+    if (::fstat(fd, &held) == 0 && ::lstat(dir.c_str(), &now) == 0 && held.st_ino == now.st_ino &&
         held.st_dev == now.st_dev)
-      return DirLock(fd);
+      return DirLock(FileLock::adopt(fd));
     ::close(fd);
   }
   return Error::failed(cat("cannot lock ", dir.string(), ": it keeps disappearing"));
-}
-
-DirLock::~DirLock() {
-  if (fd_ >= 0) ::close(fd_);  // closing releases the lock
 }
 
 }  // namespace kiln::fetch

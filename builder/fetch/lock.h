@@ -6,21 +6,21 @@
 #include <utility>
 
 #include "core/expected.h"
+#include "core/lock.h"
 
 namespace kiln::fetch {
 
 class DirLock {
  public:
   // Creates `dir` when missing and waits for its lock. Should another process remove the
-  // directory meanwhile, the lock is taken on the new one.
+  // directory meanwhile, the lock is taken on the new one. A symlink at `dir` is refused, never
+  // followed (as core's FileLock refuses one at a lock file): the lock and what it guards stay in
+  // the cache.
   static Expected<DirLock> acquire(const std::filesystem::path& dir);
-  DirLock(DirLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  DirLock& operator=(DirLock&&) = delete;
-  ~DirLock();
 
  private:
-  explicit DirLock(int fd) : fd_(fd) {}
-  int fd_ = -1;
+  explicit DirLock(FileLock lock) : lock_(std::move(lock)) {}
+  FileLock lock_;  // on the directory's own descriptor; closing it releases the lock
 };
 
 }  // namespace kiln::fetch

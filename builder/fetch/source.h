@@ -49,8 +49,4 @@ Expected<std::vector<IndexFile>> read_project_page(Context& context, const std::
 Expected<Fetched> fetch_index_file(Context& context, const std::string& project,
                                    const std::string& filename, const std::string& sha256);
 
-// The bare mirror of a git URL: <cache>/git/<sha256 of the URL>.
-std::filesystem::path git_mirror_path(const std::filesystem::path& cache_dir,
-                                      const std::string& url);
-
 }  // namespace kiln::fetch

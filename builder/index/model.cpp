@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/hash.h"
+#include "core/markup.h"
 #include "core/strings.h"
 #include "manifest/version.h"
 #include "wheel/metadata.h"
@@ -26,38 +27,10 @@ std::string iso8601_utc(std::int64_t unix_seconds) {
   return buf;
 }
 
-std::string html_escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
 constexpr const char* kApiVersion = "1.1";  // PEP 691 with PEP 700's fields
 
 // Defined below.
 std::string iso8601_utc(std::int64_t unix_seconds);
-std::string html_escape(std::string_view text);
 
 bool all_of(std::string_view text, const char* extra) {
   if (text.empty()) return false;
@@ -98,8 +71,8 @@ std::string render_root(const std::map<std::string, Target, std::less<>>& target
   std::string out = kHtmlHead;
   out += "    <title>kiln index</title>\n  </head>\n  <body>\n    <h1>kiln index</h1>\n";
   for (const auto& [name, t] : targets)
-    out +=
-        cat("    <a href=\"", percent_encode(name), "/simple/\">", html_escape(name), "</a><br>\n");
+    out += cat("    <a href=\"", percent_encode(name), "/simple/\">", markup_escape(name),
+               "</a><br>\n");
   out += "  </body>\n</html>\n";
   return out;
 }
@@ -107,10 +80,11 @@ std::string render_root(const std::map<std::string, Target, std::less<>>& target
 Page render_target(const Target& t) {
   Page page;
   std::string html = kHtmlHead;
-  html += cat("    <title>Simple index: ", html_escape(t.name), "</title>\n  </head>\n  <body>\n");
+  html +=
+      cat("    <title>Simple index: ", markup_escape(t.name), "</title>\n  </head>\n  <body>\n");
   nlohmann::json projects = nlohmann::json::array();
   for (const auto& [name, p] : t.projects) {
-    html += cat("    <a href=\"", percent_encode(name), "/\">", html_escape(name), "</a><br>\n");
+    html += cat("    <a href=\"", percent_encode(name), "/\">", markup_escape(name), "</a><br>\n");
     projects.push_back({{"name", name}});
   }
   html += "  </body>\n</html>\n";
@@ -125,17 +99,17 @@ Page render_target(const Target& t) {
 Page render_project(const Project& p) {
   Page page;
   std::string html = kHtmlHead;
-  html += cat("    <title>Links for ", html_escape(p.name), "</title>\n  </head>\n  <body>\n",
-              "    <h1>Links for ", html_escape(p.name), "</h1>\n");
+  html += cat("    <title>Links for ", markup_escape(p.name), "</title>\n  </head>\n  <body>\n",
+              "    <h1>Links for ", markup_escape(p.name), "</h1>\n");
   nlohmann::json files = nlohmann::json::array();
   for (const auto& f : p.files) {
     std::string href = percent_encode(f.filename);
     html += cat("    <a href=\"", href, "#sha256=", f.sha256, "\"");
     if (!f.requires_python.empty())
-      html += cat(" data-requires-python=\"", html_escape(f.requires_python), "\"");
+      html += cat(" data-requires-python=\"", markup_escape(f.requires_python), "\"");
     html += cat(" data-dist-info-metadata=\"sha256=", f.metadata_sha256,
                 "\" data-core-metadata=\"sha256=", f.metadata_sha256, "\">",
-                html_escape(f.filename), "</a><br>\n");
+                markup_escape(f.filename), "</a><br>\n");
     nlohmann::json j = {{"filename", f.filename},
                         {"url", href},
                         {"hashes", {{"sha256", f.sha256}}},

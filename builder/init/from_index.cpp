@@ -65,8 +65,7 @@ const TorchFile& pick(const std::vector<TorchFile>& files, const std::string& pr
 
 // The whole wheel: downloaded (verified) into the download cache and its torch unpacked, as a build
 // would; CUDA from torch/version.py, checked against the metadata's pin.
-Expected<void> read_wheel(fetch::Downloader& downloader, const fs::path& sysroots,
-                          const IndexFile& file, TorchFacts& facts) {
+Expected<void> read_wheel(fetch::Downloader& downloader, const IndexFile& file, TorchFacts& facts) {
   log::info(cat("reading ", file.filename, " (", file.size ? cat(*file.size >> 20, " MiB") : "",
                 ") for torch's CUDA version"));
   KILN_TRY(fetch::CachedFile got,
@@ -75,7 +74,7 @@ Expected<void> read_wheel(fetch::Downloader& downloader, const fs::path& sysroot
   KILN_CHECK(
       check_requires_dist(metadata, cat(fetch::redact_url(file.url), " (", file.filename, ")")));
   KILN_TRY(toolchain::TorchSysroot sysroot,
-           toolchain::torch_from_wheel(got.path, file.sha256, sysroots));
+           toolchain::torch_from_wheel(got.path, file.sha256, downloader.store()));
   auto pinned = cuda_from_metadata(metadata);
   if (pinned && !sysroot.cuda.empty() && pinned->version != sysroot.cuda)
     return Error::failed(cat(file.filename, ": torch/version.py says CUDA ", sysroot.cuda,
@@ -88,7 +87,7 @@ Expected<void> read_wheel(fetch::Downloader& downloader, const fs::path& sysroot
 }
 
 Expected<TorchFacts> torch_facts(const IndexRequest& request, fetch::Downloader& downloader,
-                                 const fs::path& sysroots, const std::vector<TorchFile>& files) {
+                                 const std::vector<TorchFile>& files) {
   TorchFacts facts;
   const IndexFile& file = pick(files, request.prefer_tag).file;
   bool need_wheel = request.archs == "torch";
@@ -101,7 +100,7 @@ Expected<TorchFacts> torch_facts(const IndexRequest& request, fetch::Downloader&
       return facts;
     }
   }
-  KILN_CHECK(read_wheel(downloader, sysroots, file, facts));
+  KILN_CHECK(read_wheel(downloader, file, facts));
   if (facts.cuda.empty())
     return Error::failed(cat("torch ", request.torch_version, " (", file.filename,
                              ") is a CPU build: kiln builds CUDA extensions; pick a CUDA build ",
@@ -331,15 +330,14 @@ std::string default_name(const IndexRequest& r, const TorchFacts& facts) {
 
 }  // namespace
 
-Expected<IndexTarget> target_from_index(const IndexRequest& r, fetch::Downloader& downloader,
-                                        const fs::path& sysroots) {
+Expected<IndexTarget> target_from_index(const IndexRequest& r, fetch::Downloader& downloader) {
   if (!manifest::is_torch_version(r.torch_version))
     return Error::bad_input(cat("bad --torch '", r.torch_version,
                                 "': expected a version such as 2.15.0 or 2.11.0+cu128"));
   KILN_TRY(auto page, page_of(downloader, r.torch_index, "torch"));
   KILN_TRY(auto files, torch_files(page, r.torch_version, r.python_tags));
   if (files.empty()) return missing_version(r, page);
-  KILN_TRY(TorchFacts facts, torch_facts(r, downloader, sysroots, files));
+  KILN_TRY(TorchFacts facts, torch_facts(r, downloader, files));
   KILN_TRY(ToolkitChoice tk, choose_toolkit(r, downloader, facts));
   tk.host_note = host_compiler_note(tk);
   KILN_TRY(manifest::ArchList archs, requested_archs(r, facts));

@@ -39,9 +39,8 @@ struct IndexTarget {
 };
 
 // `downloader`: the download cache (a wheel read for its facts stays there, as a build would fetch
-// it); `sysroots`: <cache>/sysroots, where a read wheel's torch is unpacked once.
-Expected<IndexTarget> target_from_index(const IndexRequest& request, fetch::Downloader& downloader,
-                                        const std::filesystem::path& sysroots);
+// it); a read wheel's torch is unpacked once into the sysroots of the downloader's cache.
+Expected<IndexTarget> target_from_index(const IndexRequest& request, fetch::Downloader& downloader);
 
 // The torch wheels of `version` on a project page for Linux x86_64 CPython, one per ABI tag
 // ("cp311", "cp313t"), sorted by tag; `tags` narrows them (an asked tag the index lacks is an

@@ -1,7 +1,7 @@
 #include "init/torch_requirements.h"
 
+#include "cache/store.h"
 #include "core/strings.h"
-#include "fetch/downloader.h"
 #include "fetch/url.h"
 #include "init/requirements.h"
 #include "manifest/version.h"
@@ -10,11 +10,11 @@
 
 namespace kiln::init {
 
-std::set<std::string, std::less<>> torch_requirement_names(const std::filesystem::path& cache_dir,
+std::set<std::string, std::less<>> torch_requirement_names(const cache::Store& store,
                                                            const manifest::TorchWheel& w) {
   std::set<std::string, std::less<>> names;
   if (w.sha256.size() != 64 || !fetch::is_safe_filename(w.file)) return names;
-  std::filesystem::path path = fetch::download_path(cache_dir, w.sha256, w.file);
+  std::filesystem::path path = store.download_path(w.sha256, w.file);
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return names;
   auto metadata = wheel::read_wheel_file(path, [](std::string_view member) {

@@ -6,13 +6,14 @@
 #include <set>
 #include <string>
 
+#include "cache/store.h"
 #include "manifest/target.h"
 
 namespace kiln::init {
 
 // The projects the wheel requires unconditionally (Requires-Dist without an extra), normalised;
-// none when it is not in the download cache under `cache_dir` or cannot be read.
-std::set<std::string, std::less<>> torch_requirement_names(const std::filesystem::path& cache_dir,
+// none when it is not in the cache's downloads or cannot be read.
+std::set<std::string, std::less<>> torch_requirement_names(const cache::Store& store,
                                                            const manifest::TorchWheel& wheel);
 
 }  // namespace kiln::init

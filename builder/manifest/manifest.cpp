@@ -304,12 +304,12 @@ void read_patches(const SourceText& source, TableReader& pr, const std::filesyst
 
 Backend read_backend(TableReader& br) {
   std::string backend = br.required_string("backend");
-  if (backend == "native") return Backend::Native;
-  if (backend == "setuptools") return Backend::Setuptools;
-  if (backend == "pure") return Backend::Pure;
-  std::string hint = closest_match(backend, {"native", "setuptools", "pure"});
+  if (const BackendSpec* spec = backend_named(backend)) return spec->kind;
+  std::vector<std::string> names;
+  for (const auto& b : backends()) names.emplace_back(b.name);
+  std::string hint = closest_match(backend, names);
   br.fail("backend", cat("unknown backend '", backend, "'",
-                         hint.empty() ? std::string(": expected native, setuptools or pure")
+                         hint.empty() ? cat(": expected ", backend_names())
                                       : cat(" (did you mean '", hint, "'?)")));
 }
 
@@ -333,14 +333,16 @@ void read_build(const SourceText& source, TableReader& br, Manifest& m) {
       er.fail("name", cat("extension '", e.name, "' is declared twice"));
     m.extensions.push_back(std::move(e));
   }
-  if (m.backend == Backend::Native && m.extensions.empty())
-    br.fail("backend", "the native backend needs at least one [[build.extension]]");
+  const BackendSpec& spec = backend_spec(m.backend);
+  if (spec.builds_extensions && m.extensions.empty())
+    br.fail("backend", cat("the ", spec.name, " backend needs at least one [[build.extension]]"));
   // A setuptools manifest may keep its native recipe (for `kiln build --backend native`).
-  if (m.backend == Backend::Pure && !m.extensions.empty())
-    br.fail("extension", cat("[[build.extension]] applies only to the native backend, not '",
-                             backend_name(m.backend), "'"));
-  if (m.backend == Backend::Pure && m.packages.empty())
-    br.fail("backend", "the pure backend needs 'build.packages': the Python packages to ship");
+  if (spec.ships_packages_only && !m.extensions.empty())
+    br.fail("extension",
+            cat("[[build.extension]] applies only to the native backend, not '", spec.name, "'"));
+  if (spec.ships_packages_only && m.packages.empty())
+    br.fail("backend",
+            cat("the ", spec.name, " backend needs 'build.packages': the Python packages to ship"));
 }
 
 Manifest parse(const std::string& text, const std::filesystem::path& file,
@@ -380,18 +382,6 @@ Manifest parse(const std::string& text, const std::filesystem::path& file,
 }
 
 }  // namespace
-
-std::string backend_name(Backend backend) {
-  switch (backend) {
-    case Backend::Native:
-      return "native";
-    case Backend::Setuptools:
-      return "setuptools";
-    case Backend::Pure:
-      return "pure";
-  }
-  return "?";
-}
 
 std::string Manifest::normalized_name() const {
   return normalize_name(name);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/expected.h"
+#include "manifest/backend.h"
 #include "manifest/diagnostic.h"
 
 namespace kiln::manifest {
@@ -61,8 +62,6 @@ struct Extension {
   bool cuda() const { return kind != "cxx"; }
 };
 
-enum class Backend { Native, Setuptools, Pure };
-std::string backend_name(Backend backend);
 // A Python identifier or C macro name: [A-Za-z_][A-Za-z0-9_]* (ASCII).
 bool is_identifier(std::string_view s);
 
@@ -83,8 +82,8 @@ struct Manifest {
   Source source;
   std::vector<Patch> patches;
 
-  Backend backend = Backend::Native;
-  std::vector<Extension> extensions;  // native
+  Backend backend{};                  // [build] backend (manifest/backend.h)
+  std::vector<Extension> extensions;  // [[build.extension]]: the native recipe
   std::vector<std::string> packages;  // Python packages to ship (native, pure)
   // Requirements kiln adds to the sdist's own (its PKG-INFO's), each for a reason the manifest
   // states; a bare torch requirement is pinned by kiln to the target's minor.

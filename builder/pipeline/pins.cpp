@@ -1,5 +1,7 @@
 #include "pipeline/pins.h"
 
+#include "manifest/backend.h"
+
 #include <algorithm>
 #include <tuple>
 
@@ -33,20 +35,29 @@ Expected<std::vector<manifest::PinnedWheel>> build_env_wheels(const manifest::Bu
   return files;
 }
 
+PinnedFile cuda_pin(const manifest::Target& target, const std::string& file,
+                    const std::string& sha256) {
+  if (target.cuda_toolkit == "debian")
+    return {"debian", manifest::CudaDeb{file, sha256}.file(), sha256, file};
+  return {manifest::CudaWheel{file, sha256}.project(), file, sha256};
+}
+
 Expected<std::vector<PinnedFile>> pinned_files(const resolve::Plan& plan,
                                                const resolve::ResolvedTarget& rt) {
   bool compiled = false, setuptools = false;
   for (const auto& item : plan.items) {
     if (item.target_name != rt.target.name) continue;
-    compiled = compiled || item.manifest->backend != manifest::Backend::Pure;
-    setuptools = setuptools || item.manifest->backend == manifest::Backend::Setuptools;
+    const manifest::BackendSpec& backend = manifest::backend_spec(item.manifest->backend);
+    compiled = compiled || backend.compiles;
+    setuptools = setuptools || backend.needs_build_env;
   }
   std::vector<PinnedFile> out;
   if (compiled) {
     if (!rt.cuda) {  // a toolkit from wheels or Debian packages (else resolve found the system's)
-      for (const auto& w : rt.target.cuda_wheels) out.push_back({w.project(), w.file, w.sha256});
+      for (const auto& w : rt.target.cuda_wheels)
+        out.push_back(cuda_pin(rt.target, w.file, w.sha256));
       for (const auto& d : rt.target.cuda_debs)
-        out.push_back({"debian", d.file(), d.sha256, d.path});
+        out.push_back(cuda_pin(rt.target, d.path, d.sha256));
     }
     if (!rt.torch) {  // a pinned torch (resolve found an environment's otherwise)
       if (!rt.python)

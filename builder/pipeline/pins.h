@@ -22,6 +22,11 @@ struct PinnedFile {
   std::string index_url;  // where to look for it; "" for the configured index
 };
 
+// One file of the target's CUDA toolkit: a wheel (`file` its name), or for a toolkit from Debian's
+// archive a package (`file` its pool path).
+PinnedFile cuda_pin(const manifest::Target& target, const std::string& file,
+                    const std::string& sha256);
+
 // The target's pinned torch wheel for the Python ABI `abi_tag` ("cp312").
 Expected<manifest::TorchWheel> torch_wheel_for(const manifest::Target& target,
                                                const std::string& abi_tag);

@@ -15,6 +15,7 @@
 #include "core/log.h"
 #include "core/strings.h"
 #include "elf/elf.h"
+#include "manifest/backend.h"
 #include "manifest/version.h"
 #include "pipeline/build_root.h"
 #include "pipeline/pins.h"
@@ -48,15 +49,6 @@ double now() {
   return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
-// The identity of a package's sources: what its build root is named after.
-std::string source_key(const manifest::Manifest& m, const json& inputs) {
-  json s = {{"source", inputs["package"]["source"]},
-            {"patches", inputs["package"]["patches"]},
-            {"name", m.normalized_name()},
-            {"version", m.version}};
-  return sha256_hex(s.dump());
-}
-
 void flatten(const json& j, const std::string& path, std::map<std::string, std::string>& out) {
   if (j.is_object()) {
     for (auto it = j.begin(); it != j.end(); ++it)
@@ -72,7 +64,7 @@ Expected<void> fetch_torch(const resolve::ResolvedTarget& rt, Fetching& fetching
   KILN_TRY(manifest::TorchWheel wheel, torch_wheel_for(rt.target, tc.python.abi_tag));
   KILN_TRY(fetch::Fetched got, fetch_pinned(fetching, {"torch", wheel.file, wheel.sha256, "",
                                                        rt.target.torch_index_url}));
-  KILN_TRY(tc.torch, toolchain::torch_from_wheel(got.path, wheel.sha256, store.sysroots()));
+  KILN_TRY(tc.torch, toolchain::torch_from_wheel(got.path, wheel.sha256, store));
   tc.torch_wheel = got.path;
   return {};
 }
@@ -92,21 +84,13 @@ Expected<Toolchain> prepare_toolchain(const resolve::ResolvedTarget& rt, Fetchin
   if (rt.cuda) {
     tc.cuda = *rt.cuda;
   } else {
-    const bool debian = target.cuda_toolkit == "debian";
-    auto fetch_wheel = [&fetching, debian](const std::string& file,
-                                           const std::string& sha256) -> Expected<fs::path> {
-      PinnedFile pin;
-      if (debian) {  // `file` is a pool path
-        manifest::CudaDeb deb{file, sha256};
-        pin = {"debian", deb.file(), sha256, file};
-      } else {
-        pin = {manifest::CudaWheel{file, sha256}.project(), file, sha256, {}};
-      }
-      KILN_TRY(fetch::Fetched got, fetch_pinned(fetching, pin));
+    // The toolkit's files as pinned_files lists them for `kiln fetch --target`.
+    auto fetch_wheel = [&fetching, &target](const std::string& file,
+                                            const std::string& sha256) -> Expected<fs::path> {
+      KILN_TRY(fetch::Fetched got, fetch_pinned(fetching, cuda_pin(target, file, sha256)));
       return got.path;
     };
-    auto cuda =
-        toolchain::make_cuda_source(resolve::cuda_request(target), store.toolkits(), fetch_wheel);
+    auto cuda = toolchain::make_cuda_source(resolve::cuda_request(target), &store, fetch_wheel);
     KILN_TRY(tc.cuda, cuda->toolkit());
     // The system toolkit's range was checked by resolve; this one is known now it is laid out.
     KILN_CHECK(toolchain::check_host_compiler(tc.cuda, tc.cxx));
@@ -176,7 +160,7 @@ Expected<fs::path> setuptools_env(const manifest::BuildEnvPins& pins,
       {"pins", pins.identity(pinned_torch ? rt.target.torch_version : "")}};
   if (!pinned_torch) identity["torch"]["site"] = tc.torch.root.parent_path().string();
   compile::BuildEnvSpec spec;
-  spec.dir = store.envs() / cat("setuptools-", sha256_hex(identity.dump()).substr(0, 16));
+  spec.dir = store.setuptools_env(sha256_hex(identity.dump()));
   spec.identity = identity.dump(2) + "\n";
   std::error_code ec;
   if (fs::is_regular_file(spec.dir / "kiln-env.json", ec)) return spec.dir;
@@ -329,8 +313,7 @@ Expected<const Toolchain*> toolchain_for(Run& run, const resolve::ResolvedTarget
 }
 
 // The backend's request: one fill for every backend.
-Expected<compile::BuildRequest> build_request(Run& run, const compile::Backend& backend,
-                                              const resolve::PlanItem& item,
+Expected<compile::BuildRequest> build_request(Run& run, const resolve::PlanItem& item,
                                               const resolve::ResolvedTarget& rt,
                                               const Toolchain* tc, const BuildRoot& build_root) {
   compile::BuildRequest request;
@@ -339,20 +322,14 @@ Expected<compile::BuildRequest> build_request(Run& run, const compile::Backend& 
   request.toolchain = tc;
   request.archs = rt.target.archs;
   request.jobs = run.options.jobs;
-  request.cache = &run.store;
-  request.root_lock_fd = build_root.lock_fd();
   request.manylinux = rt.manylinux;
-  if (item.inputs.contains("shards"))
-    request.shards = item.inputs["shards"].get<std::map<std::string, int>>();
-  // The tools' identities: what else a compile job reads (sources, torch's and Python's headers)
-  // its content key hashes (compile/content_key.h).
-  if (tc)
-    request.object_salt = json{{"recipe", resolve::kRecipeVersion},
-                               {"cuda", rt.toolchain.value("cuda", json())},
-                               {"cxx", rt.toolchain.value("cxx", json())}}
-                              .dump();
-  if (backend.needs_build_env()) {
-    KILN_TRY(request.env, setuptools_env(run.plan.build_env, rt, *tc, run.fetching, run.store));
+  request.native.cache = &run.store;
+  request.native.root_lock_fd = build_root.lock_fd();
+  request.native.shards = item.shards;
+  request.native.object_salt = item.object_salt;
+  if (manifest::backend_spec(item.manifest->backend).needs_build_env) {
+    KILN_TRY(request.setuptools.env,
+             setuptools_env(run.plan.build_env, rt, *tc, run.fetching, run.store));
   }
   return request;
 }
@@ -437,10 +414,9 @@ Expected<cache::Entry> build_item(Run& run, const resolve::PlanItem& item,
                 manifest::backend_name(m.backend), ")"));
 
   // Sources: fetch, unpack or copy, patch — in a build root named after the sources.
-  const std::string sources = source_key(m, item.inputs);
   // Removed however this item ends (unless --keep-build-root).
   KILN_TRY(BuildRoot build_root,
-           BuildRoot::create(run.store, sources, run.options.keep_build_root));
+           BuildRoot::create(run.store, item.source_key, run.options.keep_build_root));
   fs::path src = build_root.path() / "src";
   KILN_CHECK(prepare_tree(m, run.fetching, build_root.path() / "scratch", src));
   check_interrupted();
@@ -454,10 +430,10 @@ Expected<cache::Entry> build_item(Run& run, const resolve::PlanItem& item,
   provenance.backend = manifest::backend_name(m.backend);
   provenance.inputs = item.inputs;
   const Toolchain* tc = nullptr;
-  if (backend->compiles()) {
+  if (manifest::backend_spec(m.backend).compiles) {
     KILN_TRY(tc, toolchain_for(run, *rt));
   }
-  KILN_TRY(compile::BuildRequest request, build_request(run, *backend, item, *rt, tc, build_root));
+  KILN_TRY(compile::BuildRequest request, build_request(run, item, *rt, tc, build_root));
   KILN_TRY(compile::BuildOutput built, run_backend(run, *backend, item, request));
   KILN_CHECK(finish_spec(item, *rt, tc, std::move(built), spec, provenance));
   spec.metadata.version = spec.version;
@@ -497,7 +473,7 @@ std::string refuse_shared_wheel(Run& run, const resolve::PlanItem& item,
     return cat("its kiln.json names another build key (", provenance->build_key.substr(0, 16), ")");
   const resolve::ResolvedTarget* rt = target_of(run.plan, item.target_name);
   const Toolchain* tc = nullptr;
-  if (compile::make_backend(m.backend)->compiles()) {
+  if (manifest::backend_spec(m.backend).compiles) {
     auto prepared = toolchain_for(run, *rt);
     if (!prepared) return prepared.error().message;
     tc = *prepared;
@@ -532,7 +508,7 @@ std::optional<cache::Entry> shared_hit(Run& run, const resolve::PlanItem& item) 
   info.backend = manifest::backend_name(m.backend);
   info.manifest_version = m.version;
   info.from = run.store.shared()->describe();
-  if (compile::make_backend(m.backend)->compiles())
+  if (manifest::backend_spec(m.backend).compiles)
     info.archs = target_of(run.plan, item.target_name)->target.archs.canonical();
   auto entry = run.store.commit(item.key, fetched->wheel, std::move(info));
   if (!entry) return std::nullopt;

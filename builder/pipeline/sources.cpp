@@ -16,7 +16,8 @@ namespace fs = std::filesystem;
 Fetching::Fetching(std::unique_ptr<fetch::HttpClient> http, const fs::path& cache, bool offline,
                    std::string index)
     : http_(std::move(http)),
-      downloader_(*http_, cache, offline),
+      store_(cache),
+      downloader_(*http_, store_, offline),
       context_{downloader_, std::move(index)} {}
 
 Expected<std::unique_ptr<Fetching>> Fetching::create(const fs::path& cache, bool offline,
@@ -63,9 +64,8 @@ Expected<void> prepare_tree(const manifest::Manifest& m, Fetching& fetching,
     auto unpacked = archive::unpack(source.path, scratch / "unpacked");
     if (!unpacked) {
       // A hostile or broken archive is not kept, though its bytes matched the pin.
-      if (unpacked.error().kind == ErrorKind::BadInput &&
-          source.path.parent_path().parent_path().parent_path().filename() == "downloads")
-        fs::remove_all(source.path.parent_path(), ec);
+      if (unpacked.error().kind == ErrorKind::BadInput)
+        fetching.store().discard_download(source.path);
       return std::move(unpacked).error();
     }
     fs::path top = scratch / "unpacked";

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "cache/store.h"
 #include "core/expected.h"
 #include "fetch/downloader.h"
 #include "fetch/http.h"
@@ -14,12 +15,15 @@
 
 namespace kiln::pipeline {
 
-// The fetch stage wired up: libcurl, the download cache under `cache`, pip's index settings.
+// The fetch stage wired up: libcurl, the download cache (and git mirrors) of the cache at `cache`,
+// pip's index settings.
 class Fetching {
  public:
   static Expected<std::unique_ptr<Fetching>> create(const std::filesystem::path& cache,
                                                     bool offline, const std::string& index_url);
   fetch::Context& context() { return context_; }
+  // The cache whose download cache and git mirrors are filled.
+  const cache::Store& store() const { return store_; }
   // Network downloads (files and git fetches) made so far.
   std::size_t downloads() const;
   void count_git_fetch() { ++git_fetches_; }
@@ -28,6 +32,7 @@ class Fetching {
   Fetching(std::unique_ptr<fetch::HttpClient> http, const std::filesystem::path& cache,
            bool offline, std::string index);
   std::unique_ptr<fetch::HttpClient> http_;
+  cache::Store store_;  // (declared before the downloader, which refers to it)
   fetch::Downloader downloader_;
   fetch::Context context_;
   std::size_t git_fetches_ = 0;

@@ -54,7 +54,7 @@ void ValidateInputs::add_upstream(const validate::WheelSummary& summary,
     return;
   }
   const auto& source = *p->facts.source;
-  fs::path sdist = store_.downloads() / source.sha256.substr(0, 2) / source.sha256 / source.file;
+  fs::path sdist = store_.download_path(source.sha256, source.file);
   std::error_code ec;
   if (!is_sha256_hex(source.sha256) || source.file.find('/') != std::string::npos ||
       !fs::is_regular_file(sdist, ec)) {
@@ -91,7 +91,7 @@ Expected<toolchain::TorchSysroot> ValidateInputs::pinned(const std::string& file
                                                          const std::string& sha256,
                                                          const std::string& index_url) {
   if (auto it = sysroots_.find(sha256); it != sysroots_.end()) return it->second;
-  fs::path dir = store_.sysroots() / cat("torch-", sha256.substr(0, 16)) / "torch";
+  fs::path dir = store_.torch_sysroot(sha256) / "torch";
   std::error_code ec;
   toolchain::TorchSysroot t;
   if (fs::exists(dir / "version.py", ec)) {
@@ -103,7 +103,7 @@ Expected<toolchain::TorchSysroot> ValidateInputs::pinned(const std::string& file
     }
     log::info(cat("fetching ", file, " to check against its libraries"));
     KILN_TRY(fetch::Fetched got, fetch_pinned(*fetching_, {"torch", file, sha256, "", index_url}));
-    KILN_TRY(t, toolchain::torch_from_wheel(got.path, sha256, store_.sysroots()));
+    KILN_TRY(t, toolchain::torch_from_wheel(got.path, sha256, store_));
   }
   sysroots_.emplace(sha256, t);
   return t;
@@ -160,10 +160,10 @@ void ValidateInputs::add_wheel_toolkit(const validate::WheelSummary& summary,
   fs::path lib;
   if (cuda.toolkit == "wheels" && cuda.wheels) {
     for (const auto& w : *cuda.wheels) request.wheels.push_back({w.file, w.sha256});
-    lib = store_.toolkits() / toolchain::wheel_toolkit_name(request) / "lib";
+    lib = toolchain::wheel_toolkit_dir(request, store_) / "lib";
   } else if (cuda.toolkit == "debian" && cuda.debs) {
     for (const auto& d : *cuda.debs) request.debs.push_back({d.path, d.sha256});
-    lib = store_.toolkits() / toolchain::debian_toolkit_name(request) / "lib64";
+    lib = toolchain::debian_toolkit_dir(request, store_) / "lib64";
   } else {
     return;
   }

@@ -7,6 +7,7 @@
 #include "core/fs.h"
 #include "core/hash.h"
 #include "core/strings.h"
+#include "manifest/backend.h"
 #include "manifest/specifier.h"
 #include "toolchain/compiler.h"
 #include "toolchain/cuda.h"
@@ -165,38 +166,55 @@ int shard_count(int units, int slots) {
 
 namespace {
 
-// The inputs a package's key covers, given its target (null toolchain for pure packages). The
-// shard counts of its shardable sources ("shards": {"<extension>/<source>": n}) are among them:
-// they depend on `slots` (0: one per core), and the objects, hence the wheel's bytes, on them.
-// For the setuptools backend, the pins of its build environment are too.
-Expected<json> key_inputs(const Manifest& manifest, const ResolvedTarget& target, int slots,
-                          const manifest::BuildEnvPins* build_env) {
-  json inputs = {{"recipe", kRecipeVersion}, {"package", manifest.canonical()}};
+// The package's sources as the key sees them (a local tree without a sha256 by its contents), and
+// their identity: what the build root is named after.
+Expected<json> package_inputs(const Manifest& manifest, PlanItem& item) {
+  json package = manifest.canonical();
   if (manifest.source.kind == manifest::Source::Kind::Local && manifest.source.sha256.empty()) {
     KILN_TRY(std::string tree, tree_sha256(manifest.source.path));
-    inputs["package"]["source"]["tree_sha256"] = tree;
+    package["source"]["tree_sha256"] = tree;
   }
-  if (manifest.backend != Backend::Pure) {
-    // Compiled packages depend on the whole toolchain and the arch set.
+  item.source_key = sha256_hex(json{
+      {"source", package["source"]},
+      {"patches", package["patches"]},
+      {"name", manifest.normalized_name()},
+      {"version",
+       manifest.version}}.dump());
+  return package;
+}
+
+// One package for one target (a pure package ignores the toolchain), its inputs and key. Compiled
+// packages depend on the whole toolchain, the arch set and the manylinux floor; the native
+// backend's on the shard counts of its shardable sources too, which depend on `slots` (0: one per
+// core); the setuptools backend's on the pins of its build environment.
+Expected<PlanItem> plan_item(const Manifest& manifest, const ResolvedTarget& target, int slots,
+                             const manifest::BuildEnvPins& build_env) {
+  const manifest::BackendSpec& backend = manifest::backend_spec(manifest.backend);
+  PlanItem item{&manifest, target.target.name};
+  KILN_TRY(json package, package_inputs(manifest, item));
+  item.inputs = {{"recipe", kRecipeVersion}, {"package", std::move(package)}};
+  json& inputs = item.inputs;
+  if (backend.compiles) {
     inputs["target"] = target.target.canonical();
     inputs["toolchain"] = target.toolchain;
     inputs["manylinux"] = target.manylinux;
+    item.object_salt = json{{"recipe", kRecipeVersion},
+                            {"cuda", target.toolchain.value("cuda", json())},
+                            {"cxx", target.toolchain.value("cxx", json())}}
+                           .dump();
   }
-  if (manifest.backend == Backend::Native) {
-    json shards = json::object();
+  if (backend.builds_extensions) {
     for (const auto& e : manifest.extensions)
-      for (const auto& s : e.shards) shards[e.name + "/" + s.source] = shard_count(s.units, slots);
-    if (!shards.empty()) inputs["shards"] = shards;
+      for (const auto& s : e.shards)
+        item.shards[e.name + "/" + s.source] = shard_count(s.units, slots);
+    if (!item.shards.empty()) inputs["shards"] = item.shards;
   }
-  if (manifest.backend == Backend::Setuptools && build_env) {
+  if (backend.needs_build_env) {
     bool pinned_torch = target.target.torch_source == Target::TorchSource::Pypi;
-    inputs["build_env"] = build_env->identity(pinned_torch ? target.target.torch_version : "");
+    inputs["build_env"] = build_env.identity(pinned_torch ? target.target.torch_version : "");
   }
-  return inputs;
-}
-
-std::string key_of(const json& inputs) {
-  return sha256_hex(inputs.dump());
+  item.key = sha256_hex(inputs.dump());
+  return item;
 }
 
 }  // namespace
@@ -242,11 +260,12 @@ Expected<void> override_backend(Plan& plan, std::vector<const Manifest*>& select
                                 Backend backend) {
   for (const Manifest*& m : selected) {
     if (m->backend == backend) continue;
-    if (backend == Backend::Native && m->extensions.empty())
-      return Error::bad_input(cat("--backend native: ", m->name, " ", m->version,
+    const manifest::BackendSpec& spec = manifest::backend_spec(backend);
+    if (spec.builds_extensions && m->extensions.empty())
+      return Error::bad_input(cat("--backend ", spec.name, ": ", m->name, " ", m->version,
                                   " declares no [[build.extension]] (", m->display_path, ")"));
-    if (backend == Backend::Pure && m->packages.empty())
-      return Error::bad_input(cat("--backend pure: ", m->name, " ", m->version,
+    if (spec.ships_packages_only && m->packages.empty())
+      return Error::bad_input(cat("--backend ", spec.name, ": ", m->name, " ", m->version,
                                   " declares no build.packages (", m->display_path, ")"));
     auto copy = std::make_shared<Manifest>(*m);
     copy->backend = backend;
@@ -260,7 +279,7 @@ Expected<void> override_backend(Plan& plan, std::vector<const Manifest*>& select
 // that target's (a pure package's wheel has none).
 Expected<void> check_labels(const Selected& s, const Manifest& m, const ResolvedTarget& rt) {
   for (const auto& label : s.labels) {
-    if (m.backend == Backend::Pure)
+    if (!manifest::backend_spec(m.backend).compiles)
       return Error::bad_input(cat("'", s.spec, "': ", m.name, " is a pure package: its wheel's ",
                                   "version has no local label (+", label, "); give ", m.name,
                                   "==", m.version));
@@ -284,15 +303,17 @@ Expected<Plan> make_plan(const manifest::Repository& repo, const std::vector<std
   for (const auto& c : chosen) selected.push_back(c.manifest);
   Plan plan;
   if (backend) KILN_CHECK(override_backend(plan, selected, *backend));
-  bool setuptools = false;
-  for (const Manifest* m : selected) setuptools = setuptools || m->backend == Backend::Setuptools;
-  if (setuptools) {
+  auto any = [&](bool manifest::BackendSpec::*trait) {
+    return std::any_of(selected.begin(), selected.end(), [&](const Manifest* m) {
+      return manifest::backend_spec(m->backend).*trait;
+    });
+  };
+  if (any(&manifest::BackendSpec::needs_build_env)) {
     KILN_TRY(plan.build_env, repo.build_env());
   }
   // Pure packages depend on no toolchain: a plan of only those probes nothing (no Python, CUDA
   // or compiler needed on the machine).
-  bool compiled = std::any_of(selected.begin(), selected.end(),
-                              [](const Manifest* m) { return m->backend != Backend::Pure; });
+  bool compiled = any(&manifest::BackendSpec::compiles);
   for (const auto& target : targets) {
     if (!compiled) {
       plan.targets.push_back(ResolvedTarget{target, json::object(), "", {}, {}, {}, {}});
@@ -310,9 +331,8 @@ Expected<Plan> make_plan(const manifest::Repository& repo, const std::vector<std
   for (const auto& rt : plan.targets) {
     for (std::size_t i = 0; i < selected.size(); ++i) {
       KILN_CHECK(check_labels(chosen[i], *selected[i], rt));
-      KILN_TRY(json inputs, key_inputs(*selected[i], rt, slots, &plan.build_env));
-      plan.items.push_back(
-          PlanItem{selected[i], rt.target.name, key_of(inputs), std::move(inputs)});
+      KILN_TRY(PlanItem item, plan_item(*selected[i], rt, slots, plan.build_env));
+      plan.items.push_back(std::move(item));
     }
   }
   return plan;

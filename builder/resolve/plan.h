@@ -2,6 +2,7 @@
 // key: sha256 over a canonical serialisation of every input that can change the wheel's bytes.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,11 +42,20 @@ struct ResolvedTarget {
   int manylinux = 28;
 };
 
+// One package for one target: what its build needs, typed, and its key. `inputs` (what the key
+// hashes, recorded in kiln.json and diffed by --explain) is written from the same values; nothing
+// reads it back.
 struct PlanItem {
   const manifest::Manifest* manifest = nullptr;
   std::string target_name;
-  std::string key;        // 64 hex digits
-  nlohmann::json inputs;  // what the key hashes
+  std::string key;         // 64 hex digits: sha256 of `inputs`
+  std::string source_key;  // the identity of the patched sources: what the build root is named
+  // Compiled backends: the tools' identities a compile job depends on beyond its commands (the
+  // object cache's salt, compile/content_key.h); "" for pure packages.
+  std::string object_salt;
+  // Shard counts of shardable sources (the native backend): "<extension>/<source>" -> n.
+  std::map<std::string, int> shards;
+  nlohmann::json inputs;
 };
 
 struct Plan {

@@ -142,10 +142,10 @@ Expected<void> check_host_compiler(const CudaToolkit& toolkit, const HostCompile
                          (toolkit.home / "include" / "crt" / "host_config.h").string(), cxx);
 }
 
-std::unique_ptr<CudaSource> make_cuda_source(const CudaRequest& request, const fs::path& toolkits,
+std::unique_ptr<CudaSource> make_cuda_source(const CudaRequest& request, const cache::Store* cache,
                                              FetchPinned fetch) {
-  if (request.toolkit == "wheels") return wheels_cuda_source(request, toolkits, std::move(fetch));
-  if (request.toolkit == "debian") return debian_cuda_source(request, toolkits, std::move(fetch));
+  if (request.toolkit == "wheels") return wheels_cuda_source(request, cache, std::move(fetch));
+  if (request.toolkit == "debian") return debian_cuda_source(request, cache, std::move(fetch));
   return system_cuda_source(request);
 }
 

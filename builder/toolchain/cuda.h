@@ -17,6 +17,10 @@
 #include "core/expected.h"
 #include "toolchain/compiler.h"
 
+namespace kiln::cache {
+class Store;  // cache/store.h: where a toolkit kiln lays out is kept
+}  // namespace kiln::cache
+
 namespace kiln::toolchain {
 
 struct CudaToolkit {
@@ -59,47 +63,48 @@ class CudaSource {
   virtual Expected<CudaToolkit> toolkit() = 0;
 };
 
-// `toolkits`: <cache>/toolkits; `fetch`: how the wheel source gets its wheels (unused by system).
-std::unique_ptr<CudaSource> make_cuda_source(const CudaRequest& request,
-                                             const std::filesystem::path& toolkits,
+// `cache`: the cache a wheel or Debian toolkit is laid out in (it must outlive the source; nullptr
+// when only identity() is asked for, as resolve does); `fetch`: how those sources get their pinned
+// files (unused by system).
+std::unique_ptr<CudaSource> make_cuda_source(const CudaRequest& request, const cache::Store* cache,
                                              FetchPinned fetch);
 
 // The three sources (make_cuda_source picks one by request.toolkit).
 std::unique_ptr<CudaSource> system_cuda_source(const CudaRequest& request);
 std::unique_ptr<CudaSource> wheels_cuda_source(const CudaRequest& request,
-                                               const std::filesystem::path& toolkits,
-                                               FetchPinned fetch);
+                                               const cache::Store* cache, FetchPinned fetch);
 std::unique_ptr<CudaSource> debian_cuda_source(const CudaRequest& request,
-                                               const std::filesystem::path& toolkits,
-                                               FetchPinned fetch);
+                                               const cache::Store* cache, FetchPinned fetch);
 
 // The system toolkit: looks in `home_hint` (the target's), $CUDA_HOME, $CUDA_PATH, nvcc on PATH,
 // /usr/local/cuda.
 Expected<CudaToolkit> detect_cuda(const std::string& home_hint);
-// The wheel toolkit: <toolkits>/cuda-<version>-<sha16 of the pins>/, unpacked and laid out like an
-// installed toolkit (bin/, nvvm/, include/, lib/ with lib64 and targets/x86_64-linux/ links), made
-// whole in a temporary directory and renamed into place under a lock. `wheels` are the pinned
-// files already in the download cache, in the order of `request.wheels`.
+// The wheel toolkit: wheel_toolkit_dir(), unpacked and laid out like an installed toolkit (bin/,
+// nvvm/, include/, lib/ with lib64 and targets/x86_64-linux/ links), made whole in a temporary
+// directory and renamed into place under a lock. `wheels` are the pinned files already in the
+// download cache, in the order of `request.wheels`.
 Expected<CudaToolkit> cuda_from_wheels(const CudaRequest& request,
                                        const std::vector<std::filesystem::path>& wheels,
-                                       const std::filesystem::path& toolkits);
-// The directory name of a wheel toolkit: "cuda-13.0-<first 16 hex digits of the pins' hash>".
-std::string wheel_toolkit_name(const CudaRequest& request);
+                                       const cache::Store& cache);
+// Where `cache` keeps the wheel toolkit of `request` (Store::wheel_toolkit: named after CUDA's
+// version and the hash of the pinned set, toolkit_pins_sha256).
+std::filesystem::path wheel_toolkit_dir(const CudaRequest& request, const cache::Store& cache);
 
-// The Debian toolkit: <toolkits>/cuda-<release>-debian-<sha16 of the pins>/, the packages' data
-// read with archive::unpack_deb and laid out like an installed toolkit (bin/, nvvm/, include/ with
-// CCCL, lib64/ with libcudart and lib -> lib64) with kiln's own bin/nvcc.profile, every path
-// relative to nvcc ($(_HERE_)), so nothing is read from /usr or /usr/local/cuda; made whole in a
-// temporary directory and renamed into place under a lock. `debs`: the pinned files in the
+// The Debian toolkit: debian_toolkit_dir(), the packages' data read with archive::unpack_deb and
+// laid out like an installed toolkit (bin/, nvvm/, include/ with CCCL, lib64/ with libcudart and
+// lib -> lib64) with kiln's own bin/nvcc.profile, every path relative to nvcc ($(_HERE_)), so
+// nothing is read from /usr or /usr/local/cuda; made whole in a temporary directory and renamed
+// into place under a lock. `debs`: the pinned files in the
 // download cache, in the order of `request.debs`.
 Expected<CudaToolkit> cuda_from_debs(const CudaRequest& request,
                                      const std::vector<std::filesystem::path>& debs,
-                                     const std::filesystem::path& toolkits);
+                                     const cache::Store& cache);
 // The CUDA release of the pinned nvidia-cuda-toolkit package ("nvidia-cuda-toolkit_12.4.131~..."
 // -> "12.4"), known without downloading anything.
 Expected<std::string> debian_release(const CudaRequest& request);
-// "cuda-12.4-debian-<first 16 hex digits of the pins' hash>".
-std::string debian_toolkit_name(const CudaRequest& request);
+// Where `cache` keeps the Debian toolkit of `request` (Store::debian_toolkit: named after the
+// release, "unknown" when the pins name none, and the hash of the pinned set).
+std::filesystem::path debian_toolkit_dir(const CudaRequest& request, const cache::Store& cache);
 // Where a toolkit file comes from in a Debian package's data ("usr/bin/ptxas" -> "bin/ptxas"),
 // or "" when a build does not need it.
 std::string debian_toolkit_path(std::string_view package_path);

@@ -6,13 +6,12 @@
 // tree laid out like an installed toolkit and writes an nvcc.profile of its own whose every path is
 // relative to nvcc, so the toolkit reads nothing from /usr or /usr/local/cuda.
 #include <algorithm>
-#include <optional>
 
 #include "archive/deb.h"
+#include "cache/store.h"
 #include "core/fs.h"
 #include "core/hash.h"
 #include "core/log.h"
-#include "core/process.h"
 #include "core/strings.h"
 #include "toolchain/cuda.h"
 #include "toolchain/toolkit_dir.h"
@@ -150,9 +149,7 @@ Expected<void> lay_out(const fs::path& root) {
   KILN_CHECK(write_file_atomic(root / "bin" / "nvcc.profile", kProfile));
   KILN_CHECK(ensure_directory(root / "lib64"));
   KILN_CHECK(link_once("lib64", root / "lib", true));
-  KILN_CHECK(ensure_directory(root / "targets" / "x86_64-linux"));
-  KILN_CHECK(link_once("../../include", root / "targets" / "x86_64-linux" / "include", true));
-  KILN_CHECK(link_once("../../lib64", root / "targets" / "x86_64-linux" / "lib", true));
+  KILN_CHECK(link_targets(root, "lib64"));
   std::vector<std::string> missing;
   std::error_code ec;
   for (const auto& rel : kRequired)
@@ -165,11 +162,15 @@ Expected<void> lay_out(const fs::path& root) {
   return {};
 }
 
+// The pins as the identity and the marker record them.
+nlohmann::json debs_json(const CudaRequest& request) {
+  nlohmann::json debs = nlohmann::json::array();
+  for (const auto& d : request.debs) debs.push_back({{"path", d.path}, {"sha256", d.sha256}});
+  return debs;
+}
+
 Expected<CudaToolkit> open_toolkit(const fs::path& root, const CudaRequest& request) {
-  fs::path nvcc = root / "bin" / "nvcc";
-  auto text = run_capture({nvcc.string(), "--version"});
-  if (!text) return Error::failed(cat("cannot run ", nvcc.string(), ": ", text.error().message));
-  CudaToolkit t{root, nvcc, parse_nvcc_release(*text), *text};
+  KILN_TRY(CudaToolkit t, run_nvcc(root));
   KILN_TRY(std::string release, debian_release(request));
   if (t.version != release)
     return Error::bad_input(cat("the pinned Debian packages hold nvcc ",
@@ -179,32 +180,31 @@ Expected<CudaToolkit> open_toolkit(const fs::path& root, const CudaRequest& requ
   return t;
 }
 
+// What a build needs of one package's data, unpacked into `unpacked` and moved into `root`.
+Expected<void> merge_deb(const fs::path& deb, const fs::path& unpacked, const fs::path& root) {
+  std::string package = deb.filename().string();
+  archive::UnpackOptions options;
+  options.filter = [](std::string_view path) {
+    return !path.ends_with('/') && !debian_toolkit_path(path).empty();
+  };
+  options.skip_rejected = true;
+  log::info(cat("reading ", package));
+  KILN_CHECK(archive::unpack_deb(deb, unpacked, options));
+  return merge_package(unpacked, root, package);
+}
+
 // Fills `root` from the packages (unpacked one by one in `scratch`); what the marker records.
 Expected<nlohmann::json> fill_toolkit(const CudaRequest& request, const std::vector<fs::path>& debs,
                                       const fs::path& root, const fs::path& scratch) {
-  for (std::size_t i = 0; i < debs.size(); ++i) {
-    std::string package = debs[i].filename().string();
-    fs::path unpacked = scratch / cat("d", i);
-    archive::UnpackOptions options;
-    options.filter = [](std::string_view path) {
-      return !path.ends_with('/') && !debian_toolkit_path(path).empty();
-    };
-    options.skip_rejected = true;
-    log::info(cat("reading ", package));
-    KILN_CHECK(archive::unpack_deb(debs[i], unpacked, options));
-    KILN_CHECK(merge_package(unpacked, root, package));
-    std::error_code ec;
-    fs::remove_all(unpacked, ec);
-  }
+  KILN_CHECK(merge_each(debs, scratch, "d", [&](const fs::path& deb, const fs::path& unpacked) {
+    return merge_deb(deb, unpacked, root);
+  }));
   KILN_CHECK(lay_out(root));
   KILN_TRY(CudaToolkit t, open_toolkit(root, request));  // checked before it is renamed in
-  nlohmann::json marker = {{"toolkit", "debian"},
-                           {"release", t.version},
-                           {"nvcc_version", t.version_text},
-                           {"debs", nlohmann::json::array()}};
-  for (const auto& d : request.debs)
-    marker["debs"].push_back({{"path", d.path}, {"sha256", d.sha256}});
-  return marker;
+  return nlohmann::json{{"toolkit", "debian"},
+                        {"release", t.version},
+                        {"nvcc_version", t.version_text},
+                        {"debs", debs_json(request)}};
 }
 
 }  // namespace
@@ -246,81 +246,74 @@ Expected<std::string> debian_release(const CudaRequest& request) {
       "holding nvcc)");
 }
 
-std::string debian_toolkit_name(const CudaRequest& request) {
+fs::path debian_toolkit_dir(const CudaRequest& request, const cache::Store& cache) {
   std::vector<std::string> pins;
   for (const auto& d : request.debs) pins.push_back(cat(d.sha256, " ", d.path));
-  std::sort(pins.begin(), pins.end());  // the set, not its order, is the toolkit
   auto release = debian_release(request);
-  return cat("cuda-", release ? *release : std::string("unknown"), "-debian-",
-             sha256_hex(join(pins, "\n")).substr(0, 16));
+  return cache.debian_toolkit(release ? *release : std::string("unknown"),
+                              toolkit_pins_sha256(std::move(pins)));
 }
 
 Expected<CudaToolkit> cuda_from_debs(const CudaRequest& request, const std::vector<fs::path>& debs,
-                                     const fs::path& toolkits) {
+                                     const cache::Store& cache) {
   if (debs.size() != request.debs.size() || debs.empty())
     return Error::bad_input("the Debian CUDA toolkit needs its pinned packages");
   KILN_CHECK(debian_release(request));
-  ToolkitMaker maker;
-  maker.open = [&](const fs::path& root) { return open_toolkit(root, request); };
-  maker.make = [&](const fs::path& root, const fs::path& scratch) {
-    return fill_toolkit(request, debs, root, scratch);
-  };
-  maker.what = cat("the CUDA toolkit from ", debs.size(), " Debian packages");
-  return ensure_toolkit(toolkits / debian_toolkit_name(request), maker);
+  return ensure_toolkit(debian_toolkit_dir(request, cache),
+                        {[&](const fs::path& root) { return open_toolkit(root, request); },
+                         [&](const fs::path& root, const fs::path& scratch) {
+                           return fill_toolkit(request, debs, root, scratch);
+                         },
+                         cat("the CUDA toolkit from ", debs.size(), " Debian packages")});
 }
 
 namespace {
 
-class DebianSource : public CudaSource {
+std::vector<PinnedToolkitSource::Pin> pins_of(const CudaRequest& request) {
+  std::vector<PinnedToolkitSource::Pin> pins;
+  for (const auto& d : request.debs) pins.push_back({d.path, d.sha256});
+  return pins;
+}
+
+class DebianSource : public PinnedToolkitSource {
  public:
-  DebianSource(CudaRequest request, fs::path toolkits, FetchPinned fetch)
-      : request_(std::move(request)), toolkits_(std::move(toolkits)), fetch_(std::move(fetch)) {}
+  DebianSource(CudaRequest request, const cache::Store* cache, FetchPinned fetch)
+      : PinnedToolkitSource(cache, std::move(fetch), pins_of(request),
+                            "the Debian toolkit has no way to fetch its packages",
+                            "CUDA toolkit from Debian: "),
+        request_(std::move(request)) {}
 
   // The pins, the release their nvidia-cuda-toolkit holds and the rule that lets it build for
   // torch's CUDA: refused here, before anything is downloaded, when no rule does.
   Expected<nlohmann::json> identity() override {
     KILN_TRY(std::string release, debian_release(request_));
     KILN_TRY(std::string rule, cuda_compatibility(release, request_.version));
-    nlohmann::json debs = nlohmann::json::array();
-    for (const auto& d : request_.debs) debs.push_back({{"path", d.path}, {"sha256", d.sha256}});
     return nlohmann::json{{"toolkit", "debian"},
                           {"version", request_.version},
                           {"release", release},
                           {"compatibility", rule},
-                          {"debs", debs}};
+                          {"debs", debs_json(request_)}};
   }
 
-  Expected<CudaToolkit> toolkit() override {
-    if (ready_) return *ready_;
-    if (!fetch_) return Error::failed("the Debian toolkit has no way to fetch its packages");
-    std::vector<fs::path> files;
-    for (const auto& d : request_.debs) {
-      auto got = fetch_(d.path, d.sha256);
-      if (!got)
-        return Error{got.error().kind, cat("CUDA toolkit from Debian: ", got.error().message),
-                     got.error().detail};
-      files.push_back(*got);
-    }
-    KILN_TRY(CudaToolkit t, cuda_from_debs(request_, files, toolkits_));
+ protected:
+  Expected<CudaToolkit> made(const std::vector<fs::path>& files,
+                             const cache::Store& cache) override {
+    KILN_TRY(CudaToolkit t, cuda_from_debs(request_, files, cache));
     KILN_TRY(std::string rule, cuda_compatibility(t.version, request_.version));
     log::info(
         cat("CUDA ", t.version, " from Debian for torch's CUDA ", request_.version, ": ", rule));
-    ready_ = t;
     return t;
   }
 
  private:
   CudaRequest request_;
-  fs::path toolkits_;
-  FetchPinned fetch_;
-  std::optional<CudaToolkit> ready_;
 };
 
 }  // namespace
 
-std::unique_ptr<CudaSource> debian_cuda_source(const CudaRequest& request, const fs::path& toolkits,
-                                               FetchPinned fetch) {
-  return std::make_unique<DebianSource>(request, toolkits, std::move(fetch));
+std::unique_ptr<CudaSource> debian_cuda_source(const CudaRequest& request,
+                                               const cache::Store* cache, FetchPinned fetch) {
+  return std::make_unique<DebianSource>(request, cache, std::move(fetch));
 }
 
 }  // namespace kiln::toolchain

@@ -3,13 +3,11 @@
 // nvidia/cuda_nvcc/, nvidia/cuda_runtime/, ... for CUDA 12); merged, they are a toolkit tree whose
 // own bin/nvcc.profile finds cicc, ptxas, fatbinary, nvlink, the headers and CCCL relative to nvcc.
 #include <algorithm>
-#include <optional>
 
 #include "archive/unpack.h"
+#include "cache/store.h"
 #include "core/fs.h"
 #include "core/hash.h"
-#include "core/log.h"
-#include "core/process.h"
 #include "core/strings.h"
 #include "toolchain/cuda.h"
 #include "toolchain/toolkit_dir.h"
@@ -98,17 +96,18 @@ Expected<void> lay_out(const fs::path& root) {
     if (!cudarts.empty())
       KILN_CHECK(link_once(cudarts.front(), root / "lib" / "libcudart.so", false));
   }
-  KILN_CHECK(ensure_directory(root / "targets" / "x86_64-linux"));
-  KILN_CHECK(link_once("../../include", root / "targets" / "x86_64-linux" / "include", true));
-  KILN_CHECK(link_once("../../lib", root / "targets" / "x86_64-linux" / "lib", true));
-  return {};
+  return link_targets(root, "lib");
+}
+
+// The pins as the identity and the marker record them.
+nlohmann::json wheels_json(const CudaRequest& request) {
+  nlohmann::json wheels = nlohmann::json::array();
+  for (const auto& w : request.wheels) wheels.push_back({{"file", w.file}, {"sha256", w.sha256}});
+  return wheels;
 }
 
 Expected<CudaToolkit> open_toolkit(const fs::path& root, const std::string& wanted) {
-  fs::path nvcc = root / "bin" / "nvcc";
-  auto text = run_capture({nvcc.string(), "--version"});
-  if (!text) return Error::failed(cat("cannot run ", nvcc.string(), ": ", text.error().message));
-  CudaToolkit t{root, nvcc, parse_nvcc_release(*text), *text};
+  KILN_TRY(CudaToolkit t, run_nvcc(root));
   if (t.version != wanted)
     return Error::bad_input(cat("the pinned CUDA wheels hold nvcc ",
                                 t.version.empty() ? "of an unknown release" : t.version,
@@ -117,23 +116,24 @@ Expected<CudaToolkit> open_toolkit(const fs::path& root, const std::string& want
   return t;
 }
 
+// One wheel's nvidia/ tree, unpacked into `unpacked` and merged into `root`.
+Expected<void> unpack_wheel(const fs::path& wheel, const fs::path& unpacked, const fs::path& root) {
+  archive::UnpackOptions options;
+  options.filter = [](std::string_view path) { return path.rfind("nvidia/", 0) == 0; };
+  auto done = archive::unpack(wheel, unpacked, options);
+  if (!done)
+    return Error{done.error().kind,
+                 cat("cannot unpack ", wheel.filename().string(), ": ", done.error().message), ""};
+  return merge_wheel(unpacked, root, wheel.filename().string());
+}
+
 // Fills `root` from the wheels (unpacked one by one in `scratch`); what the marker records.
 Expected<nlohmann::json> fill_toolkit(const CudaRequest& request,
                                       const std::vector<fs::path>& wheels, const fs::path& root,
                                       const fs::path& scratch) {
-  for (std::size_t i = 0; i < wheels.size(); ++i) {
-    fs::path unpacked = scratch / cat("w", i);
-    archive::UnpackOptions options;
-    options.filter = [](std::string_view path) { return path.rfind("nvidia/", 0) == 0; };
-    auto done = archive::unpack(wheels[i], unpacked, options);
-    if (!done)
-      return Error{done.error().kind,
-                   cat("cannot unpack ", wheels[i].filename().string(), ": ", done.error().message),
-                   ""};
-    KILN_CHECK(merge_wheel(unpacked, root, wheels[i].filename().string()));
-    std::error_code ec;
-    fs::remove_all(unpacked, ec);
-  }
+  KILN_CHECK(merge_each(wheels, scratch, "w", [&](const fs::path& wheel, const fs::path& unpacked) {
+    return unpack_wheel(wheel, unpacked, root);
+  }));
   KILN_CHECK(lay_out(root));
   std::vector<std::string> missing;
   for (const auto& rel : kRequired)
@@ -156,82 +156,69 @@ Expected<nlohmann::json> fill_toolkit(const CudaRequest& request,
                                 why));
   }
   KILN_TRY(CudaToolkit t, open_toolkit(root, request.version));  // checked before it is renamed in
-  nlohmann::json marker = {{"version", t.version},
-                           {"nvcc_version", t.version_text},
-                           {"wheels", nlohmann::json::array()}};
-  for (const auto& w : request.wheels)
-    marker["wheels"].push_back({{"file", w.file}, {"sha256", w.sha256}});
-  return marker;
+  return nlohmann::json{
+      {"version", t.version}, {"nvcc_version", t.version_text}, {"wheels", wheels_json(request)}};
 }
 
 }  // namespace
 
-std::string wheel_toolkit_name(const CudaRequest& request) {
+fs::path wheel_toolkit_dir(const CudaRequest& request, const cache::Store& cache) {
   std::vector<std::string> pins;
   for (const auto& w : request.wheels) pins.push_back(cat(w.sha256, " ", w.file));
-  std::sort(pins.begin(), pins.end());  // the set, not its order, is the toolkit
-  return cat("cuda-", request.version, "-", sha256_hex(join(pins, "\n")).substr(0, 16));
+  return cache.wheel_toolkit(request.version, toolkit_pins_sha256(std::move(pins)));
 }
 
 Expected<CudaToolkit> cuda_from_wheels(const CudaRequest& request,
                                        const std::vector<fs::path>& wheels,
-                                       const fs::path& toolkits) {
+                                       const cache::Store& cache) {
   if (wheels.size() != request.wheels.size() || wheels.empty())
     return Error::bad_input(
         cat("the CUDA ", request.version, " wheel toolkit needs its pinned wheels"));
-  ToolkitMaker maker;
-  maker.open = [&](const fs::path& root) { return open_toolkit(root, request.version); };
-  maker.make = [&](const fs::path& root, const fs::path& scratch) {
-    return fill_toolkit(request, wheels, root, scratch);
-  };
-  maker.what = cat("the CUDA ", request.version, " toolkit from ", wheels.size(), " wheels");
-  return ensure_toolkit(toolkits / wheel_toolkit_name(request), maker);
+  return ensure_toolkit(
+      wheel_toolkit_dir(request, cache),
+      {[&](const fs::path& root) { return open_toolkit(root, request.version); },
+       [&](const fs::path& root, const fs::path& scratch) {
+         return fill_toolkit(request, wheels, root, scratch);
+       },
+       cat("the CUDA ", request.version, " toolkit from ", wheels.size(), " wheels")});
 }
 
 namespace {
 
-class WheelsSource : public CudaSource {
+std::vector<PinnedToolkitSource::Pin> pins_of(const CudaRequest& request) {
+  std::vector<PinnedToolkitSource::Pin> pins;
+  for (const auto& w : request.wheels) pins.push_back({w.file, w.sha256});
+  return pins;
+}
+
+class WheelsSource : public PinnedToolkitSource {
  public:
-  WheelsSource(CudaRequest request, fs::path toolkits, FetchPinned fetch)
-      : request_(std::move(request)), toolkits_(std::move(toolkits)), fetch_(std::move(fetch)) {}
+  WheelsSource(CudaRequest request, const cache::Store* cache, FetchPinned fetch)
+      : PinnedToolkitSource(cache, std::move(fetch), pins_of(request),
+                            "the wheel toolkit has no way to fetch its wheels",
+                            cat("CUDA ", request.version, " toolkit: ")),
+        request_(std::move(request)) {}
 
   Expected<nlohmann::json> identity() override {
-    nlohmann::json wheels = nlohmann::json::array();
-    for (const auto& w : request_.wheels)
-      wheels.push_back({{"file", w.file}, {"sha256", w.sha256}});
-    return nlohmann::json{{"toolkit", "wheels"}, {"version", request_.version}, {"wheels", wheels}};
+    return nlohmann::json{
+        {"toolkit", "wheels"}, {"version", request_.version}, {"wheels", wheels_json(request_)}};
   }
 
-  Expected<CudaToolkit> toolkit() override {
-    if (ready_) return *ready_;
-    if (!fetch_) return Error::failed("the wheel toolkit has no way to fetch its wheels");
-    // From the download cache when they are there (no network), so a toolkit can be laid out again.
-    std::vector<fs::path> files;
-    for (const auto& w : request_.wheels) {
-      auto got = fetch_(w.file, w.sha256);
-      if (!got)
-        return Error{got.error().kind,
-                     cat("CUDA ", request_.version, " toolkit: ", got.error().message),
-                     got.error().detail};
-      files.push_back(*got);
-    }
-    KILN_TRY(CudaToolkit t, cuda_from_wheels(request_, files, toolkits_));
-    ready_ = t;
-    return t;
+ protected:
+  Expected<CudaToolkit> made(const std::vector<fs::path>& files,
+                             const cache::Store& cache) override {
+    return cuda_from_wheels(request_, files, cache);
   }
 
  private:
   CudaRequest request_;
-  fs::path toolkits_;
-  FetchPinned fetch_;
-  std::optional<CudaToolkit> ready_;
 };
 
 }  // namespace
 
-std::unique_ptr<CudaSource> wheels_cuda_source(const CudaRequest& request, const fs::path& toolkits,
-                                               FetchPinned fetch) {
-  return std::make_unique<WheelsSource>(request, toolkits, std::move(fetch));
+std::unique_ptr<CudaSource> wheels_cuda_source(const CudaRequest& request,
+                                               const cache::Store* cache, FetchPinned fetch) {
+  return std::make_unique<WheelsSource>(request, cache, std::move(fetch));
 }
 
 }  // namespace kiln::toolchain

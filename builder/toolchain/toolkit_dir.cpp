@@ -1,8 +1,12 @@
 #include "toolchain/toolkit_dir.h"
 
+#include <algorithm>
+
 #include "core/fs.h"
+#include "core/hash.h"
 #include "core/lock.h"
 #include "core/log.h"
+#include "core/process.h"
 #include "core/strings.h"
 
 namespace kiln::toolchain {
@@ -22,6 +26,37 @@ Expected<void> link_once(const fs::path& target, const fs::path& at, bool direct
   else
     fs::create_symlink(target, at, ec);
   if (ec) return Error::failed(cat("cannot link ", at.string(), ": ", ec.message()));
+  return {};
+}
+
+Expected<void> link_targets(const fs::path& root, std::string_view lib) {
+  KILN_CHECK(ensure_directory(root / "targets" / "x86_64-linux"));
+  KILN_CHECK(link_once("../../include", root / "targets" / "x86_64-linux" / "include", true));
+  KILN_CHECK(link_once(cat("../../", lib), root / "targets" / "x86_64-linux" / "lib", true));
+  return {};
+}
+
+std::string toolkit_pins_sha256(std::vector<std::string> pins) {
+  std::sort(pins.begin(), pins.end());  // the set, not its order, is the toolkit
+  return sha256_hex(join(pins, "\n"));
+}
+
+Expected<CudaToolkit> run_nvcc(const fs::path& root) {
+  fs::path nvcc = root / "bin" / "nvcc";
+  auto text = run_capture({nvcc.string(), "--version"});
+  if (!text) return Error::failed(cat("cannot run ", nvcc.string(), ": ", text.error().message));
+  return CudaToolkit{root, nvcc, parse_nvcc_release(*text), *text};
+}
+
+Expected<void> merge_each(
+    const std::vector<fs::path>& files, const fs::path& scratch, std::string_view prefix,
+    const std::function<Expected<void>(const fs::path& file, const fs::path& unpacked)>& step) {
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    fs::path unpacked = scratch / cat(prefix, i);
+    KILN_CHECK(step(files[i], unpacked));
+    std::error_code ec;
+    fs::remove_all(unpacked, ec);
+  }
   return {};
 }
 
@@ -57,6 +92,31 @@ Expected<CudaToolkit> ensure_toolkit(const fs::path& dest, const ToolkitMaker& m
   log::info(cat("laying out ", maker.what, " in ", dest.string()));
   KILN_CHECK(make_toolkit(dest, maker));
   return maker.open(dest);
+}
+
+PinnedToolkitSource::PinnedToolkitSource(const cache::Store* cache, FetchPinned fetch,
+                                         std::vector<Pin> pins, std::string no_fetch,
+                                         std::string context)
+    : cache_(cache),
+      fetch_(std::move(fetch)),
+      pins_(std::move(pins)),
+      no_fetch_(std::move(no_fetch)),
+      context_(std::move(context)) {}
+
+Expected<CudaToolkit> PinnedToolkitSource::toolkit() {
+  if (ready_) return *ready_;
+  if (!fetch_) return Error::failed(no_fetch_);
+  if (!cache_) return Error::failed(cat(context_, "no cache to lay the toolkit out in"));
+  std::vector<fs::path> files;
+  for (const auto& pin : pins_) {
+    auto got = fetch_(pin.file, pin.sha256);
+    if (!got)
+      return Error{got.error().kind, cat(context_, got.error().message), got.error().detail};
+    files.push_back(*got);
+  }
+  KILN_TRY(CudaToolkit t, made(files, *cache_));
+  ready_ = t;
+  return t;
 }
 
 }  // namespace kiln::toolchain

@@ -1,6 +1,7 @@
 #include "toolchain/torch.h"
 
 #include "archive/unpack.h"
+#include "cache/store.h"
 #include "core/fs.h"
 #include "core/hash.h"
 #include "core/process.h"
@@ -141,8 +142,8 @@ std::string cpp_extension_std(std::string_view text, std::string_view marker) {
 }
 
 Expected<TorchSysroot> torch_from_wheel(const fs::path& wheel, const std::string& sha256,
-                                        const fs::path& sysroots) {
-  fs::path dest = sysroots / cat("torch-", sha256.substr(0, 16));
+                                        const cache::Store& cache) {
+  fs::path dest = cache.torch_sysroot(sha256);
   std::error_code ec;
   if (!fs::exists(dest / "torch" / "version.py", ec)) {
     if (fs::exists(dest, ec)) fs::remove_all(dest, ec);  // a leftover without its marker file

@@ -12,6 +12,10 @@
 
 #include "core/expected.h"
 
+namespace kiln::cache {
+class Store;  // cache/store.h: where a pinned torch is unpacked
+}  // namespace kiln::cache
+
 namespace kiln::toolchain {
 
 struct TorchSysroot {
@@ -35,10 +39,10 @@ struct TorchSysroot {
 };
 
 // Unpacks include/, lib/ (the libraries extensions link), version.py and cpp_extension.py of the
-// wheel into <sysroots>/torch-<sha>/ once, then reads the facts from those files.
+// wheel once into the cache's sysroot for it (Store::torch_sysroot(sha256)), then reads the facts
+// from those files.
 Expected<TorchSysroot> torch_from_wheel(const std::filesystem::path& wheel,
-                                        const std::string& sha256,
-                                        const std::filesystem::path& sysroots);
+                                        const std::string& sha256, const cache::Store& cache);
 // Reads the facts from an unpacked torch package directory (used by both sources and by tests).
 Expected<TorchSysroot> read_torch_sysroot(const std::filesystem::path& torch_dir);
 // torch of a Python environment: asks the interpreter where torch is, then reads its files.

@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "core/markup.h"
 #include "core/strings.h"
 #include "core/terminal.h"
 #include "validate/checks.h"
@@ -61,40 +62,6 @@ nlohmann::json render_json(const std::vector<Report>& reports) {
   return {{"ok", ok}, {"wheels", std::move(wheels)}};
 }
 
-namespace {
-
-std::string xml_escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        // XML 1.0 forbids most control characters.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t' && c != '\r')
-          out += '?';
-        else
-          out += c;
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
 std::string render_junit(const std::vector<Report>& reports) {
   std::size_t tests = 0, failures = 0, skips = 0;
   for (const auto& r : reports)
@@ -113,20 +80,22 @@ std::string render_junit(const std::vector<Report>& reports) {
       f += c.verdict == Verdict::Fail;
       s += c.verdict == Verdict::Skip;
     }
-    std::string name = xml_escape(r.wheel.filename().string());
+    std::string name = markup_escape(r.wheel.filename().string());
     out << "  <testsuite name=\"" << name << "\" tests=\"" << r.checks.size() << "\" failures=\""
         << f << "\" errors=\"0\" skipped=\"" << s << "\">\n";
     for (const auto& c : r.checks) {
-      out << "    <testcase classname=\"" << name << "\" name=\"" << xml_escape(c.id) << "\"";
-      std::string details = xml_escape(join(c.details, "\n"));
+      out << "    <testcase classname=\"" << name << "\" name=\"" << markup_escape(c.id) << "\"";
+      std::string details = markup_escape(join(c.details, "\n"));
       if (c.verdict == Verdict::Fail) {
-        out << ">\n      <failure message=\"" << xml_escape(c.message) << "\">" << details
+        out << ">\n      <failure message=\"" << markup_escape(c.message) << "\">" << details
             << "</failure>\n    </testcase>\n";
       } else if (c.verdict == Verdict::Skip) {
-        out << ">\n      <skipped message=\"" << xml_escape(c.message) << "\"/>\n    </testcase>\n";
+        out << ">\n      <skipped message=\"" << markup_escape(c.message)
+            << "\"/>\n    </testcase>\n";
       } else {
-        out << ">\n      <system-out>" << verdict_name(c.verdict) << ": " << xml_escape(c.message)
-            << (details.empty() ? "" : "\n" + details) << "</system-out>\n    </testcase>\n";
+        out << ">\n      <system-out>" << verdict_name(c.verdict) << ": "
+            << markup_escape(c.message) << (details.empty() ? "" : "\n" + details)
+            << "</system-out>\n    </testcase>\n";
       }
     }
     out << "  </testsuite>\n";

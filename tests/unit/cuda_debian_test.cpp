@@ -6,10 +6,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
+#include "cache/store.h"
 #include "core/fs.h"
+#include "core/hash.h"
 #include "core/strings.h"
 #include "toolchain/cuda.h"
 
@@ -120,6 +123,7 @@ class CudaDebian : public ::testing::Test {
                ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "downloads");
+    store_ = cache::Store(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
 
@@ -149,14 +153,20 @@ class CudaDebian : public ::testing::Test {
   }
 
   fs::path dir_;
+  cache::Store store_{dir_};  // set in SetUp: the cache at dir_
   std::vector<fs::path> files_;
 };
 
 TEST_F(CudaDebian, LaysOutAToolkitThatReadsNothingFromUsr) {
   CudaRequest r = make(packages("12.4"));
-  CudaToolkit t = cuda_from_debs(r, files_, dir_ / "toolkits").value();
-  fs::path root = dir_ / "toolkits" / debian_toolkit_name(r);
-  EXPECT_TRUE(debian_toolkit_name(r).starts_with("cuda-12.4-debian-"));
+  CudaToolkit t = cuda_from_debs(r, files_, store_).value();
+  fs::path root = debian_toolkit_dir(r, store_);
+  // The name the cache has always had: cuda-<release>-debian-<the sorted pins' sha256, 16 digits>.
+  std::vector<std::string> pins;
+  for (const auto& d : r.debs) pins.push_back(cat(d.sha256, " ", d.path));
+  std::sort(pins.begin(), pins.end());
+  EXPECT_EQ(root, dir_ / "toolkits" /
+                      cat("cuda-12.4-debian-", sha256_hex(join(pins, "\n")).substr(0, 16)));
   EXPECT_EQ(t.home, root);
   EXPECT_EQ(t.version, "12.4");
   EXPECT_EQ(read_file(root / "bin/nvcc").value(),
@@ -187,26 +197,28 @@ TEST_F(CudaDebian, LaysOutAToolkitThatReadsNothingFromUsr) {
   auto marker = nlohmann::json::parse(read_file(root / "kiln-toolkit.json").value());
   EXPECT_EQ(marker["release"], "12.4");
   EXPECT_EQ(marker["debs"].size(), 6u);
-  EXPECT_EQ(toolkits_entries(),
-            (std::vector<std::string>{debian_toolkit_name(r), debian_toolkit_name(r) + ".lock"}));
+  EXPECT_EQ(toolkits_entries(), (std::vector<std::string>{root.filename().string(),
+                                                          root.filename().string() + ".lock"}));
   // A second call opens what is there.
-  EXPECT_EQ(cuda_from_debs(r, files_, dir_ / "toolkits").value().version, "12.4");
+  EXPECT_EQ(cuda_from_debs(r, files_, store_).value().version, "12.4");
 }
 
 TEST_F(CudaDebian, ErrorsLeaveNothingBehind) {
   auto pkgs = packages("12.4");
   pkgs.pop_back();  // no libthrust-dev
   CudaRequest r = make(pkgs);
-  auto t = cuda_from_debs(r, files_, dir_ / "toolkits");
+  auto t = cuda_from_debs(r, files_, store_);
   ASSERT_FALSE(t);
   EXPECT_NE(t.error().message.find("missing include/thrust/version.h"), std::string::npos)
       << t.error().message;
-  EXPECT_EQ(toolkits_entries(), (std::vector<std::string>{debian_toolkit_name(r) + ".lock"}));
+  EXPECT_EQ(
+      toolkits_entries(),
+      (std::vector<std::string>{debian_toolkit_dir(r, store_).filename().string() + ".lock"}));
 
   pkgs = packages("12.4");
   pkgs.back().second.push_back({"./usr/include/cuda/std/version", "another"});
   r = make(pkgs);
-  t = cuda_from_debs(r, files_, dir_ / "toolkits");
+  t = cuda_from_debs(r, files_, store_);
   ASSERT_FALSE(t);
   EXPECT_NE(t.error().message.find("different files at include/cuda/std/version"),
             std::string::npos)
@@ -215,13 +227,13 @@ TEST_F(CudaDebian, ErrorsLeaveNothingBehind) {
   pkgs = packages("12.4");
   pkgs.back().second.push_back({"./usr/include/thrust/up", "", "../cub/cub.cuh"});
   r = make(pkgs);
-  t = cuda_from_debs(r, files_, dir_ / "toolkits");
+  t = cuda_from_debs(r, files_, store_);
   ASSERT_FALSE(t);
   EXPECT_NE(t.error().message.find("outside its own directory"), std::string::npos)
       << t.error().message;
 
   r = make(packages("12.6"));  // nvcc says 12.6, the package name 12.4
-  t = cuda_from_debs(r, files_, dir_ / "toolkits");
+  t = cuda_from_debs(r, files_, store_);
   ASSERT_FALSE(t);
   EXPECT_NE(t.error().message.find("hold nvcc 12.6"), std::string::npos) << t.error().message;
   for (const auto& name : toolkits_entries()) EXPECT_TRUE(name.ends_with(".lock")) << name;
@@ -254,7 +266,10 @@ TEST(CudaDebianPaths, ReleaseNameAndIdentity) {
   EXPECT_EQ(debian_release(r).value(), "12.4");
   CudaRequest swapped = r;
   std::swap(swapped.debs[0], swapped.debs[1]);
-  EXPECT_EQ(debian_toolkit_name(r), debian_toolkit_name(swapped));  // the set, not the order
+  cache::Store store("cache");
+  EXPECT_EQ(debian_toolkit_dir(r, store),
+            debian_toolkit_dir(swapped, store));  // the set, not the order
+  EXPECT_TRUE(debian_toolkit_dir(r, store).filename().string().starts_with("cuda-12.4-debian-"));
   auto id = debian_cuda_source(r, {}, {})->identity().value();
   EXPECT_EQ(id["toolkit"], "debian");
   EXPECT_EQ(id["release"], "12.4");

@@ -11,7 +11,9 @@
 #include <regex>
 
 #include "archive/zip_writer.h"
+#include "cache/store.h"
 #include "core/fs.h"
+#include "core/hash.h"
 #include "core/strings.h"
 
 namespace kiln::toolchain {
@@ -41,6 +43,7 @@ class CudaWheels : public ::testing::Test {
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "wheels");
     toolkits_ = dir_ / "toolkits";
+    store_ = cache::Store(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
 
@@ -102,6 +105,7 @@ class CudaWheels : public ::testing::Test {
   }
 
   fs::path dir_, toolkits_;
+  cache::Store store_{fs::path()};  // the cache at dir_: its toolkits/ is toolkits_
 };
 
 }  // namespace
@@ -109,8 +113,13 @@ class CudaWheels : public ::testing::Test {
 TEST_F(CudaWheels, LaysOutAToolkitOnce) {
   auto wheels = cu13_wheels();
   CudaRequest r = request(wheels);
-  CudaToolkit t = cuda_from_wheels(r, wheels, toolkits_).value();
-  EXPECT_EQ(t.home, toolkits_ / wheel_toolkit_name(r));
+  CudaToolkit t = cuda_from_wheels(r, wheels, store_).value();
+  EXPECT_EQ(t.home, wheel_toolkit_dir(r, store_));
+  // The name the cache has always had: cuda-<version>-<the sorted pins' sha256, 16 digits>.
+  std::vector<std::string> pins;
+  for (const auto& w : r.wheels) pins.push_back(cat(w.sha256, " ", w.file));
+  std::sort(pins.begin(), pins.end());
+  EXPECT_EQ(t.home, toolkits_ / cat("cuda-13.0-", sha256_hex(join(pins, "\n")).substr(0, 16)));
   EXPECT_EQ(t.home.filename().string().rfind("cuda-13.0-", 0), 0u);
   EXPECT_EQ(t.version, "13.0");
   EXPECT_NE(t.version_text.find("release 13.0, V13.0.88"), std::string::npos);
@@ -131,7 +140,7 @@ TEST_F(CudaWheels, LaysOutAToolkitOnce) {
 
   // The second time it is there: the wheels are not even read.
   for (const auto& w : wheels) fs::remove(w);
-  CudaToolkit again = cuda_from_wheels(r, wheels, toolkits_).value();
+  CudaToolkit again = cuda_from_wheels(r, wheels, store_).value();
   EXPECT_EQ(again.home, t.home);
   EXPECT_EQ(again.version_text, t.version_text);
 }
@@ -157,7 +166,7 @@ TEST_F(CudaWheels, TheCuda12LayoutMergesPerComponentDirectories) {
   auto cccl = wheel("nvidia_cuda_cccl_cu12-12.8.90-py3-none-x.whl",
                     {{"nvidia/cuda_cccl/include/cuda/std/version", "v"}});
   CudaToolkit t =
-      cuda_from_wheels(request({nvcc, rt, cccl}, "12.8"), {nvcc, rt, cccl}, toolkits_).value();
+      cuda_from_wheels(request({nvcc, rt, cccl}, "12.8"), {nvcc, rt, cccl}, store_).value();
   EXPECT_EQ(t.version, "12.8");
   EXPECT_FALSE(fs::exists(t.home / "include" / "__init__.py"));
   EXPECT_EQ(fs::read_symlink(t.home / "lib" / "libcudart.so"), "libcudart.so.12");
@@ -175,7 +184,7 @@ TEST_F(CudaWheels, PyPIsCuda12WheelsLackTheCompilerAndSaySo) {
                    {"nvidia/cuda_runtime/lib/libcudart.so.12", "so"}});
   auto cccl = wheel("nvidia_cuda_cccl_cu12-12.8.90-py3-none-x.whl",
                     {{"nvidia/cuda_cccl/include/cuda/std/version", "v"}});
-  auto t = cuda_from_wheels(request({nvcc, rt, cccl}, "12.8"), {nvcc, rt, cccl}, toolkits_);
+  auto t = cuda_from_wheels(request({nvcc, rt, cccl}, "12.8"), {nvcc, rt, cccl}, store_);
   ASSERT_FALSE(t);
   EXPECT_EQ(t.error().kind, ErrorKind::BadInput);
   EXPECT_NE(t.error().message.find("the pinned CUDA 12.8 wheels make no complete toolkit: missing "
@@ -190,7 +199,7 @@ TEST_F(CudaWheels, PyPIsCuda12WheelsLackTheCompilerAndSaySo) {
 
 TEST_F(CudaWheels, AnotherReleaseThanTheTargetsIsRefused) {
   auto wheels = cu13_wheels("13.1");
-  auto t = cuda_from_wheels(request(wheels), wheels, toolkits_);
+  auto t = cuda_from_wheels(request(wheels), wheels, store_);
   ASSERT_FALSE(t);
   EXPECT_EQ(t.error().message,
             "the pinned CUDA wheels hold nvcc 13.1, but the target asks for CUDA 13.0: pin the "
@@ -202,14 +211,14 @@ TEST_F(CudaWheels, ConflictingFilesAndForeignWheelsAreRefused) {
   auto wheels = cu13_wheels();
   wheels.push_back(
       wheel("nvidia_other-1.0-py3-none-x.whl", {{"nvidia/cu13/include/cuda_runtime.h", "other"}}));
-  auto t = cuda_from_wheels(request(wheels), wheels, toolkits_);
+  auto t = cuda_from_wheels(request(wheels), wheels, store_);
   ASSERT_FALSE(t);
   EXPECT_EQ(t.error().message,
             "two of the pinned CUDA wheels hold different files at include/cuda_runtime.h");
   EXPECT_TRUE(leftovers().empty());
 
   auto not_nvidia = wheel("torch-2.11.0-cp311-cp311-x.whl", {{"torch/version.py", "x"}});
-  auto u = cuda_from_wheels(request({not_nvidia}), {not_nvidia}, toolkits_);
+  auto u = cuda_from_wheels(request({not_nvidia}), {not_nvidia}, store_);
   ASSERT_FALSE(u);
   EXPECT_EQ(u.error().message,
             "torch-2.11.0-cp311-cp311-x.whl is not an NVIDIA CUDA component wheel (no nvidia/ "
@@ -220,11 +229,12 @@ TEST_F(CudaWheels, ConflictingFilesAndForeignWheelsAreRefused) {
 TEST_F(CudaWheels, StaleStagingOfADeadProcessIsCleanedUp) {
   auto wheels = cu13_wheels();
   CudaRequest r = request(wheels);
-  fs::create_directories(toolkits_ / cat(".", wheel_toolkit_name(r), ".tmp-dead") / "root" / "bin");
-  fs::create_directories(toolkits_ / wheel_toolkit_name(r) / "bin");  // no marker: never completed
-  CudaToolkit t = cuda_from_wheels(r, wheels, toolkits_).value();
+  const std::string name = wheel_toolkit_dir(r, store_).filename().string();
+  fs::create_directories(toolkits_ / cat(".", name, ".tmp-dead") / "root" / "bin");
+  fs::create_directories(toolkits_ / name / "bin");  // no marker: never completed
+  CudaToolkit t = cuda_from_wheels(r, wheels, store_).value();
   EXPECT_TRUE(fs::exists(t.home / "kiln-toolkit.json"));
-  EXPECT_EQ(leftovers(), std::vector<std::string>{wheel_toolkit_name(r)});
+  EXPECT_EQ(leftovers(), std::vector<std::string>{name});
 }
 
 TEST_F(CudaWheels, SourcesAndIdentities) {
@@ -233,7 +243,7 @@ TEST_F(CudaWheels, SourcesAndIdentities) {
   // The identity is the pins: nothing is fetched for it.
   int fetched = 0;
   auto source = make_cuda_source(
-      r, toolkits_, [&](const std::string& file, const std::string&) -> Expected<fs::path> {
+      r, &store_, [&](const std::string& file, const std::string&) -> Expected<fs::path> {
         ++fetched;
         return dir_ / "wheels" / file;
       });
@@ -246,8 +256,9 @@ TEST_F(CudaWheels, SourcesAndIdentities) {
   EXPECT_EQ(source->toolkit().value().version, "13.0");
   EXPECT_EQ(fetched, 5);
   // A failed fetch names the toolkit.
+  cache::Store elsewhere(dir_ / "other");
   auto failing = make_cuda_source(
-      request(cu13_wheels()), dir_ / "other",
+      request(cu13_wheels()), &elsewhere,
       [](const std::string& file, const std::string&) -> Expected<fs::path> {
         return Error::failed(cat(file, " is not in the cache and kiln is offline"));
       });
@@ -261,10 +272,10 @@ TEST_F(CudaWheels, SourcesAndIdentities) {
   // The set, not its order, names the toolkit; another pin, another toolkit.
   CudaRequest reordered = r;
   std::reverse(reordered.wheels.begin(), reordered.wheels.end());
-  EXPECT_EQ(wheel_toolkit_name(reordered), wheel_toolkit_name(r));
+  EXPECT_EQ(wheel_toolkit_dir(reordered, store_), wheel_toolkit_dir(r, store_));
   CudaRequest other = r;
   other.wheels[0].sha256[1] = 'f';
-  EXPECT_NE(wheel_toolkit_name(other), wheel_toolkit_name(r));
+  EXPECT_NE(wheel_toolkit_dir(other, store_), wheel_toolkit_dir(r, store_));
 
   // The system source with a home that has no nvcc names where it looked.
   CudaRequest sys;
@@ -278,7 +289,7 @@ TEST_F(CudaWheels, SourcesAndIdentities) {
 
 TEST_F(CudaWheels, HostCompilerRangeComesFromTheToolkit) {
   auto wheels = cu13_wheels();
-  CudaToolkit t = cuda_from_wheels(request(wheels), wheels, toolkits_).value();
+  CudaToolkit t = cuda_from_wheels(request(wheels), wheels, store_).value();
   GccRange range = supported_gcc(t);
   EXPECT_EQ(range.min, 7);
   EXPECT_EQ(range.max, 15);

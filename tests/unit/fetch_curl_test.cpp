@@ -6,6 +6,7 @@
 
 #include "../support/fetch_util.h"
 #include "../support/http_server.h"
+#include "cache/store.h"
 #include "core/hash.h"
 #include "fetch/downloader.h"
 #include "fetch/http.h"
@@ -24,6 +25,7 @@ class CurlTest : public ::testing::Test {
   void SetUp() override {
     dir_.emplace(TempDir::create(fs::temp_directory_path(), "kiln-fetch-").value());
     cache_ = dir_->path() / "cache";
+    store_ = cache::Store(cache_);
     write_text(dir_->path() / "www" / "pkg-1.0.tar.gz", body_);
     server_.emplace(dir_->path() / "www");
   }
@@ -40,6 +42,7 @@ class CurlTest : public ::testing::Test {
   ScopedEnv no_proxy_{"no_proxy", "127.0.0.1,localhost"};
   std::optional<TempDir> dir_;
   fs::path cache_;
+  cache::Store store_{fs::path()};  // the cache at cache_
   std::optional<HttpServer> server_;
   std::unique_ptr<HttpClient> http_ = make_curl_client();
   std::vector<long> sleeps_;
@@ -48,7 +51,7 @@ class CurlTest : public ::testing::Test {
 };
 
 #define MAKE_DOWNLOADER(name, offline)      \
-  Downloader name(*http_, cache_, offline); \
+  Downloader name(*http_, store_, offline); \
   name.set_sleep([this](milliseconds ms) { sleeps_.push_back(ms.count()); })
 
 TEST_F(CurlTest, DownloadsAndSendsKilnUserAgent) {

@@ -6,7 +6,11 @@
 
 #include "../support/fake_http.h"
 #include "../support/fetch_util.h"
+#include "cache/store.h"
 #include "core/hash.h"
+#include "core/lock.h"
+#include "core/strings.h"
+#include "fetch/lock.h"
 
 namespace kiln::fetch {
 
@@ -21,11 +25,13 @@ class DownloaderTest : public ::testing::Test {
   void SetUp() override {
     dir_.emplace(TempDir::create(fs::temp_directory_path(), "kiln-fetch-").value());
     cache_ = dir_->path() / "cache";
+    store_ = cache::Store(cache_);
   }
   std::vector<std::string> downloads() const { return tree_listing(cache_ / "downloads"); }
 
   std::optional<TempDir> dir_;
   fs::path cache_;
+  cache::Store store_{fs::path()};  // the cache at cache_
   FakeHttp http_;
   std::vector<long> sleeps_;
   const std::string body_ = test_bytes(1000);
@@ -35,7 +41,7 @@ class DownloaderTest : public ::testing::Test {
 
 // Downloader holds atomics (not movable), so the tests build it in place.
 #define MAKE_DOWNLOADER(name, ...)             \
-  Downloader name(http_, cache_, __VA_ARGS__); \
+  Downloader name(http_, store_, __VA_ARGS__); \
   name.set_sleep([this](milliseconds ms) { sleeps_.push_back(ms.count()); })
 
 TEST_F(DownloaderTest, DownloadsVerifiesAndPublishesUnderItsSha256) {
@@ -311,6 +317,40 @@ TEST_F(DownloaderTest, GetTextRetriesServerErrorsButReturnsClientErrors) {
   auto err = d.get_text(down, {});
   ASSERT_FALSE(err);
   EXPECT_EQ(err.error().message, "cannot read " + down + ": timed out: fake failure (3 attempts)");
+}
+
+// A link planted where a download's directory belongs (<cache>/downloads/<sha[0:2]>/<sha256>) is
+// refused by the directory's lock, not followed: nothing is locked or written where it points.
+TEST_F(DownloaderTest, ALinkAtADownloadsLockedDirectoryIsNotFollowed) {
+  fs::path outside = dir_->path() / "outside";
+  fs::create_directories(outside);
+  fs::path at = store_.download_path(sha_, "pkg-1.0.tar.gz").parent_path();
+  fs::create_directories(at.parent_path());
+  fs::create_directory_symlink(outside, at);
+
+  auto lock = DirLock::acquire(at);
+  ASSERT_FALSE(lock);
+  EXPECT_EQ(lock.error().message,
+            cat("cannot open directory ", at.string(), ": it is a symbolic link or no directory"));
+  EXPECT_TRUE(FileLock::try_acquire(outside));  // the directory it names was never locked
+
+  MAKE_DOWNLOADER(d, false);
+  http_.add(url_, {200, body_});
+  EXPECT_FALSE(d.fetch(url_, "pkg-1.0.tar.gz", sha_));
+  EXPECT_TRUE(http_.requests.empty());
+  EXPECT_TRUE(fs::is_empty(outside));
+  EXPECT_TRUE(fs::is_symlink(at));
+}
+
+TEST(DirLockTest, LocksADirectoryItMakes) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-dirlock-").value();
+  fs::path at = dir.path() / "a" / "b";
+  {
+    DirLock lock = DirLock::acquire(at).value();
+    EXPECT_TRUE(fs::is_directory(at));
+    EXPECT_FALSE(FileLock::try_acquire(at));  // held
+  }
+  EXPECT_TRUE(FileLock::try_acquire(at));  // let go
 }
 
 }  // namespace kiln::fetch

@@ -3,6 +3,8 @@
 
 #include "../support/fake_http.h"
 #include "../support/fetch_util.h"
+#include "cache/store.h"
+#include "core/hash.h"
 #include "core/process.h"
 #include "fetch/source.h"
 
@@ -17,6 +19,7 @@ class GitTest : public ::testing::Test {
     if (find_program("git").empty()) GTEST_SKIP() << "git is not installed";
     dir_.emplace(TempDir::create(fs::temp_directory_path(), "kiln-fetch-").value());
     cache_ = dir_->path() / "cache";
+    store_ = cache::Store(cache_);
     repo_ = dir_->path() / "upstream";
     git(dir_->path(), {"init", "-q", "-b", "main", repo_.string()});
     write_text(repo_ / "a.txt", "first\n");
@@ -58,12 +61,13 @@ class GitTest : public ::testing::Test {
 
   std::optional<TempDir> dir_;
   fs::path cache_, repo_;
+  cache::Store store_{fs::path()};  // the cache at cache_
   std::string first_, second_;
   FakeHttp http_;  // git never uses it
 };
 
 TEST_F(GitTest, ChecksOutExactlyThePinnedCommit) {
-  Downloader d(http_, cache_, false);
+  Downloader d(http_, store_, false);
   Context ctx{d, ""};
   fs::path out = dir_->path() / "work" / "src";
   auto got = make_source(pin(repo_.string(), first_), ctx)->fetch(out).value();
@@ -79,7 +83,9 @@ TEST_F(GitTest, ChecksOutExactlyThePinnedCommit) {
   EXPECT_EQ(fs::read_symlink(out / "link"), "a.txt");
   EXPECT_FALSE(fs::exists(out / ".git"));
   EXPECT_EQ(got.sha256, tree_sha256(out).value());
-  EXPECT_TRUE(fs::exists(git_mirror_path(cache_, repo_.string()) / "HEAD"));
+  EXPECT_TRUE(fs::exists(store_.git_mirror(repo_.string()) / "HEAD"));
+  // The mirror's name, as every kiln's: git/<sha256 of the URL>.
+  EXPECT_EQ(store_.git_mirror(repo_.string()), cache_ / "git" / sha256_hex(repo_.string()));
   // Nothing but the checkout beside it (the temporary directory is gone).
   EXPECT_EQ(
       kiln::testing::tree_listing(dir_->path() / "work"),
@@ -95,12 +101,12 @@ TEST_F(GitTest, ChecksOutExactlyThePinnedCommit) {
 
 TEST_F(GitTest, MirrorServesLaterCheckoutsOffline) {
   {
-    Downloader d(http_, cache_, false);
+    Downloader d(http_, store_, false);
     Context ctx{d, ""};
     make_source(pin(repo_.string(), first_), ctx)->fetch(dir_->path() / "one").value();
   }
   fs::remove_all(repo_);  // upstream gone: only the mirror can serve it
-  Downloader offline(http_, cache_, true);
+  Downloader offline(http_, store_, true);
   Context ctx{offline, ""};
   auto got = make_source(pin(repo_.string(), first_), ctx)->fetch(dir_->path() / "again").value();
   EXPECT_FALSE(got.downloaded);
@@ -116,7 +122,7 @@ TEST_F(GitTest, MirrorServesLaterCheckoutsOffline) {
 }
 
 TEST_F(GitTest, UnknownCommitIsAnError) {
-  Downloader d(http_, cache_, false);
+  Downloader d(http_, store_, false);
   Context ctx{d, ""};
   std::string nope = "0123456789abcdef0123456789abcdef01234567";
   auto got = make_source(pin(repo_.string(), nope), ctx)->fetch(dir_->path() / "out");
@@ -139,7 +145,7 @@ TEST_F(GitTest, UnknownCommitIsAnError) {
 }
 
 TEST_F(GitTest, RefusesANonEmptyCheckoutDirectory) {
-  Downloader d(http_, cache_, false);
+  Downloader d(http_, store_, false);
   Context ctx{d, ""};
   write_text(dir_->path() / "busy" / "keep.txt", "mine");
   auto got = make_source(pin(repo_.string(), first_), ctx)->fetch(dir_->path() / "busy");
@@ -159,7 +165,7 @@ TEST_F(GitTest, SubmodulesOnlyWhenListed) {
   git(repo_, {"submodule", "add", "-q", sub.string(), "third_party/sub"});
   std::string with_sub = commit(repo_, "add a submodule");
 
-  Downloader d(http_, cache_, false);
+  Downloader d(http_, store_, false);
   Context ctx{d, ""};
   auto plain =
       make_source(pin(repo_.string(), with_sub), ctx)->fetch(dir_->path() / "plain").value();
@@ -191,7 +197,7 @@ TEST_F(GitTest, HostileTreeEntriesAreRejected) {
   std::string raw;
   for (std::size_t i = 0; i < blob.size(); i += 2)
     raw += static_cast<char>(std::stoi(blob.substr(i, 2), nullptr, 16));
-  Downloader d(http_, cache_, false);
+  Downloader d(http_, store_, false);
   Context ctx{d, ""};
   for (std::string name : {"../escaped", ".git", ".."}) {
     write_text(dir_->path() / "tree.bin", "100644 " + name + std::string(1, '\0') + raw);

@@ -3,6 +3,7 @@
 
 #include "../support/fake_http.h"
 #include "../support/fetch_util.h"
+#include "cache/store.h"
 #include "core/hash.h"
 #include "fetch/source.h"
 
@@ -17,15 +18,17 @@ class LocalTest : public ::testing::Test {
   void SetUp() override {
     dir_.emplace(TempDir::create(fs::temp_directory_path(), "kiln-fetch-").value());
     cache_ = dir_->path() / "cache";
+    store_ = cache::Store(cache_);
   }
   std::optional<TempDir> dir_;
   fs::path cache_;
+  cache::Store store_{fs::path()};  // the cache at cache_
   FakeHttp http_;
 };
 
 TEST_F(LocalTest, DirectoryIsUsedAsIs) {
   write_text(dir_->path() / "src" / "setup.py", "print(1)\n");
-  Downloader d(http_, cache_, true);
+  Downloader d(http_, store_, true);
   Context ctx{d, ""};
   manifest::Source s;
   s.kind = manifest::Source::Kind::Local;
@@ -40,7 +43,7 @@ TEST_F(LocalTest, DirectoryIsUsedAsIs) {
 
 TEST_F(LocalTest, ArchiveIsVerifiedIntoTheCache) {
   write_text(dir_->path() / "pkg-1.0.tar.gz", "archive bytes");
-  Downloader d(http_, cache_, true);
+  Downloader d(http_, store_, true);
   Context ctx{d, ""};
   manifest::Source s;
   s.kind = manifest::Source::Kind::Local;
@@ -62,7 +65,7 @@ TEST_F(LocalTest, ArchiveIsVerifiedIntoTheCache) {
 }
 
 TEST_F(LocalTest, UrlSourceKeepsTheUrlsFileName) {
-  Downloader d(http_, cache_, false);
+  Downloader d(http_, store_, false);
   d.set_sleep([](std::chrono::milliseconds) {});
   Context ctx{d, ""};
   manifest::Source s;
@@ -83,7 +86,7 @@ TEST_F(LocalTest, UrlSourceKeepsTheUrlsFileName) {
 
   // file:// URLs are local copies: no network, fine offline.
   write_text(dir_->path() / "local.zip", "zip");
-  Downloader offline(http_, cache_, true);
+  Downloader offline(http_, store_, true);
   Context offline_ctx{offline, ""};
   s.url = "file://" + (dir_->path() / "local.zip").string();
   s.sha256 = sha256_hex("zip");

@@ -3,6 +3,7 @@
 
 #include "../support/fetch_util.h"
 #include "../support/http_server.h"
+#include "cache/store.h"
 #include "core/hash.h"
 #include "fetch/source.h"
 
@@ -19,6 +20,7 @@ class PypiTest : public ::testing::Test {
   void SetUp() override {
     dir_.emplace(TempDir::create(fs::temp_directory_path(), "kiln-fetch-").value());
     cache_ = dir_->path() / "cache";
+    store_ = cache::Store(cache_);
     fs::path www = dir_->path() / "www";
     write_text(www / "files" / "demo_pkg-1.0.tar.gz", sdist_);
     write_text(www / "files" / "demo_pkg-1.0-py3-none-any.whl", wheel_);
@@ -52,6 +54,7 @@ class PypiTest : public ::testing::Test {
   ScopedEnv no_proxy_{"no_proxy", "127.0.0.1,localhost"};
   std::optional<TempDir> dir_;
   fs::path cache_;
+  cache::Store store_{fs::path()};  // the cache at cache_
   std::optional<HttpServer> server_;
   std::unique_ptr<HttpClient> http_ = make_curl_client();
   const std::string sdist_ = test_bytes(5000, 1);
@@ -59,7 +62,7 @@ class PypiTest : public ::testing::Test {
 };
 
 TEST_F(PypiTest, FindsTheFileOnAJsonIndex) {
-  Downloader d(*http_, cache_, false);
+  Downloader d(*http_, store_, false);
   Context ctx{d, server_->url("/json/")};
   auto got = fetch_index_file(ctx, "Demo.Pkg", "demo_pkg-1.0.tar.gz", sha256_hex(sdist_)).value();
   EXPECT_FALSE(got.is_directory);
@@ -79,7 +82,7 @@ TEST_F(PypiTest, FindsTheFileOnAJsonIndex) {
 }
 
 TEST_F(PypiTest, FallsBackToHtmlAndTheManifestSource) {
-  Downloader d(*http_, cache_, false);
+  Downloader d(*http_, store_, false);
   Context ctx{d, server_->url("/html")};  // no trailing slash: added
   manifest::Source pin;
   pin.kind = manifest::Source::Kind::Pypi;
@@ -93,14 +96,14 @@ TEST_F(PypiTest, FallsBackToHtmlAndTheManifestSource) {
 }
 
 TEST_F(PypiTest, CachedFileNeedsNoIndexAtAll) {
-  Downloader d(*http_, cache_, false);
+  Downloader d(*http_, store_, false);
   Context ctx{d, server_->url("/json/")};
   fetch_index_file(ctx, "demo-pkg", "demo_pkg-1.0.tar.gz", sha256_hex(sdist_)).value();
   server_->stop();
   auto again = fetch_index_file(ctx, "demo-pkg", "demo_pkg-1.0.tar.gz", sha256_hex(sdist_));
   ASSERT_TRUE(again) << again.error().message;
   EXPECT_FALSE(again->downloaded);
-  Downloader offline(*http_, cache_, true);
+  Downloader offline(*http_, store_, true);
   Context offline_ctx{offline, "https://unreachable.invalid/simple/"};
   EXPECT_EQ(fetch_index_file(offline_ctx, "demo-pkg", "demo_pkg-1.0.tar.gz", sha256_hex(sdist_))
                 .value()
@@ -109,7 +112,7 @@ TEST_F(PypiTest, CachedFileNeedsNoIndexAtAll) {
 }
 
 TEST_F(PypiTest, OfflineMissingFileAsksNothing) {
-  Downloader d(*http_, cache_, true);
+  Downloader d(*http_, store_, true);
   Context ctx{d, server_->url("/json/")};
   auto got = fetch_index_file(ctx, "demo-pkg", "demo_pkg-1.0.tar.gz", sha256_hex(sdist_));
   ASSERT_FALSE(got);
@@ -120,7 +123,7 @@ TEST_F(PypiTest, OfflineMissingFileAsksNothing) {
 }
 
 TEST_F(PypiTest, EmptyFileNamePicksTheFileBySha256) {
-  Downloader d(*http_, cache_, false);
+  Downloader d(*http_, store_, false);
   Context ctx{d, server_->url("/json/")};
   auto got = fetch_index_file(ctx, "demo-pkg", "", sha256_hex(wheel_)).value();
   EXPECT_EQ(got.path.filename(), "demo_pkg-1.0-py3-none-any.whl");
@@ -131,7 +134,7 @@ TEST_F(PypiTest, EmptyFileNamePicksTheFileBySha256) {
 }
 
 TEST_F(PypiTest, IndexHashDisagreeingWithThePinIsAnError) {
-  Downloader d(*http_, cache_, false);
+  Downloader d(*http_, store_, false);
   Context ctx{d, server_->url("/lying/")};
   auto got = fetch_index_file(ctx, "demo-pkg", "demo_pkg-1.0.tar.gz", sha256_hex(sdist_));
   ASSERT_FALSE(got);
@@ -143,7 +146,7 @@ TEST_F(PypiTest, IndexHashDisagreeingWithThePinIsAnError) {
 }
 
 TEST_F(PypiTest, MissingFileAndProjectAreNamed) {
-  Downloader d(*http_, cache_, false);
+  Downloader d(*http_, store_, false);
   Context ctx{d, server_->url("/json/")};
   auto typo = fetch_index_file(ctx, "demo-pkg", "demo_pkg-1.0.tar.bz", sha256_hex(sdist_));
   ASSERT_FALSE(typo);

@@ -103,8 +103,8 @@ TEST(Requirements, TorchRequirementNamesFromItsWheelInTheDownloadCache) {
   auto dir = TempDir::create(fs::temp_directory_path(), "kiln-torchreq-").value();
   manifest::TorchWheel w{"cp311", "torch-2.11.0-cp311-cp311-manylinux_2_28_x86_64.whl",
                          std::string(64, 'a')};
-  EXPECT_TRUE(torch_requirement_names(dir.path(), w).empty());  // not downloaded
-  fs::path path = fetch::download_path(dir.path(), w.sha256, w.file);
+  EXPECT_TRUE(torch_requirement_names(cache::Store(dir.path()), w).empty());  // not downloaded
+  fs::path path = cache::Store(dir.path()).download_path(w.sha256, w.file);
   fs::create_directories(path.parent_path());
   auto zip = archive::ZipWriter::create(path).value();
   zip.add("torch-2.11.0.dist-info/METADATA",
@@ -117,11 +117,11 @@ TEST(Requirements, TorchRequirementNamesFromItsWheelInTheDownloadCache) {
       .value();
   zip.finish().value();
   EXPECT_EQ(
-      torch_requirement_names(dir.path(), w),
+      torch_requirement_names(cache::Store(dir.path()), w),
       (std::set<std::string, std::less<>>{"filelock", "nvidia-cublas-cu12", "typing-extensions"}));
   // A file name that is not one path segment is never looked up.
   w.file = "../torch-2.11.0-cp311-cp311-manylinux_2_28_x86_64.whl";
-  EXPECT_TRUE(torch_requirement_names(dir.path(), w).empty());
+  EXPECT_TRUE(torch_requirement_names(cache::Store(dir.path()), w).empty());
 }
 
 TEST(TomlText, StringsAndCommentsNeverBecomeStructure) {
@@ -287,8 +287,9 @@ class IndexTest : public ::testing::Test {
   }
 
   Expected<IndexTarget> run(const IndexRequest& r) {
-    fetch::Downloader d(*http_, dir_->path() / "cache", false);
-    return target_from_index(r, d, dir_->path() / "cache" / "sysroots");
+    cache::Store store(dir_->path() / "cache");
+    fetch::Downloader d(*http_, store, false);
+    return target_from_index(r, d);
   }
 
   ScopedEnv no_proxy_{"no_proxy", "127.0.0.1,localhost"};

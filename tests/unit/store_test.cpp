@@ -279,6 +279,46 @@ TEST(Store, OwnsThePathsOfLocksAndLastInputs) {
             fs::path("/c/last/default/causal_conv1d.json"));
 }
 
+// The pinned inputs' paths, named by key exactly as every kiln before named them (a cache made by
+// one keeps working, and no build key changes).
+TEST(Store, NamesThePinnedInputsByKeyAsTheCacheAlwaysHad) {
+  Store store("/c");
+  const std::string sha = sha256_hex("a wheel");
+  EXPECT_EQ(store.download_path(sha, "torch-2.11.0-cp312-cp312-linux_x86_64.whl"),
+            fs::path(cat("/c/downloads/", sha.substr(0, 2), "/", sha,
+                         "/torch-2.11.0-cp312-cp312-linux_x86_64.whl")));
+  EXPECT_EQ(store.git_mirror("https://github.com/Dao-AILab/causal-conv1d"),
+            fs::path(cat("/c/git/", sha256_hex("https://github.com/Dao-AILab/causal-conv1d"))));
+  EXPECT_EQ(store.torch_sysroot(sha), fs::path(cat("/c/sysroots/torch-", sha.substr(0, 16))));
+  EXPECT_EQ(store.wheel_toolkit("13.0", sha),
+            fs::path(cat("/c/toolkits/cuda-13.0-", sha.substr(0, 16))));
+  EXPECT_EQ(store.debian_toolkit("12.4", sha),
+            fs::path(cat("/c/toolkits/cuda-12.4-debian-", sha.substr(0, 16))));
+  EXPECT_EQ(store.setuptools_env(sha), fs::path(cat("/c/envs/setuptools-", sha.substr(0, 16))));
+}
+
+// A download refused as hostile goes with its <sha256> directory; nothing else is removed.
+TEST(Store, DiscardsADownloadAndNothingElse) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-store-").value();
+  Store store(dir.path());
+  const std::string sha = sha256_hex("an sdist");
+  fs::path file = store.download_path(sha, "x-1.0.tar.gz");
+  write_file_atomic(file, "bytes").value();
+  fs::path other = store.download_path(sha256_hex("another"), "y-1.0.tar.gz");
+  write_file_atomic(other, "bytes").value();
+  fs::path outside = dir.path() / "elsewhere" / "ab" / sha / "x-1.0.tar.gz";
+  write_file_atomic(outside, "bytes").value();
+  EXPECT_FALSE(store.discard_download(outside));  // not in this cache's downloads/
+  EXPECT_FALSE(store.discard_download(dir.path() / "downloads" / "zz" / sha / "x-1.0.tar.gz"));
+  EXPECT_FALSE(store.discard_download(file.parent_path()));  // the directory is no download
+  EXPECT_TRUE(fs::exists(outside));
+  EXPECT_TRUE(fs::exists(file));
+  EXPECT_TRUE(store.discard_download(file));
+  EXPECT_FALSE(fs::exists(file.parent_path()));
+  EXPECT_TRUE(fs::exists(file.parent_path().parent_path()));
+  EXPECT_TRUE(fs::exists(other));
+}
+
 // last/<target>/<package>.json: written only when it changes (then last/ itself changes too),
 // read back whole; an older kiln's record (the inputs alone), a link or garbage name no entry.
 TEST(Store, RecordsAndReadsTheLastBuild) {
@@ -615,10 +655,10 @@ TEST(StoreEvict, NeverFollowsALinkOutOfTheCache) {
   EXPECT_TRUE(fs::exists(fs::symlink_status(f.store.object_path(kO3, ".o"))));
   EXPECT_TRUE(fs::is_empty(f.store.tmp_root()));
   // Only what is beside wheels/ and objects/ is "other", links not followed.
-  fs::create_directory_symlink(outside, f.store.downloads());
+  fs::create_directory_symlink(outside, f.store.root() / "downloads");
   EXPECT_EQ(f.store.other_bytes(), 0u);
-  fs::remove(f.store.downloads());
-  write_file_atomic(f.store.downloads() / "ab" / "x.tar.gz", "12345").value();
+  fs::remove(f.store.root() / "downloads");
+  write_file_atomic(f.store.root() / "downloads" / "ab" / "x.tar.gz", "12345").value();
   EXPECT_EQ(f.store.other_bytes(), 5u);
 }
 
