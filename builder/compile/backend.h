@@ -5,8 +5,10 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,8 +16,10 @@
 #include "compile/jobs.h"
 #include "core/expected.h"
 #include "manifest/arch.h"
+#include "manifest/build_env.h"
 #include "manifest/manifest.h"
 #include "toolchain/toolchain.h"
+#include "wheel/provenance.h"
 #include "wheel/writer.h"
 
 namespace kiln::compile {
@@ -62,7 +66,18 @@ struct BuildOutput {
   std::vector<std::string> modules;      // the wheel paths of those that are extension modules
   JobStats stats;
   std::size_t objects_reused = 0;
-  std::string built_wheel;  // setuptools: the file name the package's own build gave its wheel
+  // The backend's own section of kiln.json (setuptools: the wheel its package's build made and
+  // the TORCH_CUDA_ARCH_LIST it was given).
+  std::optional<wheel::SetuptoolsBuild> setuptools;
+};
+
+// What a backend's prepare() may use besides the request: the target, its pins for a build
+// environment, the cache, and a way to get a pinned wheel into the download cache.
+struct Preparation {
+  const manifest::Target* target = nullptr;
+  const manifest::BuildEnvPins* build_env = nullptr;
+  const cache::Store* store = nullptr;
+  std::function<Expected<std::filesystem::path>(const manifest::PinnedWheel&)> fetch;
 };
 
 class Backend {
@@ -70,6 +85,9 @@ class Backend {
   virtual ~Backend() = default;
   // What it is (whether it compiles and needs BuildRequest::toolchain, whether it needs
   // BuildRequest::env) is its row in manifest/backend.h.
+  // Before build(): what it needs beyond the build root and the toolchain, into its part of
+  // `request` (setuptools: its pinned environment, made once per identity in the cache).
+  virtual Expected<void> prepare(const Preparation&, BuildRequest&) const { return {}; }
   virtual Expected<BuildOutput> build(const BuildRequest& request) const = 0;
   // What it cannot build for these archs, known before any source is fetched.
   virtual Expected<void> check_archs(const manifest::ArchList&) const { return {}; }

@@ -9,6 +9,7 @@
 #include "compile/compat.h"
 #include "core/clock.h"
 #include "core/fs.h"
+#include "core/hash.h"
 #include "core/lock.h"
 #include "core/log.h"
 #include "core/process.h"
@@ -328,8 +329,42 @@ Expected<SetuptoolsResult> build_setuptools(const SetuptoolsContext& ctx) {
 namespace {
 
 // The package's own build, in the pinned environment the pipeline prepared.
+// The environment for a target: <cache>/envs/setuptools-<identity>, made (its pinned wheels fetched
+// first) when missing. Its identity: the Python, the torch and the pins.
+Expected<fs::path> environment(const Preparation& p, const toolchain::Toolchain& tc) {
+  const manifest::Target& target = *p.target;
+  const bool pinned_torch = target.torch_source == manifest::Target::TorchSource::Pypi;
+  KILN_TRY(std::vector<manifest::PinnedWheel> files, p.build_env->wheels_for(target));
+  nlohmann::json identity = {
+      {"python", {{"executable", tc.python.executable}, {"version", tc.python.version}}},
+      {"torch", tc.torch.identity()},
+      {"pins", p.build_env->identity(pinned_torch ? target.torch_version : "")}};
+  if (!pinned_torch) identity["torch"]["site"] = tc.torch.root.parent_path().string();
+  BuildEnvSpec spec;
+  spec.dir = p.store->setuptools_env(sha256_hex(identity.dump()));
+  spec.identity = identity.dump(2) + "\n";
+  std::error_code ec;
+  if (fs::is_regular_file(spec.dir / "kiln-env.json", ec)) return spec.dir;
+  spec.interpreter = tc.python.executable;
+  for (const auto& w : files) {
+    KILN_TRY(fs::path got, p.fetch(w));
+    if (spec.pip.empty()) spec.pip = got;  // tools start with pip
+    spec.wheels.push_back(got);
+  }
+  if (pinned_torch)
+    spec.wheels.push_back(tc.torch_wheel);
+  else
+    spec.torch_site = tc.torch.root.parent_path();
+  KILN_CHECK(ensure_build_env(spec));
+  return spec.dir;
+}
+
 class SetuptoolsBackend final : public Backend {
  public:
+  Expected<void> prepare(const Preparation& p, BuildRequest& request) const override {
+    KILN_TRY(request.setuptools.env, environment(p, *request.toolchain));
+    return {};
+  }
   Expected<BuildOutput> build(const BuildRequest& request) const override {
     SetuptoolsContext ctx;
     static_cast<CompileBasics&>(ctx) = compile_basics(request);
@@ -339,7 +374,8 @@ class SetuptoolsBackend final : public Backend {
     out.files = std::move(built.files);
     out.modules = std::move(built.modules);
     out.stats = std::move(built.stats);
-    out.built_wheel = std::move(built.built_wheel);
+    out.setuptools =
+        wheel::SetuptoolsBuild{std::move(built.built_wheel), request.archs.torch_arch_list()};
     return out;
   }
   Expected<void> check_archs(const manifest::ArchList& archs) const override {

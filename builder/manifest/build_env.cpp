@@ -82,4 +82,17 @@ Expected<BuildEnvPins> parse_build_env(const std::string& text, const std::strin
   }
 }
 
+Expected<std::vector<PinnedWheel>> BuildEnvPins::wheels_for(const Target& target) const {
+  const bool pinned_torch = target.torch_source == Target::TorchSource::Pypi;
+  const auto* runtime = pinned_torch ? runtime_for(target.torch_version) : nullptr;
+  if (pinned_torch && !runtime)
+    return Error::bad_input(cat("the setuptools backend cannot import torch ", target.torch_version,
+                                " of target ", target.name, ": ", display_path,
+                                " pins no [[torch-runtime]] for it (add one, ",
+                                "or use a target with torch.source = \"environment\")"));
+  std::vector<PinnedWheel> files = tools;
+  if (runtime) files.insert(files.end(), runtime->begin(), runtime->end());
+  return files;
+}
+
 }  // namespace kiln::manifest

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/expected.h"
+#include "manifest/target.h"
 
 namespace kiln::manifest {
 
@@ -29,6 +30,10 @@ struct BuildEnvPins {
   // What an environment for `torch_version` holds ("" for a torch from the environment): the
   // part of a setuptools build's key these pins contribute.
   nlohmann::json identity(const std::string& torch_version) const;
+  // What the environment for `target` installs: `tools` (pip first), then the runtime of the
+  // target's torch when it is pinned (not one from an environment); an error naming the file
+  // when it pins no runtime for that torch.
+  Expected<std::vector<PinnedWheel>> wheels_for(const Target& target) const;
 };
 
 Expected<BuildEnvPins> parse_build_env(const std::string& text, const std::string& display_path);

@@ -21,20 +21,6 @@ Expected<manifest::TorchWheel> torch_wheel_for(const manifest::Target& target,
   return *wheel;
 }
 
-Expected<std::vector<manifest::PinnedWheel>> build_env_wheels(const manifest::BuildEnvPins& pins,
-                                                              const manifest::Target& target) {
-  const bool pinned_torch = target.torch_source == manifest::Target::TorchSource::Pypi;
-  const auto* runtime = pinned_torch ? pins.runtime_for(target.torch_version) : nullptr;
-  if (pinned_torch && !runtime)
-    return Error::bad_input(cat("the setuptools backend cannot import torch ", target.torch_version,
-                                " of target ", target.name, ": ", pins.display_path,
-                                " pins no [[torch-runtime]] for it (add one, ",
-                                "or use a target with torch.source = \"environment\")"));
-  std::vector<manifest::PinnedWheel> files = pins.tools;
-  if (runtime) files.insert(files.end(), runtime->begin(), runtime->end());
-  return files;
-}
-
 PinnedFile cuda_pin(const manifest::Target& target, const std::string& file,
                     const std::string& sha256) {
   if (target.cuda_toolkit == "debian")
@@ -67,7 +53,7 @@ Expected<std::vector<PinnedFile>> pinned_files(const resolve::Plan& plan,
     }
   }
   if (setuptools) {
-    KILN_TRY(auto wheels, build_env_wheels(plan.build_env, rt.target));
+    KILN_TRY(auto wheels, plan.build_env.wheels_for(rt.target));
     for (const auto& w : wheels) out.push_back({w.project, w.file, w.sha256});
   }
   auto key = [](const PinnedFile& f) { return std::tie(f.project, f.file, f.sha256, f.pool_path); };

@@ -1,6 +1,6 @@
 // The files a target pins besides the packages' own sources, fetched from the package index: its
 // torch wheel, the wheels of a toolkit from wheels, the setuptools backend's environment. One list,
-// used by the build (prepare_toolchain, setuptools_env) and by `kiln fetch --target`.
+// used by the build (prepare_toolchain, a backend's prepare) and by `kiln fetch --target`.
 #pragma once
 
 #include <string>
@@ -30,11 +30,6 @@ PinnedFile cuda_pin(const manifest::Target& target, const std::string& file,
 // The target's pinned torch wheel for the Python ABI `abi_tag` ("cp312").
 Expected<manifest::TorchWheel> torch_wheel_for(const manifest::Target& target,
                                                const std::string& abi_tag);
-
-// What the setuptools backend's environment for `target` installs: `pins.tools` (pip first), then
-// the runtime of the target's torch when it is pinned (not one from an environment).
-Expected<std::vector<manifest::PinnedWheel>> build_env_wheels(const manifest::BuildEnvPins& pins,
-                                                              const manifest::Target& target);
 
 // Every file a build of the plan's items for `rt` fetches from the index: the toolkit's wheels
 // (a toolkit from wheels) or packages (a toolkit from Debian's archive), the torch wheel (a pinned

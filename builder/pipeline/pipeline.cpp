@@ -147,37 +147,6 @@ Expected<std::vector<wheel::WheelEntry>> license_entries(const manifest::Manifes
   return out;
 }
 
-// The setuptools backend's environment for a target: <cache>/envs/setuptools-<identity>, made
-// (its pinned files fetched first) when missing.
-Expected<fs::path> setuptools_env(const manifest::BuildEnvPins& pins,
-                                  const resolve::ResolvedTarget& rt, const Toolchain& tc,
-                                  Fetching& fetching, const cache::Store& store) {
-  const bool pinned_torch = rt.target.torch_source == manifest::Target::TorchSource::Pypi;
-  KILN_TRY(std::vector<manifest::PinnedWheel> files, build_env_wheels(pins, rt.target));
-  json identity = {
-      {"python", {{"executable", tc.python.executable}, {"version", tc.python.version}}},
-      {"torch", tc.torch.identity()},
-      {"pins", pins.identity(pinned_torch ? rt.target.torch_version : "")}};
-  if (!pinned_torch) identity["torch"]["site"] = tc.torch.root.parent_path().string();
-  compile::BuildEnvSpec spec;
-  spec.dir = store.setuptools_env(sha256_hex(identity.dump()));
-  spec.identity = identity.dump(2) + "\n";
-  std::error_code ec;
-  if (fs::is_regular_file(spec.dir / "kiln-env.json", ec)) return spec.dir;
-  spec.interpreter = tc.python.executable;
-  for (const auto& w : files) {
-    KILN_TRY(fetch::Fetched got, fetch_pinned(fetching, {w.project, w.file, w.sha256}));
-    if (spec.pip.empty()) spec.pip = got.path;  // pins.tools starts with pip
-    spec.wheels.push_back(got.path);
-  }
-  if (pinned_torch)
-    spec.wheels.push_back(tc.torch_wheel);
-  else
-    spec.torch_site = tc.torch.root.parent_path();
-  KILN_CHECK(compile::ensure_build_env(spec));
-  return spec.dir;
-}
-
 // The provenance's record of the torch a wheel was built against: TorchSysroot::identity().
 wheel::BuiltTorch built_torch(const toolchain::TorchSysroot& t) {
   return {t.version, t.cuda, t.cxx11_abi, t.abi_flags(), t.identity_sha256};
@@ -313,7 +282,8 @@ Expected<const Toolchain*> toolchain_for(Run& run, const resolve::ResolvedTarget
 }
 
 // The backend's request: one fill for every backend.
-Expected<compile::BuildRequest> build_request(Run& run, const resolve::PlanItem& item,
+Expected<compile::BuildRequest> build_request(Run& run, const compile::Backend& backend,
+                                              const resolve::PlanItem& item,
                                               const resolve::ResolvedTarget& rt,
                                               const Toolchain* tc, const BuildRoot& build_root) {
   compile::BuildRequest request;
@@ -327,10 +297,15 @@ Expected<compile::BuildRequest> build_request(Run& run, const resolve::PlanItem&
   request.native.root_lock_fd = build_root.lock_fd();
   request.native.shards = item.shards;
   request.native.object_salt = item.object_salt;
-  if (manifest::backend_spec(item.manifest->backend).needs_build_env) {
-    KILN_TRY(request.setuptools.env,
-             setuptools_env(run.plan.build_env, rt, *tc, run.fetching, run.store));
-  }
+  compile::Preparation prep;
+  prep.target = &rt.target;
+  prep.build_env = &run.plan.build_env;
+  prep.store = &run.store;
+  prep.fetch = [&run](const manifest::PinnedWheel& w) -> Expected<fs::path> {
+    KILN_TRY(fetch::Fetched got, fetch_pinned(run.fetching, {w.project, w.file, w.sha256}));
+    return got.path;
+  };
+  KILN_CHECK(backend.prepare(prep, request));
   return request;
 }
 
@@ -356,9 +331,7 @@ Expected<void> finish_spec(const resolve::PlanItem& item, const resolve::Resolve
   }
   spec.files = std::move(built.files);
   KILN_CHECK(finish_compiled(m, rt, *tc, elves, spec, provenance));
-  if (!built.built_wheel.empty())
-    provenance.setuptools =
-        wheel::SetuptoolsBuild{built.built_wheel, rt.target.archs.torch_arch_list()};
+  provenance.setuptools = std::move(built.setuptools);
   return {};
 }
 
@@ -433,7 +406,7 @@ Expected<cache::Entry> build_item(Run& run, const resolve::PlanItem& item,
   if (manifest::backend_spec(m.backend).compiles) {
     KILN_TRY(tc, toolchain_for(run, *rt));
   }
-  KILN_TRY(compile::BuildRequest request, build_request(run, item, *rt, tc, build_root));
+  KILN_TRY(compile::BuildRequest request, build_request(run, *backend, item, *rt, tc, build_root));
   KILN_TRY(compile::BuildOutput built, run_backend(run, *backend, item, request));
   KILN_CHECK(finish_spec(item, *rt, tc, std::move(built), spec, provenance));
   spec.metadata.version = spec.version;
