@@ -40,24 +40,6 @@ bool same_use(const struct stat& a, const struct stat& b) {
          a.st_mtim.tv_nsec == b.st_mtim.tv_nsec;
 }
 
-// The apparent size of the regular files at and under `path`; links are not followed (the path
-// itself is lstat'ed, and the walk does not enter a link to a directory).
-std::uint64_t tree_bytes(const fs::path& path) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) return 0;
-  if (S_ISREG(st.st_mode)) return static_cast<std::uint64_t>(st.st_size);
-  if (!S_ISDIR(st.st_mode)) return 0;
-  std::uint64_t total = 0;
-  std::error_code ec;
-  fs::recursive_directory_iterator it(path, fs::directory_options::skip_permission_denied, ec);
-  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    struct stat f {};
-    if (::lstat(it->path().c_str(), &f) == 0 && S_ISREG(f.st_mode))
-      total += static_cast<std::uint64_t>(f.st_size);
-  }
-  return total;
-}
-
 // The wheel entry at `dir` (lstat'ed, never followed): its last use is its entry.json's mtime, else
 // (an entry without one, or something else where an entry belongs) its own.
 std::optional<Candidate> wheel_candidate(const fs::path& dir, const std::string& key) {

@@ -581,8 +581,8 @@ Expected<void> Store::remove(const std::string& key) const {
   return {};
 }
 
-Expected<std::uint64_t> Store::gc(bool all) const {
-  std::uint64_t removed = 0;
+Expected<GcResult> Store::gc(bool all) const {
+  GcResult removed;
   std::error_code ec;
   // Staging leftovers: a live process holds the lock of its staging directory (see staging()), so
   // what can be locked here belongs to a process that is gone (killed, or crashed).
@@ -591,25 +591,27 @@ Expected<std::uint64_t> Store::gc(bool all) const {
   for (const auto& path : leftovers) {
     std::error_code rm;
     if (fs::is_symlink(path, rm)) {  // never kiln's, never followed (nor locked)
-      if (fs::remove(path, rm)) ++removed;
+      if (fs::remove(path, rm)) ++removed.items;
       continue;
     }
     auto lock = FileLock::try_acquire(path);
     if (!lock) continue;
+    std::uint64_t bytes = tree_bytes(path);
     auto n = fs::remove_all(path, rm);
-    if (!rm) removed += static_cast<std::uint64_t>(n);
+    if (!rm) removed.items += static_cast<std::uint64_t>(n), removed.bytes += bytes;
   }
   // Object cache entries: with `all` every one; else the damaged ones (a build would only ever
   // remove one it needs again).
   for (const auto& rel : object_files()) {
     std::string problem;
     bool gone = false;
+    std::uint64_t bytes = tree_bytes(root_ / rel);
     if (all) {
       std::error_code rm;
-      if (fs::remove(root_ / rel, rm)) ++removed;
+      if (fs::remove(root_ / rel, rm)) ++removed.items, removed.bytes += bytes;
     } else if (!load_or_remove(root_ / rel, problem, gone) && gone) {
       log::info(cat("removed ", rel, ": ", problem));
-      ++removed;
+      ++removed.items, removed.bytes += bytes;
     }
   }
   if (all) {
@@ -620,8 +622,9 @@ Expected<std::uint64_t> Store::gc(bool all) const {
                       e.key.substr(0, 16), ")"));
         continue;
       }
+      std::uint64_t bytes = tree_bytes(wheels() / e.key);
       KILN_CHECK(remove(e.key));
-      ++removed;
+      ++removed.items, removed.bytes += bytes;
     }
   }
   return removed;

@@ -98,6 +98,11 @@ struct EvictPolicy {
   std::optional<std::uint64_t> max_bytes;  // then least recently used first until at most this
 };
 
+// What gc removed: entries (a file, a directory, a link each) and their apparent bytes.
+struct GcResult {
+  std::uint64_t items = 0, bytes = 0;
+};
+
 struct EvictResult {
   std::uint64_t removed_wheels = 0, removed_objects = 0;
   std::uint64_t freed_bytes = 0;         // the apparent sizes of the files removed
@@ -143,7 +148,7 @@ class Store {
   // Removes staging leftovers (what <cache>/tmp holds that no live process has locked) and object
   // cache entries no build would use (damaged, or stale); with `all`, every entry as well, except
   // those a build holds the key's lock of (they are kept and named), and every object cache entry.
-  Expected<std::uint64_t> gc(bool all) const;
+  Expected<GcResult> gc(bool all) const;
   // Removes the wheel entries and objects last used more than `policy.max_age` seconds before
   // `now`, then, while those left hold more than `policy.max_bytes`, the least recently used
   // (oldest mtime first, ties by path). An entry whose key a build holds is kept and named; one

@@ -13,9 +13,6 @@
 #ifndef KILN_VERSION
 #define KILN_VERSION "0.0.0"
 #endif
-#ifndef KILN_SOURCE_DIR
-#define KILN_SOURCE_DIR "."
-#endif
 
 namespace kiln::cli {
 
@@ -25,7 +22,7 @@ const manifest::Repository& Context::repository() {
   if (!repo_) {
     fs::path dir = manifests_dir;
     std::string display = manifests_dir;
-    fs::path patches = absolute_path(dir).parent_path() / "patches";
+    fs::path patches = patches_dir.empty() ? default_patches(dir) : absolute_path(patches_dir);
     repo_ = manifest::Repository::load(absolute_path(dir), patches, display).value();
   }
   return *repo_;
@@ -33,7 +30,10 @@ const manifest::Repository& Context::repository() {
 
 std::vector<manifest::Target> Context::targets(const std::vector<std::string>& names,
                                                const std::string& archs) {
-  std::vector<std::string> wanted = names.empty() ? std::vector<std::string>{"default"} : names;
+  std::vector<std::string> wanted = !names.empty() ? names
+                                    : !defaults.targets.empty()
+                                        ? defaults.targets
+                                        : std::vector<std::string>{"default"};
   std::optional<manifest::ArchList> override_archs;
   if (!archs.empty()) {
     auto parsed = manifest::ArchList::parse(archs);
@@ -49,6 +49,18 @@ std::vector<manifest::Target> Context::targets(const std::vector<std::string>& n
     out.push_back(std::move(t));
   }
   return out;
+}
+
+std::string Context::index_url(const std::string& given) const {
+  return given.empty() ? defaults.index_url : given;
+}
+
+bool Context::offline(bool given) const {
+  return given || defaults.offline;
+}
+
+int Context::jobs(const CLI::Option* option, int given) const {
+  return option->count() > 0 ? given : defaults.jobs.value_or(0);
 }
 
 fs::path Context::cache_path() const {
@@ -77,36 +89,37 @@ void require_archs_value(const CLI::Option* option, const std::string& value) {
 
 namespace {
 
-std::string default_cache() {
-  const char* env = std::getenv("KILN_CACHE");
-  return env && *env ? env : "cache";
-}
-
-std::string default_manifests() {
-  const char* env = std::getenv("KILN_MANIFESTS");
-  if (env && *env) return env;
-  std::error_code ec;
-  if (fs::is_directory("manifests", ec)) return "manifests";
-  return KILN_SOURCE_DIR "/manifests";
+void add_global_options(CLI::App& app, Context& ctx) {
+  app.add_option("--cache", ctx.cache_dir,
+                 "Cache directory (default: $KILN_CACHE, the configuration's, the checkout's "
+                 "cache/ when kiln runs from one, else ~/.cache/kiln/cache)");
+  app.add_option("--manifests", ctx.manifests_dir,
+                 "Manifests directory (default: $KILN_MANIFESTS, the configuration's, "
+                 "./manifests or kiln's own)");
+  app.add_option("--patches", ctx.patches_dir,
+                 "Patches directory, holding <name>/<version>/ (default: $KILN_PATCHES, the "
+                 "configuration's, the patches/ beside the manifests directory, else kiln's own)");
+  app.add_flag("--json", ctx.json, "Machine-readable output on stdout");
+  CLI::Option* verbose =
+      app.add_flag("-v,--verbose", ctx.verbosity, "More output (repeat for more)");
+  app.add_flag("-q,--quiet", ctx.quiet, "Only warnings and errors on stderr")->excludes(verbose);
 }
 
 }  // namespace
 
 int run(int argc, char** argv) {
   CLI::App app{"kiln: reproducible wheels for PyTorch CUDA extensions", "kiln"};
-  app.set_version_flag("--version", "kiln " KILN_VERSION " (recipe " +
-                                        std::to_string(resolve::kRecipeVersion) + ")");
+  app.set_version_flag("-V,--version", "kiln " KILN_VERSION " (recipe " +
+                                           std::to_string(resolve::kRecipeVersion) + ")");
   app.require_subcommand(1);
   app.fallthrough();
   app.set_help_all_flag("--help-all", "Help for every subcommand");
   Context ctx;
-  ctx.cache_dir = default_cache();
-  ctx.manifests_dir = default_manifests();
-  app.add_option("--cache", ctx.cache_dir, "Cache directory (default: $KILN_CACHE or ./cache)");
-  app.add_option("--manifests", ctx.manifests_dir,
-                 "Manifests directory (default: $KILN_MANIFESTS, ./manifests or kiln's own)");
-  app.add_flag("--json", ctx.json, "Machine-readable output on stdout");
-  app.add_flag("-v,--verbose", ctx.verbosity, "More output (repeat for more)");
+  ctx.defaults = load_defaults();
+  ctx.cache_dir = ctx.defaults.cache;
+  ctx.manifests_dir = ctx.defaults.manifests;
+  ctx.patches_dir = ctx.defaults.patches;
+  add_global_options(app, ctx);
 
   std::vector<std::pair<CLI::App*, std::function<int()>>> subs;
   for (const auto& command : commands()) {
@@ -122,7 +135,7 @@ int run(int argc, char** argv) {
     log::raw(usage.hint);
     return 2;
   }
-  log::set_verbosity(ctx.verbosity);
+  log::set_verbosity(ctx.quiet ? -1 : ctx.verbosity);
   for (auto& [sub, fn] : subs) {
     if (!sub->parsed()) continue;
     // A command that needs a broken manifest fails with its located error; one that does not

@@ -40,6 +40,69 @@ void check_expected_key(const resolve::Plan& plan, const std::string& expected) 
             "machine that resolved the matrix (`kiln --json resolve` shows the key's inputs)")));
 }
 
+nlohmann::json item_json(const pipeline::ItemResult& i, bool explain) {
+  nlohmann::json j = {{"package", i.package},
+                      {"version", i.version},
+                      {"target", i.target},
+                      {"backend", i.backend},
+                      {"key", i.key},
+                      {"wheel", i.wheel.string()},
+                      {"sha256", i.sha256},
+                      {"cache_hit", i.cache_hit},
+                      {"remote_hit", i.remote_hit},
+                      {"seconds", i.seconds}};
+  if (explain) j["why"] = i.why;
+  return j;
+}
+
+// The run's result as --json prints it; a failed run's too (the items done before the failure, and
+// the error with the item it stopped at), so a script reads what happened from stdout either way.
+nlohmann::json result_json(const pipeline::Result& result, bool explain,
+                           const cache::SharedCache* shared) {
+  nlohmann::json items = nlohmann::json::array();
+  std::size_t hits = 0;
+  for (const auto& i : result.items) {
+    hits += i.cache_hit;
+    items.push_back(item_json(i, explain));
+  }
+  nlohmann::json timings = nlohmann::json::array();
+  for (const auto& t : result.timings)
+    timings.push_back({{"job", t.label},
+                       {"seconds", t.seconds},
+                       {"cpu_seconds", t.cpu_seconds},
+                       {"max_rss_kib", t.max_rss_kib}});
+  nlohmann::json out = {{"ok", !result.error},
+                        {"items", items},
+                        {"fetches", result.downloads},
+                        {"compile_jobs", result.compile_jobs},
+                        {"objects_reused", result.objects_reused},
+                        {"cache_hits", hits},
+                        {"stores", stores_json(result, shared)},
+                        {"jobs", timings}};
+  if (result.error) {
+    const pipeline::ItemResult& f = *result.failed;
+    out["error"] = {{"message", result.error->message},
+                    {"detail", result.error->detail},
+                    {"exit_code", exit_code(result.error->kind)},
+                    {"package", f.package},
+                    {"version", f.version},
+                    {"target", f.target},
+                    {"key", f.key}};
+  }
+  return out;
+}
+
+void print_result(const pipeline::Result& result, bool explain) {
+  for (const auto& i : result.items) {
+    if (explain) {
+      std::cerr << "kiln: " << i.package << " " << i.version << " (" << i.target
+                << "): " << (i.cache_hit ? "cache hit" : "built") << "\n";
+      for (const auto& w : i.why) std::cerr << "  " << w << "\n";
+    }
+    std::cout << i.wheel.string() << "\n";
+  }
+}
+
 }  // namespace
 
 std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
@@ -65,8 +128,10 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
          "--backend", opts->backend,
          cat("Build with this backend instead of the manifests' (", join(backends, ", "), ")"))
       ->check(CLI::IsMember(backends));
-  sub.add_option("-j,--jobs", opts->jobs, "Parallel jobs (default: one per core)")
-      ->check(non_negative_count());
+  CLI::Option* jobs = sub.add_option("-j,--jobs", opts->jobs,
+                                     "Parallel jobs (default: $KILN_JOBS, the configuration's, "
+                                     "else one per core)")
+                          ->check(non_negative_count());
   sub.add_flag("--explain", opts->explain, "Say why each package is built (which input changed)");
   sub.add_flag("--offline", opts->offline,
                "Never use the network; fail when something is not cached");
@@ -77,12 +142,11 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
                  "Fail unless the plan is one item with this build key (a matrix job's check)");
   sub.add_flag("--keep-build-root", opts->keep_build_root,
                "Keep each package's build root (sources, objects, logs) instead of removing it");
-  return [&ctx, opts, archs_option] {
+  return [&ctx, opts, archs_option, jobs] {
     require_archs_value(archs_option, opts->archs);
     auto targets = ctx.targets(opts->targets, opts->archs);
-    std::optional<manifest::Backend> backend;
-    if (const manifest::BackendSpec* spec = manifest::backend_named(opts->backend))
-      backend = spec->kind;
+    const manifest::BackendSpec* backend = manifest::backend_named(opts->backend);
+    opts->jobs = ctx.jobs(jobs, opts->jobs);
     resolve::Plan plan =
         resolve::make_plan(ctx.repository(), opts->packages, targets, opts->jobs, backend).value();
     if (!opts->expect_key.empty()) check_expected_key(plan, opts->expect_key);
@@ -90,54 +154,18 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
     po.cache = ctx.cache_path();
     po.jobs = opts->jobs;
     po.explain = opts->explain;
-    po.offline = opts->offline;
-    po.index_url = opts->index_url;
+    po.offline = ctx.offline(opts->offline);
+    po.index_url = ctx.index_url(opts->index_url);
     po.keep_build_root = opts->keep_build_root;
     po.shared = open_shared_cache(opts->remote, po.cache);
     pipeline::Result result = pipeline::run(plan, po).value();
-    if (ctx.json) {
-      nlohmann::json items = nlohmann::json::array();
-      std::size_t hits = 0;
-      for (const auto& i : result.items) {
-        hits += i.cache_hit;
-        nlohmann::json j = {{"package", i.package},
-                            {"version", i.version},
-                            {"target", i.target},
-                            {"backend", i.backend},
-                            {"key", i.key},
-                            {"wheel", i.wheel.string()},
-                            {"sha256", i.sha256},
-                            {"cache_hit", i.cache_hit},
-                            {"remote_hit", i.remote_hit},
-                            {"seconds", i.seconds}};
-        if (opts->explain) j["why"] = i.why;
-        items.push_back(std::move(j));
-      }
-      nlohmann::json timings = nlohmann::json::array();
-      for (const auto& t : result.timings)
-        timings.push_back({{"job", t.label},
-                           {"seconds", t.seconds},
-                           {"cpu_seconds", t.cpu_seconds},
-                           {"max_rss_kib", t.max_rss_kib}});
-      std::cout << nlohmann::json{{"items", items},
-                                  {"fetches", result.downloads},
-                                  {"compile_jobs", result.compile_jobs},
-                                  {"objects_reused", result.objects_reused},
-                                  {"cache_hits", hits},
-                                  {"stores", stores_json(result, po.shared.get())},
-                                  {"jobs", timings}}
-                       .dump(2)
+    if (ctx.json)
+      std::cout << result_json(result, opts->explain, po.shared.get())
+                       .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
                 << "\n";
-      return 0;
-    }
-    for (const auto& i : result.items) {
-      if (opts->explain) {
-        std::cerr << "kiln: " << i.package << " " << i.version << " (" << i.target
-                  << "): " << (i.cache_hit ? "cache hit" : "built") << "\n";
-        for (const auto& w : i.why) std::cerr << "  " << w << "\n";
-      }
-      std::cout << i.wheel.string() << "\n";
-    }
+    else
+      print_result(result, opts->explain);
+    if (result.error) raise(*result.error);
     return 0;
   };
 }

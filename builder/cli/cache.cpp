@@ -86,18 +86,19 @@ std::string mib(std::uint64_t bytes) {
 // `kiln cache gc`: staging leftovers, damaged and stale objects (with --all every entry), then
 // eviction by age and size, then abandoned build roots.
 int collect(const cache::Store& store, const GcOptions& o, bool json) {
-  std::uint64_t removed = store.gc(o.all).value();
+  cache::GcResult removed = store.gc(o.all).value();
   cache::EvictPolicy policy;
   if (!o.max_age.empty()) policy.max_age = parse_duration(o.max_age);
   if (!o.max_size.empty()) policy.max_bytes = parse_byte_size(o.max_size);
   cache::EvictResult evicted = store.evict(policy, std::time(nullptr)).value();
-  std::uint64_t roots = pipeline::remove_abandoned_build_roots(store);
+  cache::GcResult roots = pipeline::remove_abandoned_build_roots(store);
+  std::uint64_t freed = removed.bytes + evicted.freed_bytes + roots.bytes;
   if (json) {
-    std::cout << nlohmann::json{{"removed_items", removed},
-                                {"removed_build_roots", roots},
+    std::cout << nlohmann::json{{"removed_items", removed.items},
+                                {"removed_build_roots", roots.items},
                                 {"removed_wheels", evicted.removed_wheels},
                                 {"removed_objects", evicted.removed_objects},
-                                {"freed_bytes", evicted.freed_bytes},
+                                {"freed_bytes", freed},
                                 {"remaining_bytes", evicted.remaining_bytes},
                                 {"other_bytes", store.other_bytes()},
                                 {"kept_locked", evicted.kept_locked}}
@@ -105,10 +106,11 @@ int collect(const cache::Store& store, const GcOptions& o, bool json) {
               << "\n";
     return 0;
   }
-  removed += evicted.removed_wheels + evicted.removed_objects;
-  log::info(cat("removed ", removed, " items (", mib(evicted.freed_bytes), " freed)",
-                roots ? cat(" and ", roots, " abandoned build roots") : std::string(),
-                "; cache now ", mib(evicted.remaining_bytes), " of wheels and objects"));
+  std::uint64_t items = removed.items + evicted.removed_wheels + evicted.removed_objects;
+  log::info(cat("removed ", items, " items",
+                roots.items ? cat(" and ", roots.items, " abandoned build roots") : std::string(),
+                " (", mib(freed), " freed)", "; cache now ", mib(evicted.remaining_bytes),
+                " of wheels and objects"));
   return 0;
 }
 

@@ -7,6 +7,8 @@ namespace kiln::cli {
 
 std::function<int()> configure_build(CLI::App& sub, Context& ctx);
 std::function<int()> configure_cache(CLI::App& sub, Context& ctx);
+std::function<int()> configure_completion(CLI::App& sub, Context& ctx);
+std::function<int()> configure_help(CLI::App& sub, Context& ctx);
 std::function<int()> configure_doctor(CLI::App& sub, Context& ctx);
 std::function<int()> configure_fetch(CLI::App& sub, Context& ctx);
 std::function<int()> configure_index(CLI::App& sub, Context& ctx);
@@ -21,9 +23,11 @@ const std::vector<Command>& commands() {
       {"build", "Build wheels for the plan (cache hit or compile), print their paths",
        configure_build},
       {"cache", "Inspect and maintain the cache: ls, verify, gc", configure_cache},
+      {"completion", "A shell completion script: bash, zsh or fish", configure_completion},
       {"doctor", "On a GPU host: what it has and needs for the kernels' fast path; next commands",
        configure_doctor},
       {"fetch", "Download and verify packages' pinned sources; print their paths", configure_fetch},
+      {"help", "A command's help: kiln help COMMAND [SUBCOMMAND]", configure_help},
       {"index", "The index as static files: export DIR", configure_index},
       {"prepare", "Fetch, unpack and patch a package's sources into a directory",
        configure_prepare},

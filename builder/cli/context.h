@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/settings.h"
 #include "manifest/repository.h"
 
 namespace CLI {
@@ -17,15 +18,25 @@ class Option;
 namespace kiln::cli {
 
 struct Context {
-  // Global options.
-  std::string cache_dir;      // --cache, $KILN_CACHE, ./cache
-  std::string manifests_dir;  // --manifests, $KILN_MANIFESTS, ./manifests, the source tree's
+  // Global options, each over its default (cli/settings.h: KILN_*, the user's configuration).
+  std::string cache_dir;      // --cache
+  std::string manifests_dir;  // --manifests
+  std::string patches_dir;    // --patches ("": beside the manifests, else kiln's own)
   bool json = false;          // --json
   int verbosity = 0;          // -v, -vv
+  bool quiet = false;         // -q
+  Defaults defaults;
+
+  // A command's --index-url when given, else the default ("": pip's or uv's settings).
+  std::string index_url(const std::string& given) const;
+  // A command's --offline, or the default.
+  bool offline(bool given) const;
+  // A command's --jobs when given (0: one per core), else the default.
+  int jobs(const CLI::Option* option, int given) const;
 
   // The manifests directory, loaded on first use.
   const manifest::Repository& repository();
-  // --target values (default: "default"), each with --archs applied when given.
+  // --target values (default: the default targets, else "default"), each with --archs applied.
   std::vector<manifest::Target> targets(const std::vector<std::string>& names,
                                         const std::string& archs);
   std::filesystem::path cache_path() const;

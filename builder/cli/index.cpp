@@ -68,6 +68,7 @@ index::IndexModel plan_model(Context& ctx, const Options& opts) {
   po.build = false;
   po.shared = open_shared_cache(opts.remote, po.cache);
   pipeline::Result result = pipeline::run(plan, po).value();
+  if (result.error) raise(*result.error);
   std::set<std::string> keys;
   std::size_t remote = 0;
   for (const auto& i : result.items) {

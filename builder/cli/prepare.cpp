@@ -8,6 +8,7 @@
 #include "core/fs.h"
 #include "core/log.h"
 #include "core/strings.h"
+#include "manifest/manifest.h"
 #include "pipeline/sources.h"
 
 namespace kiln::cli {
@@ -35,11 +36,15 @@ std::function<int()> configure_prepare(CLI::App& sub, Context& ctx) {
     std::error_code ec;
     if (fs::exists(dest, ec))
       raise(Error::bad_input(cat("output directory ", opts->output, " already exists")));
-    auto fetching =
-        pipeline::Fetching::create(ctx.cache_path(), opts->offline, opts->index_url).value();
+    auto fetching = pipeline::Fetching::create(ctx.cache_path(), ctx.offline(opts->offline),
+                                               ctx.index_url(opts->index_url))
+                        .value();
     cache::Store store(ctx.cache_path());
     cache::Staging scratch = store.staging("prepare-").value();
     pipeline::prepare_tree(*m, *fetching, scratch.path() / "work", dest).value();
+    // What a build would refuse, said here too (the tree is there to be looked at).
+    if (auto missing = manifest::check_tree(*m, dest); !missing)
+      log::warn(cat(missing.error().message, "\n", missing.error().detail));
     if (ctx.json) {
       std::cout << nlohmann::json{{"package", m->name},
                                   {"version", m->version},

@@ -102,7 +102,7 @@ int print_plan(const resolve::Plan& plan, bool json) {
     for (const auto& item : plan.items)
       out["items"].push_back({{"package", item.manifest->name},
                               {"version", item.manifest->version},
-                              {"backend", manifest::backend_name(item.manifest->backend)},
+                              {"backend", std::string(item.manifest->backend->name)},
                               {"target", item.target_name},
                               {"manifest", item.manifest->display_path},
                               {"key", item.key},
@@ -113,11 +113,11 @@ int print_plan(const resolve::Plan& plan, bool json) {
   Table table({"PACKAGE", "VERSION", "BACKEND", "TARGET", "ARCHS", "BUILD KEY"});
   for (const auto& item : plan.items) {
     std::string archs = "-";
-    if (manifest::backend_spec(item.manifest->backend).compiles)
+    if (item.manifest->backend->compiles)
       for (const auto& rt : plan.targets)
         if (rt.target.name == item.target_name) archs = rt.target.archs.canonical();
     table.add({item.manifest->name, item.manifest->version,
-               manifest::backend_name(item.manifest->backend), item.target_name, archs, item.key});
+               std::string(item.manifest->backend->name), item.target_name, archs, item.key});
   }
   std::cout << table.render();
   return 0;
@@ -145,7 +145,7 @@ int print_github_matrix(const resolve::Plan& plan, const std::vector<manifest::T
                        {"package", cat(m.name, "==", m.version)},
                        {"target", arg_of.at(item.target_name)},
                        {"archs", archs},
-                       {"backend", manifest::backend_name(m.backend)},
+                       {"backend", std::string(m.backend->name)},
                        {"key", item.key}});
   }
   std::cout << nlohmann::json{{"include", include}}.dump() << "\n";
@@ -182,8 +182,7 @@ std::function<int()> configure_resolve(CLI::App& sub, Context& ctx) {
     // Every target: one that cannot be used here (an environment without torch) is named on
     // stderr and left out; a target named with --target is needed.
     resolve::Plan plan =
-        resolve::make_plan(ctx.repository(), packages, targets, 0, std::nullopt, every_target)
-            .value();
+        resolve::make_plan(ctx.repository(), packages, targets, 0, nullptr, every_target).value();
     for (const auto& skipped : plan.skipped_targets) log::warn(cat("left out ", skipped.message));
     if (opts->github_matrix) return print_github_matrix(plan, targets, target_names, opts->archs);
     return print_plan(plan, ctx.json);

@@ -84,7 +84,8 @@ int run_validate(Context& ctx, const Args& args) {
     std::vector<fs::path> found = validate::find_wheels(absolute_path(p)).value();
     wheels.insert(wheels.end(), found.begin(), found.end());
   }
-  pipeline::ValidateInputs inputs(ctx.cache_path(), args.offline, args.index_url, target);
+  pipeline::ValidateInputs inputs(ctx.cache_path(), ctx.offline(args.offline),
+                                  ctx.index_url(args.index_url), target);
   std::vector<validate::Report> reports;
   for (const auto& wheel : wheels) {
     validate::WheelSummary summary = validate::summarize(wheel).value();

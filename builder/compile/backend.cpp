@@ -1,5 +1,9 @@
 #include "compile/backend.h"
 
+#include <array>
+
+#include "core/strings.h"
+
 namespace kiln::compile {
 
 CompileBasics compile_basics(const BuildRequest& request) {
@@ -15,16 +19,25 @@ CompileBasics compile_basics(const BuildRequest& request) {
   return b;
 }
 
-std::unique_ptr<Backend> make_backend(manifest::Backend kind) {
-  switch (kind) {
-    case manifest::Backend::Native:
-      return native_backend();
-    case manifest::Backend::Setuptools:
-      return setuptools_backend();
-    case manifest::Backend::Pure:
-      break;
-  }
-  return pure_backend();
+namespace {
+
+constexpr std::array<Implementation, 3> kImplementations = {{
+    {"native", native_backend},
+    {"setuptools", setuptools_backend},
+    {"pure", pure_backend},
+}};
+
+}  // namespace
+
+std::span<const Implementation> implementations() {
+  return kImplementations;
+}
+
+Expected<std::unique_ptr<Backend>> make_backend(const manifest::BackendSpec& spec,
+                                                std::span<const Implementation> table) {
+  for (const auto& i : table)
+    if (i.name == spec.name) return i.make();
+  return Error::failed(cat("the ", spec.name, " backend has no build in this kiln"));
 }
 
 }  // namespace kiln::compile

@@ -1,5 +1,5 @@
-// One interface for the three backends (native, setuptools, pure): a request in, the wheel's files
-// out. The pipeline prepares what every backend shares (the build root with the patched tree, the
+// One interface for the backends (native, setuptools, pure): a request in, the wheel's files out.
+// The pipeline prepares what every backend shares (the build root with the patched tree, the
 // target's toolchain) and finishes the wheel; a backend only builds.
 #pragma once
 
@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "compile/jobs.h"
 #include "core/expected.h"
 #include "manifest/arch.h"
+#include "manifest/backend.h"
 #include "manifest/build_env.h"
 #include "manifest/manifest.h"
 #include "toolchain/toolchain.h"
@@ -97,6 +99,16 @@ class Backend {
 std::unique_ptr<Backend> native_backend();
 std::unique_ptr<Backend> setuptools_backend();
 std::unique_ptr<Backend> pure_backend();
-std::unique_ptr<Backend> make_backend(manifest::Backend kind);
+
+// Each backend's build, under the name of its row in manifest/backend.h.
+struct Implementation {
+  std::string_view name;
+  std::unique_ptr<Backend> (*make)();
+};
+// The shipped backends' (a test passes its own table).
+std::span<const Implementation> implementations();
+// The build of `spec`'s backend from `table`; an error when the table has none of that name.
+Expected<std::unique_ptr<Backend>> make_backend(
+    const manifest::BackendSpec& spec, std::span<const Implementation> table = implementations());
 
 }  // namespace kiln::compile

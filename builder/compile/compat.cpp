@@ -33,6 +33,41 @@ __asm__(".symver dladdr,dladdr@GLIBC_2.2.5");
 #endif
 )";
 
+// libm's exp, exp2, log, log2 and pow got new versions in glibc 2.29 (GLIBC_2.29: the same
+// results without the old SVID error handling), and a link on a newer glibc takes them: std::log2
+// in host code made a module need manylinux_2_31. Bound to the first x86_64 versions, which every
+// glibc still exports. One header, included by kiln's <math.h> and <cmath> (C++'s <cmath> reaches
+// glibc's <math.h> through #include_next, past the include path's first entries).
+constexpr const char* kMathSymver =
+    R"(/* kiln: libm's functions of GLIBC_2.29 bound to GLIBC_2.2.5. */
+#ifndef KILN_COMPAT_MATH_SYMVER_H
+#define KILN_COMPAT_MATH_SYMVER_H
+#if defined(__x86_64__) && !defined(__CUDA_ARCH__)
+__asm__(".symver exp,exp@GLIBC_2.2.5");
+__asm__(".symver exp2,exp2@GLIBC_2.2.5");
+__asm__(".symver log,log@GLIBC_2.2.5");
+__asm__(".symver log2,log2@GLIBC_2.2.5");
+__asm__(".symver pow,pow@GLIBC_2.2.5");
+#endif
+#endif
+)";
+
+constexpr const char* kMath = R"(/* kiln: <math.h>, then kiln_math_symver.h. */
+#ifndef KILN_COMPAT_MATH_H
+#define KILN_COMPAT_MATH_H
+#include_next <math.h>
+#include "kiln_math_symver.h"
+#endif
+)";
+
+constexpr const char* kCmath = R"(/* kiln: <cmath>, then kiln_math_symver.h. */
+#ifndef KILN_COMPAT_CMATH
+#define KILN_COMPAT_CMATH
+#include_next <cmath>
+#include "kiln_math_symver.h"
+#endif
+)";
+
 }  // namespace
 
 Expected<std::filesystem::path> write_compat_headers(const std::filesystem::path& root,
@@ -42,6 +77,11 @@ Expected<std::filesystem::path> write_compat_headers(const std::filesystem::path
   KILN_CHECK(ensure_directory(dir / "sys"));
   KILN_CHECK(write_file_atomic(dir / "sys" / "single_threaded.h", kSingleThreaded));
   KILN_CHECK(write_file_atomic(dir / "dlfcn.h", kDlfcn));
+  if (floor_minor < kMathCompatBelow) {
+    KILN_CHECK(write_file_atomic(dir / "kiln_math_symver.h", kMathSymver));
+    KILN_CHECK(write_file_atomic(dir / "math.h", kMath));
+    KILN_CHECK(write_file_atomic(dir / "cmath", kCmath));
+  }
   return dir;
 }
 

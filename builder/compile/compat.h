@@ -8,8 +8,9 @@
 
 namespace kiln::compile {
 
-// Floors below glibc 2.<kCompatBelow> get the headers.
+// Floors below glibc 2.<kCompatBelow> get the headers; those below 2.<kMathCompatBelow> libm's too.
 constexpr int kCompatBelow = 32;
+constexpr int kMathCompatBelow = 29;
 
 // The directory the headers are in, first on the include path of a floor that needs them.
 inline std::filesystem::path compat_dir(const std::filesystem::path& root) {
@@ -26,8 +27,10 @@ inline std::filesystem::path compat_dir(const std::filesystem::path& root) {
 // path, as it does on glibc < 2.32. kiln's <dlfcn.h> binds dlopen, dlsym, dlclose, dlerror and
 // dladdr to GLIBC_2.2.5 (a link on glibc >= 2.34 would take GLIBC_2.34); an object that calls
 // none of them is unchanged by it (a .symver of an unreferenced symbol emits nothing), and one that
-// calls them failed its floor before, so no committed wheel changed. The headers' text is part of
-// the recipe (resolve::kRecipeVersion): changing it changes objects their keys cannot see.
+// calls them failed its floor before, so no committed wheel changed. Below glibc 2.29, kiln's
+// <math.h> and <cmath> bind libm's exp, exp2, log, log2 and pow to GLIBC_2.2.5 the same way (their
+// GLIBC_2.29 versions made std::log2 in host code need manylinux_2_31). The headers' text is part
+// of the recipe (resolve::kRecipeVersion): changing it changes objects their keys cannot see.
 Expected<std::filesystem::path> write_compat_headers(const std::filesystem::path& root,
                                                      int floor_minor);
 

@@ -6,9 +6,11 @@
 #include <csignal>
 #include <fstream>
 #include <list>
+#include <memory>
 #include <optional>
 #include <thread>
 
+#include "compile/progress.h"
 #include "core/fault.h"
 #include "core/fs.h"
 #include "core/interrupt.h"
@@ -113,10 +115,16 @@ class Runner {
         slots_(options.slots > 0 ? options.slots : default_slots()),
         memory_(options.memory_gib > 0 ? options.memory_gib : available_memory_gib() * 0.9),
         state_(jobs.size(), 0),
-        ask_again_(jobs.size(), 0) {}
+        ask_again_(jobs.size(), 0),
+        own_progress_(options.progress ? nullptr : CompileProgress::to_stderr()),
+        progress_(options.progress ? options.progress : own_progress_.get()) {}
+  ~Runner() { progress_->end(); }
+  Runner(const Runner&) = delete;
+  Runner& operator=(const Runner&) = delete;
 
   Expected<JobStats> run() {
     const double start = now();
+    progress_->begin(jobs_, slots_);
     while (done_ < jobs_.size()) {
       if (interrupted()) {
         abort();
@@ -125,6 +133,7 @@ class Runner {
       KILN_CHECK(start_ready());
       KILN_TRY(bool progressed, reap());
       if (!progressed) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      progress_->tick();
     }
     stats_.wall_seconds = now() - start;
     return stats_;
@@ -162,7 +171,7 @@ class Runner {
       state_[i] = 2;
       ++done_;
       stats_.gated_done++;
-      log::info(cat("[", done_, "/", jobs_.size(), "] ", jobs_[i].label, " (another worker's)"));
+      progress_->gated_done(i);
     }
     return *gate;
   }
@@ -186,7 +195,7 @@ class Runner {
     used_slots_ += weight;
     used_memory_ += job.memory_gib;
     running_.emplace_back(Running{i, std::move(*child), now()});
-    log::info(cat("start ", job.label));
+    progress_->started(i);
     fault_point("compile");
     return {};
   }
@@ -242,8 +251,7 @@ class Runner {
     stats_.run++;
     stats_.cpu_seconds += ended.cpu_seconds;
     stats_.timings.push_back({job.label, seconds, ended.max_rss_kib, ended.cpu_seconds});
-    log::info(cat("[", done_, "/", jobs_.size(), "] ", job.label, " (",
-                  static_cast<int>(seconds + 0.5), " s)"));
+    progress_->finished(ended.index, seconds);
     return {};
   }
 
@@ -274,6 +282,8 @@ class Runner {
   std::size_t done_ = 0;
   int used_slots_ = 0;
   double used_memory_ = 0;
+  std::unique_ptr<CompileProgress> own_progress_;
+  CompileProgress* progress_;
 };
 
 }  // namespace

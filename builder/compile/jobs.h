@@ -31,6 +31,9 @@ struct Job {
   double memory_gib = 1;          // estimated peak memory
   std::vector<std::size_t> deps;  // indices of jobs that must finish first
   std::vector<int> inherit_fds;   // descriptors the process keeps (ProcessSpec::inherit_fds)
+  // Jobs of one class take alike times (the planner's JobClass): the progress line's estimate of
+  // the time left goes by how long the class's jobs that ended took.
+  int job_class = 0;
   // The files it makes that other jobs, the link or the object cache read. run_jobs does not look
   // at them; a fake runner in tests writes them instead of running the commands.
   std::vector<std::filesystem::path> outputs;
@@ -59,9 +62,12 @@ struct JobStats {
   std::vector<Timing> timings;
 };
 
+class CompileProgress;
+
 struct RunnerOptions {
-  int slots = 0;          // 0: the number of cores
-  double memory_gib = 0;  // 0: MemAvailable
+  int slots = 0;                        // 0: the number of cores
+  double memory_gib = 0;                // 0: MemAvailable
+  CompileProgress* progress = nullptr;  // what it shows; none: CompileProgress::to_stderr()
 };
 
 Expected<JobStats> run_jobs(const std::vector<Job>& jobs, const RunnerOptions& options);

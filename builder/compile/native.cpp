@@ -14,6 +14,7 @@
 #include "compile/object_cache.h"
 #include "compile/pure.h"
 #include "compile/runner.h"
+#include "compile/source_times.h"
 #include "core/clock.h"
 #include "core/fs.h"
 #include "core/log.h"
@@ -45,25 +46,6 @@ const std::vector<std::string>& pid_namespace_prefix() {
     return std::vector<std::string>{};
   }();
   return prefix;
-}
-
-// cicc and cudafe++ put a hash of the source file's mtime into the module id, which names the
-// file's internal entities in host and device code; patched or copied files have the time they
-// were written. Every file of the tree gets one fixed time (1980-01-01, as unpacked sdists).
-Expected<void> fix_mtimes(const fs::path& tree) {
-  ::timespec times[2];
-  times[0].tv_sec = times[1].tv_sec = kZipEpoch;
-  times[0].tv_nsec = times[1].tv_nsec = 0;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(tree, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (it->is_symlink() || !it->is_regular_file()) continue;
-    if (::utimensat(AT_FDCWD, it->path().c_str(), times, AT_SYMLINK_NOFOLLOW) != 0)
-      return Error::failed(
-          cat("cannot set the time of ", it->path().string(), ": ", std::strerror(errno)));
-  }
-  if (ec) return Error::failed(cat("cannot list ", tree.string(), ": ", ec.message()));
-  return {};
 }
 
 // The build root's fixed views the flags refer to (torch/, python/, cuda/), the floor's compat

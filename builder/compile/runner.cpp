@@ -13,6 +13,7 @@ Expected<NativeResult> run_graph(JobGraph graph, CommandRunner& runner, int slot
   NativeResult result;
   result.modules = std::move(graph.modules);
   result.objects_reused = graph.objects_reused;
+  for (auto& planned : graph.jobs) planned.job.job_class = static_cast<int>(planned.job_class);
   std::vector<Job> jobs = schedule(std::move(graph));
   if (lock_fd >= 0)
     for (auto& job : jobs) job.inherit_fds = {lock_fd};

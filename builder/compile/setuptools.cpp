@@ -7,6 +7,7 @@
 
 #include "compile/backend.h"
 #include "compile/compat.h"
+#include "compile/source_times.h"
 #include "core/clock.h"
 #include "core/fs.h"
 #include "core/hash.h"
@@ -69,25 +70,6 @@ const std::vector<std::string>& network_prefix() {
   return prefix;
 }
 
-// nvcc as the package's build calls it (PYTORCH_NVCC): intermediates named after the object,
-// beside it, instead of /tmp/tmpxft_<pid>_* files whose names end up in the object, and a PID
-// namespace of its own, where the ids cudafe++ names anonymous namespaces after are the same on
-// every run (see the native backend).
-std::string nvcc_wrapper(const fs::path& nvcc) {
-  std::vector<std::string> exec = unshare_prefix({"--pid", "--fork", "--kill-child"});
-  exec.push_back(nvcc.string());
-  return cat(
-      "#!/bin/sh\n",
-      "# Written by kiln for the setuptools backend: nvcc with named intermediates beside the "
-      "object\n",
-      "# and, where permitted, in a PID namespace of its own (objects the same on every build).\n",
-      "out=\nprev=\n",
-      "for arg in \"$@\"; do\n  if [ \"$prev\" = \"-o\" ]; then out=$arg; fi\n  prev=$arg\ndone\n",
-      "if [ -n \"$out\" ]; then\n  mkdir -p \"$out.keep\" && set -- \"$@\" --keep --keep-dir "
-      "\"$out.keep\"\nfi\n",
-      "exec ", format_argv(exec), " \"$@\"\n");
-}
-
 bool is_elf(std::string_view data) {
   return data.size() >= 4 && data.substr(0, 4) ==
                                  "\x7f"
@@ -106,6 +88,33 @@ std::vector<fs::path> find_ninja_logs(const fs::path& build_dir) {
 }
 
 }  // namespace
+
+// nvcc as the package's build calls it (PYTORCH_NVCC): intermediates named after the object,
+// beside it, instead of /tmp/tmpxft_<pid>_* files whose names end up in the object, and a PID
+// namespace of its own, where the ids cudafe++ names anonymous namespaces after are the same on
+// every run (see the native backend). --threads N (-t N) and --split-compile N are dropped: they
+// only compile archs (or pieces of one) in parallel, and the fat binary then holds the archs in
+// the order they finished, so one key made different bytes (the build is already one ninja job
+// per source, slots in parallel).
+std::string nvcc_wrapper(const fs::path& nvcc) {
+  std::vector<std::string> exec = unshare_prefix({"--pid", "--fork", "--kill-child"});
+  exec.push_back(nvcc.string());
+  return cat(
+      "#!/bin/sh\n",
+      "# Written by kiln for the setuptools backend: nvcc with named intermediates beside the "
+      "object\n",
+      "# and, where permitted, in a PID namespace of its own (objects the same on every build).\n",
+      "out=\nprev=\nskip=\nfirst=1\n", "for arg in \"$@\"; do\n",
+      "  if [ $first = 1 ]; then set --; first=0; fi\n",
+      "  if [ -n \"$skip\" ]; then skip=; continue; fi\n", "  case $arg in\n",
+      "    --threads|-t|--split-compile|-split-compile) skip=1; continue ;;\n",
+      "    --threads=*|-t[0-9]*|--split-compile=*|-split-compile=*) continue ;;\n", "  esac\n",
+      "  if [ \"$prev\" = \"-o\" ]; then out=$arg; fi\n", "  prev=$arg\n",
+      "  set -- \"$@\" \"$arg\"\n", "done\n",
+      "if [ -n \"$out\" ]; then\n  mkdir -p \"$out.keep\" && set -- \"$@\" --keep --keep-dir "
+      "\"$out.keep\"\nfi\n",
+      "exec ", format_argv(exec), " \"$@\"\n");
+}
 
 Expected<std::string> torch_cuda_arch_list(const manifest::ArchList& archs) {
   if (archs.empty()) return Error::bad_input("the setuptools backend needs at least one arch");
@@ -271,6 +280,7 @@ Expected<SetuptoolsResult> build_setuptools(const SetuptoolsContext& ctx) {
   // The floor's compat headers through CPATH: g++ reads it for every compile, nvcc's host passes
   // and preprocessing included, before the system's include directories.
   KILN_TRY(fs::path compat, write_compat_headers(ctx.root, ctx.manylinux));
+  KILN_CHECK(fix_mtimes(ctx.root / "src"));
   if (!compat.empty()) job.env.push_back({"CPATH", compat.string()});
   job.env_unset = unset_list(true);
   job.cwd = ctx.root / "src";

@@ -51,6 +51,10 @@ struct SetuptoolsResult {
 
 Expected<SetuptoolsResult> build_setuptools(const SetuptoolsContext& ctx);
 
+// The script the package's build runs as nvcc (PYTORCH_NVCC): `nvcc` with named intermediates,
+// in a PID namespace of its own, without the flags that make its output depend on timing.
+std::string nvcc_wrapper(const std::filesystem::path& nvcc);
+
 // TORCH_CUDA_ARCH_LIST for these archs; fails for what it cannot say (PTX alone, 'f' variants).
 Expected<std::string> torch_cuda_arch_list(const manifest::ArchList& archs);
 

@@ -170,6 +170,11 @@ TempDir::~TempDir() {
   fs::remove_all(path_, ec);
 }
 
+std::string env_value(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
 fs::path absolute_path(const fs::path& path) {
   std::string s = path.string();
   if (s == "~" || s.rfind("~/", 0) == 0) {
@@ -221,6 +226,22 @@ Expected<std::string> tree_sha256(const fs::path& dir) {
     tree.update(line);
   }
   return tree.hex_digest();
+}
+
+std::uint64_t tree_bytes(const fs::path& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return 0;
+  if (S_ISREG(st.st_mode)) return static_cast<std::uint64_t>(st.st_size);
+  if (!S_ISDIR(st.st_mode)) return 0;
+  std::uint64_t total = 0;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(path, fs::directory_options::skip_permission_denied, ec);
+  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    struct stat f {};
+    if (::lstat(it->path().c_str(), &f) == 0 && S_ISREG(f.st_mode))
+      total += static_cast<std::uint64_t>(f.st_size);
+  }
+  return total;
 }
 
 }  // namespace kiln

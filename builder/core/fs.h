@@ -14,6 +14,10 @@ namespace kiln {
 namespace fs = std::filesystem;
 
 Expected<std::string> read_file(const fs::path& path);
+// The apparent size of the regular files at and under `path`; links are not followed (the path
+// itself is lstat'ed, and the walk does not enter a link to a directory).
+std::uint64_t tree_bytes(const fs::path& path);
+
 // The same, for a file that must not be larger than `max_bytes` (an error names the limit).
 Expected<std::string> read_file(const fs::path& path, std::uint64_t max_bytes);
 
@@ -86,6 +90,9 @@ void remove_stale_staging(const fs::path& dest);
 
 // Whether `path` is `root` or lies under it, compared component by component (both as given).
 bool path_within(const fs::path& path, const fs::path& root);
+
+// The value of the environment variable `name`, "" when it is unset.
+std::string env_value(const char* name);
 
 // "~/x" and relative paths made absolute against the current directory.
 fs::path absolute_path(const fs::path& path);

@@ -1,7 +1,14 @@
 #include "core/terminal.h"
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include "core/strings.h"
 
@@ -36,6 +43,45 @@ std::string terminal_text(std::string_view s, bool keep_newlines) {
   }
   if (copied == 0) return std::string(s);
   return out.append(s.substr(copied));
+}
+
+namespace {
+
+int terminal_columns() {
+  if (const char* env = std::getenv("COLUMNS")) {
+    int n = std::atoi(env);
+    if (n > 0) return n;
+  }
+  ::winsize ws{};
+  if (::ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+  return 80;
+}
+
+}  // namespace
+
+StderrDisplay stderr_display() {
+  StderrDisplay d;
+  const char* term = std::getenv("TERM");
+  d.terminal = ::isatty(STDERR_FILENO) == 1 && !(term && std::strcmp(term, "dumb") == 0);
+  d.columns = d.terminal ? terminal_columns() : 80;
+  d.clock = [] {
+    using namespace std::chrono;
+    return duration<double>(steady_clock::now().time_since_epoch()).count();
+  };
+  d.write = [](std::string_view text) {
+    std::fwrite(text.data(), 1, text.size(), stderr);
+    std::fflush(stderr);
+  };
+  return d;
+}
+
+std::string format_seconds(double seconds) {
+  if (!(seconds >= 0) || seconds > 1e7) return "?";
+  auto s = static_cast<long long>(std::llround(seconds));
+  auto two = [](long long v) { return v < 10 ? cat("0", v) : cat(v); };
+  if (s < 60) return cat(s, " s");
+  if (s < 3600) return cat(s / 60, " min ", two(s % 60), " s");
+  return cat(s / 3600, " h ", two(s / 60 % 60), " min");
 }
 
 }  // namespace kiln

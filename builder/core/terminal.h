@@ -1,6 +1,7 @@
 // Text from strangers on a terminal.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -14,5 +15,20 @@ namespace kiln {
 // well-formed) as "U+009B"; every other character as it is. Without `keep_newlines`, line feeds
 // too (one field of a line, which must not start a forged line). The result is valid UTF-8.
 std::string terminal_text(std::string_view text, bool keep_newlines = true);
+
+// What a progress display (fetch's downloads, compile's jobs) draws with: a monotonic clock and a
+// writer, given by the caller so that tests run one without a terminal, and stderr's facts.
+using MonotonicClock = std::function<double()>;            // seconds
+using TextWriter = std::function<void(std::string_view)>;  // text as it is
+struct StderrDisplay {
+  bool terminal = false;  // stderr is a terminal and TERM is not "dumb"
+  int columns = 80;       // COLUMNS, else what the terminal says, else 80
+  MonotonicClock clock;   // steady_clock
+  TextWriter write;       // to stderr, flushed
+};
+StderrDisplay stderr_display();
+
+// A duration as a progress line shows it: "41 s", "3 min 05 s", "1 h 02 min" ("?" when unknown).
+std::string format_seconds(double seconds);
 
 }  // namespace kiln

@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "core/fault.h"
+#include "core/fs.h"
 #include "core/interrupt.h"
 #include "core/strings.h"
 #include "fetch/http.h"
@@ -23,11 +24,6 @@ namespace {
 void global_init() {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
-
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
 }
 
 // One request's state, shared with the callbacks.
@@ -338,7 +334,7 @@ class CurlClient final : public HttpClient {
   // Returns a problem, or "".
   static std::string set_certificates(CURL* curl) {
     for (const char* var : {"PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE"}) {
-      std::string ca_file = env(var);
+      std::string ca_file = env_value(var);
       if (ca_file.empty()) continue;
       std::error_code ec;
       if (!std::filesystem::is_regular_file(ca_file, ec))
@@ -346,7 +342,7 @@ class CurlClient final : public HttpClient {
       curl_easy_setopt(curl, CURLOPT_CAINFO, ca_file.c_str());
       break;
     }
-    std::string ca_dir = env("SSL_CERT_DIR");
+    std::string ca_dir = env_value("SSL_CERT_DIR");
     if (!ca_dir.empty()) curl_easy_setopt(curl, CURLOPT_CAPATH, ca_dir.c_str());
     return "";
   }

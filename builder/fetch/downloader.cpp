@@ -25,14 +25,10 @@ namespace {
 
 constexpr std::string_view kPartSuffix = ".part";
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 Expected<void> check_pin(const std::string& filename, const std::string& sha256) {
   if (!is_safe_filename(filename))
     return Error::bad_input(cat("bad file name '", filename, "': expected one plain file name"));
-  if (ends_with(filename, kPartSuffix))
+  if (filename.ends_with(kPartSuffix))
     return Error::bad_input(cat("bad file name '", filename, "': kiln keeps names ending in ",
                                 kPartSuffix, " for partial downloads"));
   if (!is_sha256_hex(sha256))
@@ -183,7 +179,7 @@ std::optional<fs::path> Downloader::find_cached(const std::string& sha256,
   for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator();
        it.increment(ec)) {
     std::string name = it->path().filename().string();
-    if (name.empty() || name[0] == '.' || ends_with(name, kPartSuffix)) continue;
+    if (name.empty() || name[0] == '.' || name.ends_with(kPartSuffix)) continue;
     if (it->is_regular_file(ec)) found.push_back(it->path());
   }
   if (found.empty()) return std::nullopt;
@@ -294,7 +290,7 @@ Expected<CachedFile> Downloader::download_locked(const std::string& url,
         offset > 0 && r.transport == Transport::Ok && (r.status == 206 || r.status == 416);
     if (r.ok() || (resumed && r.status == 416)) {
       KILN_TRY(std::string got, sha256_file(part));
-      if (got == sha256) {
+      if (got == sha256 || sha256.empty()) {  // empty: unpinned, any bytes
         KILN_CHECK(publish(part, final_path));
         if (progress_) progress_->done(size_or_zero(final_path));
         ++downloads_;
@@ -319,7 +315,7 @@ Expected<CachedFile> Downloader::download_locked(const std::string& url,
     if (!r.retryable()) break;
   }
   std::string detail;
-  if (size_or_zero(part) > 0)
+  if (size_or_zero(part) > 0 && !sha256.empty())
     detail = cat("the partial download ", part.string(), " is kept; the next attempt resumes it");
   return Error::failed(cat("cannot download ", filename, " from ", shown, ": ", last,
                            attempt > 1 ? cat(" (", attempt, " attempts)") : std::string()),
@@ -358,6 +354,35 @@ Expected<CachedFile> Downloader::import_file(const fs::path& file, const std::st
     return std::move(published).error();
   }
   return CachedFile{final_path, false};
+}
+
+Expected<Downloader::Unpinned> Downloader::fetch_unpinned(const std::string& url,
+                                                          const std::string& filename,
+                                                          std::optional<std::uint64_t> size) {
+  if (offline_)
+    return Error::bad_input(
+        cat("--offline: ", filename, " has no sha256 to find it in the cache by"));
+  if (!is_http_url(url))
+    return Error::bad_input(cat("cannot download ", filename, " from '", redact_url(url),
+                                "': expected an http:// or https:// URL"));
+  if (!is_safe_filename(filename))
+    return Error::bad_input(
+        cat("'", printable_excerpt(filename, 80), "' is not a plain file name"));
+  KILN_TRY(cache::Staging staging, store_.staging("unpinned-"));
+  const fs::path file = staging.path() / filename;
+  KILN_TRY(CachedFile got, download_locked(url, filename, "", file, size));
+  KILN_TRY(std::string sha256, sha256_file(got.path));
+  KILN_TRY(CachedFile cached, import_file(got.path, filename, sha256));
+  return Unpinned{{cached.path, true}, sha256};
+}
+
+Expected<Downloader::Unpinned> Downloader::import_unpinned(const fs::path& file,
+                                                           const std::string& filename) {
+  KILN_TRY(cache::Staging staging, store_.staging("unpinned-"));
+  const fs::path copy = staging.path() / "file";
+  KILN_TRY(std::string sha256, copy_hashing(file, copy, max_bytes_));
+  KILN_TRY(CachedFile cached, import_file(copy, filename, sha256));
+  return Unpinned{cached, sha256};
 }
 
 Expected<HttpResponse> Downloader::get_text(const std::string& url,

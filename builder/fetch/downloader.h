@@ -85,6 +85,20 @@ class Downloader {
   Expected<CachedFile> import_file(const std::filesystem::path& file, const std::string& filename,
                                    const std::string& sha256);
 
+  // A file nobody has pinned yet (kiln fetch --print-sha256) and its sha256. fetch_unpinned
+  // downloads an http(s) `url` as fetch() does (its retries and limits, `size` when stated; no
+  // resume across runs) into a staging directory of the cache; import_unpinned copies a local file
+  // as import_file() reads one. Then the bytes are hashed and published under `filename`.
+  // fetch_unpinned is refused offline: there is no pin to find a cached file by.
+  struct Unpinned {
+    CachedFile file;
+    std::string sha256;
+  };
+  Expected<Unpinned> fetch_unpinned(const std::string& url, const std::string& filename,
+                                    std::optional<std::uint64_t> size);
+  Expected<Unpinned> import_unpinned(const std::filesystem::path& file,
+                                     const std::string& filename);
+
   // GET a small text (an index page) with the same retries; an answer with any HTTP status is
   // returned, transfers that never produced an answer are errors. Refused offline.
   Expected<HttpResponse> get_text(const std::string& url, const Headers& request_headers);

@@ -11,11 +11,6 @@ namespace kiln::fetch {
 
 namespace {
 
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
-
 // pip's option-name normalisation: "INDEX_URL" and "--index-url" read as "index-url".
 std::string normalize_key(std::string_view key) {
   std::string k = lower(key);
@@ -37,23 +32,23 @@ Expected<IndexSetting> checked(std::string url, std::string origin) {
 }  // namespace
 
 std::vector<fs::path> pip_config_files() {
-  std::string config_file = env("PIP_CONFIG_FILE");
+  std::string config_file = env_value("PIP_CONFIG_FILE");
   if (config_file == "/dev/null") return {};
   std::vector<fs::path> files;
-  std::string xdg_dirs = env("XDG_CONFIG_DIRS");
+  std::string xdg_dirs = env_value("XDG_CONFIG_DIRS");
   if (xdg_dirs.empty()) xdg_dirs = "/etc/xdg";
   for (const auto& dir : split(xdg_dirs, ":")) files.push_back(fs::path(dir) / "pip" / "pip.conf");
   files.push_back("/etc/pip.conf");
   std::error_code ec;
   bool user_files = config_file.empty() || !fs::exists(config_file, ec);
-  std::string home = env("HOME");
+  std::string home = env_value("HOME");
   if (user_files && !home.empty()) {
     files.push_back(fs::path(home) / ".pip" / "pip.conf");
-    std::string xdg_home = env("XDG_CONFIG_HOME");
+    std::string xdg_home = env_value("XDG_CONFIG_HOME");
     files.push_back((xdg_home.empty() ? fs::path(home) / ".config" : fs::path(xdg_home)) / "pip" /
                     "pip.conf");
   }
-  std::string venv = env("VIRTUAL_ENV");
+  std::string venv = env_value("VIRTUAL_ENV");
   if (!venv.empty()) files.push_back(fs::path(venv) / "pip.conf");
   if (!config_file.empty()) files.push_back(config_file);
   return files;
@@ -61,8 +56,10 @@ std::vector<fs::path> pip_config_files() {
 
 Expected<IndexSetting> configured_index(const std::string& explicit_url) {
   if (!trim(explicit_url).empty()) return checked(explicit_url, "--index-url");
-  std::string from_env = env("PIP_INDEX_URL");
-  if (!trim(from_env).empty()) return checked(from_env, "$PIP_INDEX_URL");
+  for (const char* name : {"PIP_INDEX_URL", "UV_DEFAULT_INDEX", "UV_INDEX_URL"}) {
+    std::string from_env = env_value(name);
+    if (!trim(from_env).empty()) return checked(from_env, cat("$", name));
+  }
 
   // pip merges the files key by key ("global.index-url", "install.index-url"), later files
   // winning, then lets the command's section override [global].

@@ -1,5 +1,5 @@
-// Which package index kiln reads, chosen as pip chooses it: an explicit option, $PIP_INDEX_URL,
-// pip's configuration files, else PyPI.
+// Which package index kiln reads, chosen as pip chooses it: an explicit option, $PIP_INDEX_URL (or
+// uv's variables), pip's configuration files, else PyPI.
 #pragma once
 
 #include <filesystem>
@@ -25,7 +25,8 @@ struct IndexSetting {
 // too; readers skip them.
 std::vector<std::filesystem::path> pip_config_files();
 
-// `explicit_url` (kiln's --index-url) when not empty, else $PIP_INDEX_URL, else index-url from
+// `explicit_url` (kiln's --index-url) when not empty, else $PIP_INDEX_URL, else uv's
+// $UV_DEFAULT_INDEX or $UV_INDEX_URL, else index-url from
 // the configuration files ("[install]" over "[global]", as `pip install` reads them; keys match
 // pip's spelling rules: index-url, index_url, INDEX-URL), else kDefaultIndexUrl. A malformed
 // configuration file or a URL that is not http(s) is an error naming where it came from.

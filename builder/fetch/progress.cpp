@@ -1,12 +1,6 @@
 #include "fetch/progress.h"
 
-#include <unistd.h>
-
-#include <chrono>
-#include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 
 #include "core/strings.h"
 #include "core/terminal.h"
@@ -37,21 +31,12 @@ std::string printable_name(std::string_view name) {
 
 }  // namespace
 
-DownloadProgress::DownloadProgress(bool terminal, Clock clock, Write write)
+DownloadProgress::DownloadProgress(bool terminal, MonotonicClock clock, TextWriter write)
     : terminal_(terminal), clock_(std::move(clock)), write_(std::move(write)) {}
 
 std::unique_ptr<DownloadProgress> DownloadProgress::to_stderr() {
-  const char* term = std::getenv("TERM");
-  bool terminal = ::isatty(STDERR_FILENO) == 1 && !(term && std::strcmp(term, "dumb") == 0);
-  auto clock = [] {
-    using namespace std::chrono;
-    return duration<double>(steady_clock::now().time_since_epoch()).count();
-  };
-  auto write = [](std::string_view text) {
-    std::fwrite(text.data(), 1, text.size(), stderr);
-    std::fflush(stderr);
-  };
-  return std::make_unique<DownloadProgress>(terminal, clock, write);
+  StderrDisplay out = stderr_display();
+  return std::make_unique<DownloadProgress>(out.terminal, out.clock, out.write);
 }
 
 std::string DownloadProgress::format_bytes(std::uint64_t bytes) {
@@ -64,15 +49,6 @@ std::string DownloadProgress::format_bytes(std::uint64_t bytes) {
     ++unit;
   }
   return cat(fixed1(v), " ", units[unit]);
-}
-
-std::string DownloadProgress::format_seconds(double seconds) {
-  if (!(seconds >= 0) || seconds > 1e7) return "?";
-  auto s = static_cast<long long>(std::llround(seconds));
-  auto two = [](long long v) { return v < 10 ? cat("0", v) : cat(v); };
-  if (s < 60) return cat(s, " s");
-  if (s < 3600) return cat(s / 60, " min ", two(s % 60), " s");
-  return cat(s / 3600, " h ", two(s / 60 % 60), " min");
 }
 
 void DownloadProgress::start(std::string name, std::uint64_t total, std::uint64_t already) {

@@ -10,14 +10,13 @@
 #include <string>
 #include <string_view>
 
+#include "core/terminal.h"
+
 namespace kiln::fetch {
 
 class DownloadProgress {
  public:
-  using Clock = std::function<double()>;                // seconds, monotonic
-  using Write = std::function<void(std::string_view)>;  // text to stderr as it is
-
-  DownloadProgress(bool terminal, Clock clock, Write write);
+  DownloadProgress(bool terminal, MonotonicClock clock, TextWriter write);
   // On stderr, as a terminal when stderr is one (and TERM is not "dumb").
   static std::unique_ptr<DownloadProgress> to_stderr();
 
@@ -33,15 +32,13 @@ class DownloadProgress {
 
   // "912.3 MB", "1.2 kB", "17 B" (decimal units, as pip shows them).
   static std::string format_bytes(std::uint64_t bytes);
-  // "41 s", "3 min 05 s", "1 h 02 min".
-  static std::string format_seconds(double seconds);
 
  private:
   void draw(double now);
 
   bool terminal_;
-  Clock clock_;
-  Write write_;
+  MonotonicClock clock_;
+  TextWriter write_;
   std::string name_;
   std::uint64_t total_ = 0, already_ = 0, received_ = 0;
   double started_ = 0, drawn_at_ = -1;

@@ -1,5 +1,6 @@
 // The backends kiln builds with, in one table: what each is and what it asks of the rest of kiln
-// (resolve, pins, the pipeline, the CLI read these traits; compile/ holds each one's build).
+// (resolve, pins, the pipeline, the CLI read these traits; compile/ holds each one's build, found
+// by the row's name). A manifest points at its row.
 #pragma once
 
 #include <span>
@@ -8,10 +9,7 @@
 
 namespace kiln::manifest {
 
-enum class Backend { Native, Setuptools, Pure };
-
 struct BackendSpec {
-  Backend kind;
   std::string_view name;  // as manifests and --backend spell it
   // Compiles extension modules: needs the target's toolchain (Python, CUDA, C++ compiler, torch),
   // whose identities, the arch set and the manylinux floor join its build key; its wheels carry
@@ -28,10 +26,10 @@ struct BackendSpec {
 
 // Every backend, in the order help texts list them.
 std::span<const BackendSpec> backends();
-const BackendSpec& backend_spec(Backend backend);
+// The first row (native): a manifest's backend until its [build] names one.
+const BackendSpec& default_backend();
 // nullptr for a name no backend has.
 const BackendSpec* backend_named(std::string_view name);
-std::string backend_name(Backend backend);
 // "native, setuptools or pure".
 std::string backend_names();
 

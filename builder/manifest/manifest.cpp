@@ -55,6 +55,14 @@ void check_tree_paths(const TableReader& t, std::string_view key,
               cat("'", paths[i], "' must be a relative path inside the source tree"));
 }
 
+// Each of `paths` (the list at `key` of the table `t` reads) as a reference into the source tree.
+void refer(Manifest& m, const TableReader& t, std::string_view key,
+           const std::vector<std::string>& paths, TreeReference::Use use, bool directory) {
+  for (std::size_t i = 0; i < paths.size(); ++i)
+    m.tree_references.push_back(
+        {paths[i], directory, use, t.qualified(key), t.element_position(key, i)});
+}
+
 Source read_source(const TableReader& t, const std::filesystem::path& manifest_dir) {
   Source s;
   int kinds = t.has("pypi") + t.has("url") + t.has("git") + t.has("path");
@@ -251,6 +259,10 @@ void read_package(const SourceText& source, TableReader& pkg, Manifest& m) {
   m.readme = pkg.string("readme").value_or("");
   if (!m.readme.empty() && !is_tree_path(m.readme))
     pkg.fail("readme", cat("'", m.readme, "' must be a relative path inside the source tree"));
+  refer(m, pkg, "license-files", m.license_files, TreeReference::Use::Always, false);
+  if (!m.readme.empty())
+    m.tree_references.push_back(
+        {m.readme, false, TreeReference::Use::Always, "package.readme", pkg.position("readme")});
   if (pkg.has("dependencies"))
     pkg.fail("dependencies",
              "'package.dependencies' is no more: a wheel's requirements are the sdist's own "
@@ -302,9 +314,9 @@ void read_patches(const SourceText& source, TableReader& pr, const std::filesyst
   }
 }
 
-Backend read_backend(TableReader& br) {
+const BackendSpec* read_backend(TableReader& br) {
   std::string backend = br.required_string("backend");
-  if (const BackendSpec* spec = backend_named(backend)) return spec->kind;
+  if (const BackendSpec* spec = backend_named(backend)) return spec;
   std::vector<std::string> names;
   for (const auto& b : backends()) names.emplace_back(b.name);
   std::string hint = closest_match(backend, names);
@@ -322,6 +334,7 @@ void read_build(const SourceText& source, TableReader& br, Manifest& m) {
     if (!is_dotted_identifier(m.packages[i]))
       fail_at(source, br.element_position("packages", i),
               cat("bad Python package name '", m.packages[i], "'"));
+  refer(m, br, "packages", m.packages, TreeReference::Use::Packages, true);
   auto ext_tables = br.tables("extension");
   std::set<std::string> ext_names;
   for (std::size_t i = 0; i < ext_tables.size(); ++i) {
@@ -329,11 +342,14 @@ void read_build(const SourceText& source, TableReader& br, Manifest& m) {
                    {"name", "sources", "include-dirs", "define-macros", "cxx-flags", "nvcc-flags",
                     "shard", "libraries", "library-dirs", "extra-link-args", "kind"});
     Extension e = read_extension(er);
+    refer(m, er, "sources", e.sources, TreeReference::Use::Extensions, false);
+    refer(m, er, "include-dirs", e.include_dirs, TreeReference::Use::Extensions, true);
+    refer(m, er, "library-dirs", e.library_dirs, TreeReference::Use::Extensions, true);
     if (!ext_names.insert(e.name).second)
       er.fail("name", cat("extension '", e.name, "' is declared twice"));
     m.extensions.push_back(std::move(e));
   }
-  const BackendSpec& spec = backend_spec(m.backend);
+  const BackendSpec& spec = *m.backend;
   if (spec.builds_extensions && m.extensions.empty())
     br.fail("backend", cat("the ", spec.name, " backend needs at least one [[build.extension]]"));
   // A setuptools manifest may keep its native recipe (for `kiln build --backend native`).
@@ -437,7 +453,7 @@ nlohmann::json Manifest::canonical() const {
               {"extra_dependencies", extra_dependencies},
               {"source", src},
               {"patches", patches_json},
-              {"backend", backend_name(backend)},
+              {"backend", std::string(backend->name)},
               {"packages", packages},
               {"extensions", exts}};
 }

@@ -62,6 +62,21 @@ struct Extension {
   bool cuda() const { return kind != "cxx"; }
 };
 
+// A path the manifest names inside the package's source tree, and where it is written: checked
+// against the patched tree before anything is built (check_tree).
+struct TreeReference {
+  enum class Use {
+    Always,      // license-files, readme
+    Extensions,  // a [[build.extension]]'s sources, include-dirs, library-dirs: native builds
+    Packages,    // build.packages (as a/b for a.b, in the tree or its src/): native and pure builds
+  };
+  std::string path;
+  bool directory = false;
+  Use use = Use::Always;
+  std::string key;  // as the manifest spells it: "build.extension.sources"
+  Position at;
+};
+
 // A Python identifier or C macro name: [A-Za-z_][A-Za-z0-9_]* (ASCII).
 bool is_identifier(std::string_view s);
 
@@ -82,21 +97,26 @@ struct Manifest {
   Source source;
   std::vector<Patch> patches;
 
-  Backend backend{};                  // [build] backend (manifest/backend.h)
-  std::vector<Extension> extensions;  // [[build.extension]]: the native recipe
-  std::vector<std::string> packages;  // Python packages to ship (native, pure)
+  const BackendSpec* backend = &default_backend();  // [build] backend (manifest/backend.h)
+  std::vector<Extension> extensions;                // [[build.extension]]: the native recipe
+  std::vector<std::string> packages;                // Python packages to ship (native, pure)
   // Requirements kiln adds to the sdist's own (its PKG-INFO's), each for a reason the manifest
   // states; a bare torch requirement is pinned by kiln to the target's minor.
   std::vector<std::string> extra_dependencies;
   // [package] fixture = true: a test fixture (kiln-demo), built only when named, never in the
   // default set (no package names, --all-versions without names). Not part of the build key.
   bool fixture = false;
+  std::vector<TreeReference> tree_references;
 
   std::string normalized_name() const;
   // Every field that can change the built bytes, in a fixed order (comments, layout and the
   // manifest's location are not part of it). Patch bytes enter through their sha256.
   nlohmann::json canonical() const;
 };
+
+// Whether every path the manifest names that a build with its backend reads is in `tree` (the
+// patched source tree): else the error located at the first that is not, saying what to do.
+Expected<void> check_tree(const Manifest& m, const std::filesystem::path& tree);
 
 // Parses and validates one manifest file. `display_path` is how messages name the file.
 // `patches_root` is the patches/ directory (patches resolve to patches/<name>/<version>/<file>).

@@ -10,7 +10,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "core/expected.h"
 
@@ -26,6 +28,29 @@ struct RemoteCacheSettings {
 struct Settings {
   RemoteCacheSettings remote_cache;
 };
+
+// The user's configuration ($XDG_CONFIG_HOME/kiln/config.toml, else ~/.config/kiln/config.toml):
+// defaults for every command, below flags and KILN_* variables (cli/settings.h).
+//
+//   cache = "/scratch/kiln-cache"       # paths: absolute, ~/..., or relative to this file
+//   manifests = "~/src/my-manifests"
+//   patches = "~/src/my-patches"
+//   target = ["default", "gpu-host"]    # or one name
+//   jobs = 8
+//   offline = false
+//   index-url = "https://mirror.example/simple/"
+struct UserConfig {
+  std::string cache, manifests, patches;  // absolute, or "" when not set
+  std::vector<std::string> targets;
+  std::optional<int> jobs;
+  std::optional<bool> offline;
+  std::string index_url;
+};
+
+// Reads `file` (no file: nothing set); `home` expands a leading "~/". Unknown keys, wrong types and
+// bad values are located errors.
+Expected<UserConfig> load_user_config(const std::filesystem::path& file,
+                                      const std::filesystem::path& home);
 
 // Reads `file` (no file: the defaults). Unknown keys, wrong types and bad values are located
 // errors ("kiln.toml:3:7: ...").

@@ -53,10 +53,10 @@ Expected<fs::path> build_roots(const cache::Store& store) {
 
 }  // namespace
 
-Expected<BuildRoot> BuildRoot::create(const cache::Store& store, const std::string& source_key,
+Expected<BuildRoot> BuildRoot::create(const cache::Store& store, const std::string& root_key,
                                       bool keep) {
   KILN_TRY(fs::path base, build_roots(store));
-  const std::string name = source_key.substr(0, kNameLength);
+  const std::string name = root_key.substr(0, kNameLength);
   KILN_TRY(FileLock lock, FileLock::acquire(lock_path(store, name)));
   const fs::path path = base / name;
   std::error_code ec;
@@ -77,7 +77,7 @@ BuildRoot::~BuildRoot() {
   fs::remove_all(path_, ec);
 }
 
-std::uint64_t remove_abandoned_build_roots(const cache::Store& store) {
+cache::GcResult remove_abandoned_build_roots(const cache::Store& store) {
   const fs::path dir = store.build_roots();
   std::error_code ec;
   std::vector<std::string> names;
@@ -87,12 +87,13 @@ std::uint64_t remove_abandoned_build_roots(const cache::Store& store) {
     if (is_root_name(name) && ::lstat(entry.path().c_str(), &st) == 0 && S_ISDIR(st.st_mode))
       names.push_back(name);
   }
-  std::uint64_t removed = 0;
+  cache::GcResult removed;
   for (const auto& name : names) {
     // The lock file stays: removing a lock file others may have opened would split the lock.
     auto lock = FileLock::try_acquire(lock_path(store, name), /*create=*/true);
     if (!lock) continue;  // a build (or the compilers of a killed one) holds it
-    if (fs::remove_all(dir / name, ec); !ec) ++removed;
+    std::uint64_t bytes = tree_bytes(dir / name);
+    if (fs::remove_all(dir / name, ec); !ec) ++removed.items, removed.bytes += bytes;
   }
   return removed;
 }

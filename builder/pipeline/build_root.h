@@ -11,19 +11,22 @@
 
 namespace kiln::pipeline {
 
-// Build roots belong to the cache that makes them: <cache>/build/<first 20 hex digits of the
-// source key>. Compilers must see them at a path that depends only on the sources (it ends up in
-// the wheel: __FILE__, line info, module ids), so kiln builds in a mount namespace of its own
-// (a user namespace too when not root) where /tmp/kiln-build is <cache>/build; nothing is ever
-// made at /tmp/kiln-build outside it, so no other user can plant anything there. Where no such
-// namespace may be made, builds use <cache>/build itself, and kiln says once that those wheels
-// embed that path. (ARCHITECTURE.md, "Reproducible builds"; docs/reliability.md, "Trust".)
+// Build roots belong to the cache that makes them: <cache>/build/<first hex digits of the root
+// key> (resolve's PlanItem: the package's name alone). Compilers must see them at a path that
+// depends on nothing a machine, a user or a run chooses (it ends up in the wheel: __FILE__, line
+// info, module ids), and the same path for every build of the package, so that after a patch
+// changes one file only that file's units miss the object cache; so kiln builds in a mount
+// namespace of its own (a user namespace too when not root) where /tmp/kiln-build is <cache>/build;
+// nothing is ever made at /tmp/kiln-build outside it, so no other user can plant anything there.
+// Where no such namespace may be made, builds use <cache>/build itself, and kiln says once that
+// those wheels embed that path. (ARCHITECTURE.md, "Reproducible builds"; docs/reliability.md,
+// "Trust".)
 class BuildRoot {
  public:
   // Enters the namespace (once per process), waits for the root's lock (another build of the same
-  // sources into the same cache holds it meanwhile), and gives the root empty. With `keep`, the
+  // package into the same cache holds it meanwhile), and gives the root empty. With `keep`, the
   // root outlives this object.
-  static Expected<BuildRoot> create(const cache::Store& store, const std::string& source_key,
+  static Expected<BuildRoot> create(const cache::Store& store, const std::string& root_key,
                                     bool keep);
   BuildRoot(BuildRoot&&) noexcept = default;
   BuildRoot& operator=(BuildRoot&&) = delete;
@@ -49,7 +52,7 @@ class BuildRoot {
 
 // Removes the build roots under <cache>/build that no build holds the lock of (what killed
 // builds left: a live build, and the compilers of a killed one, hold their root's lock). Never
-// follows a link. Returns how many were removed.
-std::uint64_t remove_abandoned_build_roots(const cache::Store& store);
+// follows a link. Returns how many were removed, and their bytes.
+cache::GcResult remove_abandoned_build_roots(const cache::Store& store);
 
 }  // namespace kiln::pipeline

@@ -33,7 +33,7 @@ Expected<std::vector<PinnedFile>> pinned_files(const resolve::Plan& plan,
   bool compiled = false, setuptools = false;
   for (const auto& item : plan.items) {
     if (item.target_name != rt.target.name) continue;
-    const manifest::BackendSpec& backend = manifest::backend_spec(item.manifest->backend);
+    const manifest::BackendSpec& backend = *item.manifest->backend;
     compiled = compiled || backend.compiles;
     setuptools = setuptools || backend.needs_build_env;
   }

@@ -156,12 +156,14 @@ wheel::BuiltTorch built_torch(const toolchain::TorchSysroot& t) {
 // label, tags (manylinux from the ELF files), the torch pin, provenance.
 Expected<void> finish_compiled(const manifest::Manifest& m, const resolve::ResolvedTarget& rt,
                                const Toolchain& tc, const std::vector<elf::ElfInfo>& elves,
-                               wheel::WheelSpec& spec, wheel::Provenance& provenance) {
+                               const std::vector<std::string>& modules, wheel::WheelSpec& spec,
+                               wheel::Provenance& provenance) {
   KILN_TRY(wheel::PlatformTag needed, wheel::manylinux_tag(elves));
-  auto floored = wheel::at_floor(needed, rt.manylinux);
+  auto floored = wheel::at_floor(needed, rt.manylinux,
+                                 wheel::symbols_above_floor(elves, modules, rt.manylinux));
   if (!floored)
-    return Error::failed(
-        cat(m.name, " for target ", rt.target.name, ": ", floored.error().message));
+    return Error::failed(cat(m.name, " for target ", rt.target.name, ": ", floored.error().message),
+                         floored.error().detail);
   const wheel::PlatformTag& platform = *floored;
   spec.version = cat(m.version, "+", wheel::local_label(rt.target.cuda_version, tc.torch.version));
   spec.tag = cat(tc.python.python_tag, "-", tc.python.abi_tag, "-", platform.tag);
@@ -246,7 +248,7 @@ Expected<void> record_last(Run& run, const resolve::PlanItem& item, const cache:
   last.package = item.manifest->normalized_name();
   last.key = item.key;
   last.wheel = entry.wheel.filename().string();
-  last.backend = manifest::backend_name(item.manifest->backend);
+  last.backend = std::string(item.manifest->backend->name);
   last.inputs = item.inputs;
   return run.store.record_last(last);
 }
@@ -323,16 +325,34 @@ Expected<void> finish_spec(const resolve::PlanItem& item, const resolve::Resolve
     return {};
   }
   std::vector<elf::ElfInfo> elves;
+  std::vector<std::string> modules;
   for (const auto& f : built.files) {
     if (std::find(built.modules.begin(), built.modules.end(), f.path) == built.modules.end())
       continue;
     KILN_TRY(elf::ElfInfo info, elf::read_elf(f.data, f.path));
     elves.push_back(std::move(info));
+    modules.push_back(f.path);
   }
   spec.files = std::move(built.files);
-  KILN_CHECK(finish_compiled(m, rt, *tc, elves, spec, provenance));
+  KILN_CHECK(finish_compiled(m, rt, *tc, elves, modules, spec, provenance));
   provenance.setuptools = std::move(built.setuptools);
   return {};
+}
+
+// An error that names a log in the build root (a path only kiln's namespace has, removed when the
+// item ends) names the copy kept in the cache instead.
+Error with_kept_logs(Error e, const fs::path& root, const fs::path& kept, bool root_kept) {
+  const std::string from = (root / "logs").string(), to = kept.string();
+  bool named = false;
+  for (std::string* text : {&e.message, &e.detail})
+    for (std::size_t at = text->find(from); at != std::string::npos;
+         at = text->find(from, at + to.size())) {
+      text->replace(at, from.size(), to);
+      named = true;
+    }
+  if (named && !root_kept)
+    e.detail += "\n(the build root is removed after a build; --keep-build-root keeps it)";
+  return e;
 }
 
 // The backend in the item's build root; its logs kept however it ends.
@@ -340,8 +360,11 @@ Expected<compile::BuildOutput> run_backend(Run& run, const compile::Backend& bac
                                            const resolve::PlanItem& item,
                                            const compile::BuildRequest& request) {
   auto built = backend.build(request);
-  if (request.toolchain) keep_logs(request.root, run.store.logs() / item.key);
-  if (!built) return std::move(built).error();
+  const fs::path kept = absolute_path(run.store.logs() / item.key);
+  if (request.toolchain) keep_logs(request.root, kept);
+  if (!built)
+    return with_kept_logs(std::move(built).error(), request.root, kept,
+                          run.options.keep_build_root);
   run.result.compile_jobs += built->stats.run;
   run.result.objects_reused += built->objects_reused;
   for (const auto& t : built->stats.timings) run.result.timings.push_back(t);
@@ -381,17 +404,18 @@ Expected<void> check_before_commit(const fs::path& wheel_path, const manifest::M
 Expected<cache::Entry> build_item(Run& run, const resolve::PlanItem& item,
                                   const resolve::ResolvedTarget* rt) {
   const manifest::Manifest& m = *item.manifest;
-  std::unique_ptr<compile::Backend> backend = compile::make_backend(m.backend);
+  KILN_TRY(std::unique_ptr<compile::Backend> backend, compile::make_backend(*m.backend));
   KILN_CHECK(backend->check_archs(rt->target.archs));
   log::info(cat("building ", m.name, " ", m.version, " for ", item.target_name, " (",
-                manifest::backend_name(m.backend), ")"));
+                std::string(m.backend->name), ")"));
 
   // Sources: fetch, unpack or copy, patch — in a build root named after the sources.
   // Removed however this item ends (unless --keep-build-root).
   KILN_TRY(BuildRoot build_root,
-           BuildRoot::create(run.store, item.source_key, run.options.keep_build_root));
+           BuildRoot::create(run.store, item.root_key, run.options.keep_build_root));
   fs::path src = build_root.path() / "src";
   KILN_CHECK(prepare_tree(m, run.fetching, build_root.path() / "scratch", src));
+  KILN_CHECK(manifest::check_tree(m, src));
   check_interrupted();
 
   KILN_TRY(wheel::UpstreamMetadata upstream, wheel::read_upstream_metadata(src));
@@ -400,10 +424,10 @@ Expected<cache::Entry> build_item(Run& run, const resolve::PlanItem& item,
   provenance.kiln = KILN_VERSION;
   provenance.recipe = resolve::kRecipeVersion;
   provenance.build_key = item.key;
-  provenance.backend = manifest::backend_name(m.backend);
+  provenance.backend = std::string(m.backend->name);
   provenance.inputs = item.inputs;
   const Toolchain* tc = nullptr;
-  if (manifest::backend_spec(m.backend).compiles) {
+  if (m.backend->compiles) {
     KILN_TRY(tc, toolchain_for(run, *rt));
   }
   KILN_TRY(compile::BuildRequest request, build_request(run, *backend, item, *rt, tc, build_root));
@@ -420,7 +444,7 @@ Expected<cache::Entry> build_item(Run& run, const resolve::PlanItem& item,
   info.package = m.name;
   info.version = spec.version;
   info.target = item.target_name;
-  info.backend = manifest::backend_name(m.backend);
+  info.backend = std::string(m.backend->name);
   info.manifest_version = m.version;
   if (tc) info.archs = rt->target.archs.canonical();
   return run.store.commit(item.key, wheel_path, std::move(info));
@@ -446,7 +470,7 @@ std::string refuse_shared_wheel(Run& run, const resolve::PlanItem& item,
     return cat("its kiln.json names another build key (", provenance->build_key.substr(0, 16), ")");
   const resolve::ResolvedTarget* rt = target_of(run.plan, item.target_name);
   const Toolchain* tc = nullptr;
-  if (manifest::backend_spec(m.backend).compiles) {
+  if (m.backend->compiles) {
     auto prepared = toolchain_for(run, *rt);
     if (!prepared) return prepared.error().message;
     tc = *prepared;
@@ -478,10 +502,10 @@ std::optional<cache::Entry> shared_hit(Run& run, const resolve::PlanItem& item) 
   std::vector<std::string> fields = split(fetched->wheel.filename().string(), "-");
   info.version = fields.size() > 1 ? fields[1] : m.version;
   info.target = item.target_name;
-  info.backend = manifest::backend_name(m.backend);
+  info.backend = std::string(m.backend->name);
   info.manifest_version = m.version;
   info.from = run.store.shared()->describe();
-  if (manifest::backend_spec(m.backend).compiles)
+  if (m.backend->compiles)
     info.archs = target_of(run.plan, item.target_name)->target.archs.canonical();
   auto entry = run.store.commit(item.key, fetched->wheel, std::move(info));
   if (!entry) return std::nullopt;
@@ -509,7 +533,7 @@ Expected<ItemResult> run_item(Run& run, const resolve::PlanItem& item) {
   ir.version = m.version;
   ir.target = item.target_name;
   ir.key = item.key;
-  ir.backend = manifest::backend_name(m.backend);
+  ir.backend = std::string(m.backend->name);
 
   KILN_TRY(cache::Lock lock, run.store.lock(item.key));
   std::string damaged;
@@ -560,8 +584,14 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
   Run state{plan, options, store, *fetching, {}, result};
   for (const auto& item : plan.items) {
     check_interrupted();
-    KILN_TRY(ItemResult ir, run_item(state, item));
-    result.items.push_back(std::move(ir));
+    auto ir = run_item(state, item);
+    if (!ir) {
+      result.error = std::move(ir).error();
+      result.failed = ItemResult{item.manifest->name, item.manifest->version, item.target_name,
+                                 item.key, std::string(item.manifest->backend->name)};
+      break;
+    }
+    result.items.push_back(std::move(*ir));
   }
   result.downloads = fetching->downloads();
   result.local = store.local_stats();

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,8 +48,14 @@ struct Result {
   std::size_t objects_reused = 0;
   std::vector<compile::JobStats::Timing> timings;
   cache::Store::LocalStats local;  // the local object cache's hits and misses
+  // Set when an item failed: its error and which item (the run stops there; `items` holds those
+  // done before it).
+  std::optional<Error> error;
+  std::optional<ItemResult> failed;  // package, version, target and key of the item that failed
 };
 
+// The items in order, each a hit or a build; the first failure ends the run with `error` set. An
+// error before any item (the cache or the index cannot be opened) is the Expected's.
 Expected<Result> run(const resolve::Plan& plan, const Options& options);
 
 }  // namespace kiln::pipeline

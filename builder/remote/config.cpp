@@ -14,11 +14,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
-
 // The first line of a token file, without its newline.
 Expected<std::string> read_token(const fs::path& file) {
   KILN_TRY(std::string text, read_file(file, 4096));
@@ -52,23 +47,23 @@ Expected<Config> load_config(const std::optional<std::string>& flag_url, bool re
            manifest::load_settings(cache_root.parent_path() / "kiln.toml"));
   const manifest::RemoteCacheSettings& file = settings.remote_cache;
   Config c;
-  c.url = flag_url                            ? *flag_url
-          : !env("KILN_REMOTE_CACHE").empty() ? env("KILN_REMOTE_CACHE")
-                                              : file.url;
+  c.url = flag_url                                  ? *flag_url
+          : !env_value("KILN_REMOTE_CACHE").empty() ? env_value("KILN_REMOTE_CACHE")
+                                                    : file.url;
   if (c.url.empty()) return c;
   if (has_credentials(c.url))
     return Error::bad_input(
         "the remote cache URL holds credentials, which would show in process lists and logs; "
         "give the token in KILN_REMOTE_CACHE_TOKEN or a token file (KILN_REMOTE_CACHE_TOKEN_FILE, "
         "or token-file in kiln.toml)");
-  c.readonly = readonly_flag || env("KILN_REMOTE_CACHE_READONLY") == "1" || file.readonly;
+  c.readonly = readonly_flag || env_value("KILN_REMOTE_CACHE_READONLY") == "1" || file.readonly;
   c.lease_ttl = std::chrono::seconds(file.lease_ttl);
-  KILN_TRY(c.deadline, deadline_from(env("KILN_REMOTE_DEADLINE")));
-  std::string token_file = !env("KILN_REMOTE_CACHE_TOKEN_FILE").empty()
-                               ? env("KILN_REMOTE_CACHE_TOKEN_FILE")
+  KILN_TRY(c.deadline, deadline_from(env_value("KILN_REMOTE_DEADLINE")));
+  std::string token_file = !env_value("KILN_REMOTE_CACHE_TOKEN_FILE").empty()
+                               ? env_value("KILN_REMOTE_CACHE_TOKEN_FILE")
                                : file.token_file;
-  if (!env("KILN_REMOTE_CACHE_TOKEN").empty()) {
-    c.token = env("KILN_REMOTE_CACHE_TOKEN");
+  if (!env_value("KILN_REMOTE_CACHE_TOKEN").empty()) {
+    c.token = env_value("KILN_REMOTE_CACHE_TOKEN");
   } else if (!token_file.empty()) {
     KILN_TRY(c.token, read_token(token_file));
   }

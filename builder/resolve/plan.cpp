@@ -17,7 +17,7 @@
 
 namespace kiln::resolve {
 
-using manifest::Backend;
+using manifest::BackendSpec;
 using manifest::Manifest;
 using manifest::Target;
 using nlohmann::json;
@@ -166,20 +166,14 @@ int shard_count(int units, int slots) {
 
 namespace {
 
-// The package's sources as the key sees them (a local tree without a sha256 by its contents), and
-// their identity: what the build root is named after.
+// The package's sources as the key sees them (a local tree without a sha256 by its contents).
 Expected<json> package_inputs(const Manifest& manifest, PlanItem& item) {
   json package = manifest.canonical();
   if (manifest.source.kind == manifest::Source::Kind::Local && manifest.source.sha256.empty()) {
     KILN_TRY(std::string tree, tree_sha256(manifest.source.path));
     package["source"]["tree_sha256"] = tree;
   }
-  item.source_key = sha256_hex(json{
-      {"source", package["source"]},
-      {"patches", package["patches"]},
-      {"name", manifest.normalized_name()},
-      {"version",
-       manifest.version}}.dump());
+  item.root_key = sha256_hex(json{{"build-root", manifest.normalized_name()}}.dump());
   return package;
 }
 
@@ -189,7 +183,7 @@ Expected<json> package_inputs(const Manifest& manifest, PlanItem& item) {
 // core); the setuptools backend's on the pins of its build environment.
 Expected<PlanItem> plan_item(const Manifest& manifest, const ResolvedTarget& target, int slots,
                              const manifest::BuildEnvPins& build_env) {
-  const manifest::BackendSpec& backend = manifest::backend_spec(manifest.backend);
+  const manifest::BackendSpec& backend = *manifest.backend;
   PlanItem item{&manifest, target.target.name};
   KILN_TRY(json package, package_inputs(manifest, item));
   item.inputs = {{"recipe", kRecipeVersion}, {"package", std::move(package)}};
@@ -257,10 +251,9 @@ Expected<std::vector<Selected>> select_packages(const manifest::Repository& repo
 
 // --backend: copies of the manifests with that backend (kept alive by the plan).
 Expected<void> override_backend(Plan& plan, std::vector<const Manifest*>& selected,
-                                Backend backend) {
+                                const BackendSpec& spec) {
   for (const Manifest*& m : selected) {
-    if (m->backend == backend) continue;
-    const manifest::BackendSpec& spec = manifest::backend_spec(backend);
+    if (m->backend == &spec) continue;
     if (spec.builds_extensions && m->extensions.empty())
       return Error::bad_input(cat("--backend ", spec.name, ": ", m->name, " ", m->version,
                                   " declares no [[build.extension]] (", m->display_path, ")"));
@@ -268,7 +261,7 @@ Expected<void> override_backend(Plan& plan, std::vector<const Manifest*>& select
       return Error::bad_input(cat("--backend ", spec.name, ": ", m->name, " ", m->version,
                                   " declares no build.packages (", m->display_path, ")"));
     auto copy = std::make_shared<Manifest>(*m);
-    copy->backend = backend;
+    copy->backend = &spec;
     plan.overridden.push_back(copy);
     m = copy.get();
   }
@@ -279,7 +272,7 @@ Expected<void> override_backend(Plan& plan, std::vector<const Manifest*>& select
 // that target's (a pure package's wheel has none).
 Expected<void> check_labels(const Selected& s, const Manifest& m, const ResolvedTarget& rt) {
   for (const auto& label : s.labels) {
-    if (!manifest::backend_spec(m.backend).compiles)
+    if (!m.backend->compiles)
       return Error::bad_input(cat("'", s.spec, "': ", m.name, " is a pure package: its wheel's ",
                                   "version has no local label (+", label, "); give ", m.name,
                                   "==", m.version));
@@ -296,17 +289,16 @@ Expected<void> check_labels(const Selected& s, const Manifest& m, const Resolved
 }  // namespace
 
 Expected<Plan> make_plan(const manifest::Repository& repo, const std::vector<std::string>& packages,
-                         const std::vector<Target>& targets, int slots,
-                         std::optional<Backend> backend, bool skip_unusable_targets) {
+                         const std::vector<Target>& targets, int slots, const BackendSpec* backend,
+                         bool skip_unusable_targets) {
   KILN_TRY(std::vector<Selected> chosen, select_packages(repo, packages));
   std::vector<const Manifest*> selected;
   for (const auto& c : chosen) selected.push_back(c.manifest);
   Plan plan;
   if (backend) KILN_CHECK(override_backend(plan, selected, *backend));
   auto any = [&](bool manifest::BackendSpec::*trait) {
-    return std::any_of(selected.begin(), selected.end(), [&](const Manifest* m) {
-      return manifest::backend_spec(m->backend).*trait;
-    });
+    return std::any_of(selected.begin(), selected.end(),
+                       [&](const Manifest* m) { return m->backend->*trait; });
   };
   if (any(&manifest::BackendSpec::needs_build_env)) {
     KILN_TRY(plan.build_env, repo.build_env());

@@ -20,9 +20,12 @@
 namespace kiln::resolve {
 
 // Bump by hand whenever kiln changes how it turns the same inputs into different bytes.
-constexpr int kRecipeVersion = 5;  // 2: nvcc in a PID namespace; 3: shards, per-arch device jobs;
+constexpr int kRecipeVersion = 6;  // 2: nvcc in a PID namespace; 3: shards, per-arch device jobs;
                                    // 4: the toolkit through <root>/cuda; 5: compat headers (the
-                                   // manylinux floor), Metadata 2.4, upstream's metadata
+                                   // manylinux floor), Metadata 2.4, upstream's metadata; 6: the
+                                   // build root named by the package alone, libm's compat header,
+                                   // nvcc --threads dropped from setuptools builds and
+                                   // their sources' mtimes fixed
 
 // A target with what kiln learned about its toolchain on this machine.
 // A plan of pure packages only probes nothing: then only `target` is set.
@@ -48,8 +51,11 @@ struct ResolvedTarget {
 struct PlanItem {
   const manifest::Manifest* manifest = nullptr;
   std::string target_name;
-  std::string key;         // 64 hex digits: sha256 of `inputs`
-  std::string source_key;  // the identity of the patched sources: what the build root is named
+  std::string key;  // 64 hex digits: sha256 of `inputs`
+  // What the build root is named after: the package's normalised name alone, so that its path (in
+  // every object) stays when a patch, the source or the version changes, and the object cache
+  // reuses every unit whose inputs did not change.
+  std::string root_key;
   // Compiled backends: the tools' identities a compile job depends on beyond its commands (the
   // object cache's salt, compile/content_key.h); "" for pure packages.
   std::string object_salt;
@@ -87,7 +93,7 @@ std::string target_local_label(const ResolvedTarget& target);
 // instead of failing the plan, unless no target is left.
 Expected<Plan> make_plan(const manifest::Repository& repo, const std::vector<std::string>& packages,
                          const std::vector<manifest::Target>& targets, int slots = 0,
-                         std::optional<manifest::Backend> backend = std::nullopt,
+                         const manifest::BackendSpec* backend = nullptr,
                          bool skip_unusable_targets = false);
 
 }  // namespace kiln::resolve

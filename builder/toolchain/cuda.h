@@ -35,17 +35,16 @@ struct CudaToolkit {
 
 // What a target asks for (the toolchain stage does not read targets itself).
 struct CudaRequest {
-  struct Wheel {
+  // A pinned file, as FetchPinned takes it: a wheel's file name, or a Debian package's pool path
+  // ("pool/non-free/n/...deb").
+  struct Pin {
     std::string file, sha256;
-  };
-  struct Deb {
-    std::string path, sha256;  // a pool path ("pool/non-free/n/...deb")
   };
   std::string toolkit = "system";  // "system" | "wheels" | "debian"
   std::string version;             // "13.0": what torch was built with
   std::string home;                // system: the target's cuda.home (optional)
-  std::vector<Wheel> wheels;       // wheels: the pinned set
-  std::vector<Deb> debs;           // debian: the pinned packages
+  std::vector<Pin> wheels;         // wheels: the pinned set
+  std::vector<Pin> debs;           // debian: the pinned packages
 };
 
 // Gets a pinned file (a wheel by file name, a Debian package by pool path) into the download cache

@@ -50,22 +50,10 @@ constexpr Rule kRules[] = {
 };
 
 // What nvcc needs to compile and what kiln links against, relative to the toolkit root.
+// Beyond what every toolkit needs (toolkit_dir.h's missing_files).
 const std::vector<std::string> kRequired = {
-    "bin/nvcc",
-    "bin/nvcc.profile",
-    "bin/cudafe++",
-    "bin/ptxas",
-    "bin/fatbinary",
-    "bin/nvlink",
-    "bin/crt/link.stub",
-    "nvvm/bin/cicc",
-    "nvvm/libdevice/libdevice.10.bc",
-    "include/cuda_runtime.h",
-    "include/crt/host_config.h",
-    "include/cuda/std/version",
-    "include/cub/cub.cuh",
-    "include/thrust/version.h",
-    "lib64/libcudart.so",
+    "bin/crt/link.stub",        "include/cuda/std/version", "include/cub/cub.cuh",
+    "include/thrust/version.h", "lib64/libcudart.so",
 };
 
 // Every path relative to nvcc's own directory ($(_HERE_)); the layout of NVIDIA's own profile,
@@ -150,10 +138,7 @@ Expected<void> lay_out(const fs::path& root) {
   KILN_CHECK(ensure_directory(root / "lib64"));
   KILN_CHECK(link_once("lib64", root / "lib", true));
   KILN_CHECK(link_targets(root, "lib64"));
-  std::vector<std::string> missing;
-  std::error_code ec;
-  for (const auto& rel : kRequired)
-    if (!fs::exists(root / rel, ec)) missing.push_back(rel);  // links followed: they must resolve
+  std::vector<std::string> missing = missing_files(root, kRequired);
   if (!missing.empty())
     return Error::bad_input(cat(
         "the pinned Debian packages make no complete CUDA toolkit: missing ", join(missing, ", "),
@@ -165,7 +150,7 @@ Expected<void> lay_out(const fs::path& root) {
 // The pins as the identity and the marker record them.
 nlohmann::json debs_json(const CudaRequest& request) {
   nlohmann::json debs = nlohmann::json::array();
-  for (const auto& d : request.debs) debs.push_back({{"path", d.path}, {"sha256", d.sha256}});
+  for (const auto& d : request.debs) debs.push_back({{"path", d.file}, {"sha256", d.sha256}});
   return debs;
 }
 
@@ -231,7 +216,7 @@ std::string debian_toolkit_path(std::string_view path) {
 Expected<std::string> debian_release(const CudaRequest& request) {
   constexpr std::string_view kPackage = "nvidia-cuda-toolkit_";
   for (const auto& d : request.debs) {
-    std::string file = file_of(d.path);
+    std::string file = file_of(d.file);
     if (!file.starts_with(kPackage)) continue;
     // nvidia-cuda-toolkit_12.4.131~12.4.1-2_amd64.deb: the upstream version's major.minor.
     Scanner s(std::string_view(file).substr(kPackage.size()));
@@ -247,11 +232,9 @@ Expected<std::string> debian_release(const CudaRequest& request) {
 }
 
 fs::path debian_toolkit_dir(const CudaRequest& request, const cache::Store& cache) {
-  std::vector<std::string> pins;
-  for (const auto& d : request.debs) pins.push_back(cat(d.sha256, " ", d.path));
   auto release = debian_release(request);
   return cache.debian_toolkit(release ? *release : std::string("unknown"),
-                              toolkit_pins_sha256(std::move(pins)));
+                              toolkit_pins_sha256(request.debs));
 }
 
 Expected<CudaToolkit> cuda_from_debs(const CudaRequest& request, const std::vector<fs::path>& debs,
@@ -267,53 +250,30 @@ Expected<CudaToolkit> cuda_from_debs(const CudaRequest& request, const std::vect
                          cat("the CUDA toolkit from ", debs.size(), " Debian packages")});
 }
 
-namespace {
-
-std::vector<PinnedToolkitSource::Pin> pins_of(const CudaRequest& request) {
-  std::vector<PinnedToolkitSource::Pin> pins;
-  for (const auto& d : request.debs) pins.push_back({d.path, d.sha256});
-  return pins;
-}
-
-class DebianSource : public PinnedToolkitSource {
- public:
-  DebianSource(CudaRequest request, const cache::Store* cache, FetchPinned fetch)
-      : PinnedToolkitSource(cache, std::move(fetch), pins_of(request),
-                            "the Debian toolkit has no way to fetch its packages",
-                            "CUDA toolkit from Debian: "),
-        request_(std::move(request)) {}
-
-  // The pins, the release their nvidia-cuda-toolkit holds and the rule that lets it build for
-  // torch's CUDA: refused here, before anything is downloaded, when no rule does.
-  Expected<nlohmann::json> identity() override {
-    KILN_TRY(std::string release, debian_release(request_));
-    KILN_TRY(std::string rule, cuda_compatibility(release, request_.version));
-    return nlohmann::json{{"toolkit", "debian"},
-                          {"version", request_.version},
-                          {"release", release},
-                          {"compatibility", rule},
-                          {"debs", debs_json(request_)}};
-  }
-
- protected:
-  Expected<CudaToolkit> made(const std::vector<fs::path>& files,
-                             const cache::Store& cache) override {
-    KILN_TRY(CudaToolkit t, cuda_from_debs(request_, files, cache));
-    KILN_TRY(std::string rule, cuda_compatibility(t.version, request_.version));
-    log::info(
-        cat("CUDA ", t.version, " from Debian for torch's CUDA ", request_.version, ": ", rule));
-    return t;
-  }
-
- private:
-  CudaRequest request_;
-};
-
-}  // namespace
-
+// The pins, the release their nvidia-cuda-toolkit holds and the rule that lets it build for
+// torch's CUDA: refused by identity(), before anything is downloaded, when no rule does.
 std::unique_ptr<CudaSource> debian_cuda_source(const CudaRequest& request,
                                                const cache::Store* cache, FetchPinned fetch) {
-  return std::make_unique<DebianSource>(request, cache, std::move(fetch));
+  PinnedToolkit toolkit{request.debs, "the Debian toolkit has no way to fetch its packages",
+                        "CUDA toolkit from Debian: "};
+  toolkit.identity = [request]() -> Expected<nlohmann::json> {
+    KILN_TRY(std::string release, debian_release(request));
+    KILN_TRY(std::string rule, cuda_compatibility(release, request.version));
+    return nlohmann::json{{"toolkit", "debian"},
+                          {"version", request.version},
+                          {"release", release},
+                          {"compatibility", rule},
+                          {"debs", debs_json(request)}};
+  };
+  toolkit.made = [request](const std::vector<fs::path>& files,
+                           const cache::Store& cache) -> Expected<CudaToolkit> {
+    KILN_TRY(CudaToolkit t, cuda_from_debs(request, files, cache));
+    KILN_TRY(std::string rule, cuda_compatibility(t.version, request.version));
+    log::info(
+        cat("CUDA ", t.version, " from Debian for torch's CUDA ", request.version, ": ", rule));
+    return t;
+  };
+  return pinned_toolkit_source(std::move(toolkit), cache, std::move(fetch));
 }
 
 }  // namespace kiln::toolchain

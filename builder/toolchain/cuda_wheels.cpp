@@ -19,19 +19,8 @@ namespace fs = std::filesystem;
 namespace {
 
 // What nvcc needs to compile and what kiln links against, relative to the toolkit root.
-const std::vector<std::string> kRequired = {
-    "bin/nvcc",
-    "bin/nvcc.profile",
-    "bin/cudafe++",
-    "bin/ptxas",
-    "bin/fatbinary",
-    "bin/nvlink",
-    "nvvm/bin/cicc",
-    "nvvm/libdevice/libdevice.10.bc",
-    "include/cuda_runtime.h",
-    "include/crt/host_config.h",
-    "lib/libcudart.so",
-};
+// Beyond what every toolkit needs (toolkit_dir.h's missing_files).
+const std::vector<std::string> kRequired = {"lib/libcudart.so"};
 
 Expected<void> same_content(const fs::path& a, const fs::path& b, const std::string& rel) {
   KILN_TRY(std::string x, sha256_file(a));
@@ -135,9 +124,7 @@ Expected<nlohmann::json> fill_toolkit(const CudaRequest& request,
     return unpack_wheel(wheel, unpacked, root);
   }));
   KILN_CHECK(lay_out(root));
-  std::vector<std::string> missing;
-  for (const auto& rel : kRequired)
-    if (!present(root / rel)) missing.push_back(rel);
+  std::vector<std::string> missing = missing_files(root, kRequired);
   bool cccl = present(root / "include" / "cccl" / "cuda" / "std" / "version") ||
               present(root / "include" / "cuda" / "std" / "version");
   if (!cccl) missing.push_back("include/[cccl/]cuda/std/version (CCCL)");
@@ -163,9 +150,7 @@ Expected<nlohmann::json> fill_toolkit(const CudaRequest& request,
 }  // namespace
 
 fs::path wheel_toolkit_dir(const CudaRequest& request, const cache::Store& cache) {
-  std::vector<std::string> pins;
-  for (const auto& w : request.wheels) pins.push_back(cat(w.sha256, " ", w.file));
-  return cache.wheel_toolkit(request.version, toolkit_pins_sha256(std::move(pins)));
+  return cache.wheel_toolkit(request.version, toolkit_pins_sha256(request.wheels));
 }
 
 Expected<CudaToolkit> cuda_from_wheels(const CudaRequest& request,
@@ -183,42 +168,18 @@ Expected<CudaToolkit> cuda_from_wheels(const CudaRequest& request,
        cat("the CUDA ", request.version, " toolkit from ", wheels.size(), " wheels")});
 }
 
-namespace {
-
-std::vector<PinnedToolkitSource::Pin> pins_of(const CudaRequest& request) {
-  std::vector<PinnedToolkitSource::Pin> pins;
-  for (const auto& w : request.wheels) pins.push_back({w.file, w.sha256});
-  return pins;
-}
-
-class WheelsSource : public PinnedToolkitSource {
- public:
-  WheelsSource(CudaRequest request, const cache::Store* cache, FetchPinned fetch)
-      : PinnedToolkitSource(cache, std::move(fetch), pins_of(request),
-                            "the wheel toolkit has no way to fetch its wheels",
-                            cat("CUDA ", request.version, " toolkit: ")),
-        request_(std::move(request)) {}
-
-  Expected<nlohmann::json> identity() override {
-    return nlohmann::json{
-        {"toolkit", "wheels"}, {"version", request_.version}, {"wheels", wheels_json(request_)}};
-  }
-
- protected:
-  Expected<CudaToolkit> made(const std::vector<fs::path>& files,
-                             const cache::Store& cache) override {
-    return cuda_from_wheels(request_, files, cache);
-  }
-
- private:
-  CudaRequest request_;
-};
-
-}  // namespace
-
 std::unique_ptr<CudaSource> wheels_cuda_source(const CudaRequest& request,
                                                const cache::Store* cache, FetchPinned fetch) {
-  return std::make_unique<WheelsSource>(request, cache, std::move(fetch));
+  PinnedToolkit toolkit{request.wheels, "the wheel toolkit has no way to fetch its wheels",
+                        cat("CUDA ", request.version, " toolkit: ")};
+  toolkit.identity = [request]() -> Expected<nlohmann::json> {
+    return nlohmann::json{
+        {"toolkit", "wheels"}, {"version", request.version}, {"wheels", wheels_json(request)}};
+  };
+  toolkit.made = [request](const std::vector<fs::path>& files, const cache::Store& cache) {
+    return cuda_from_wheels(request, files, cache);
+  };
+  return pinned_toolkit_source(std::move(toolkit), cache, std::move(fetch));
 }
 
 }  // namespace kiln::toolchain

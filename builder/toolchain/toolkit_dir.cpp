@@ -36,9 +36,33 @@ Expected<void> link_targets(const fs::path& root, std::string_view lib) {
   return {};
 }
 
-std::string toolkit_pins_sha256(std::vector<std::string> pins) {
-  std::sort(pins.begin(), pins.end());  // the set, not its order, is the toolkit
-  return sha256_hex(join(pins, "\n"));
+std::vector<std::string> missing_files(const fs::path& root,
+                                       const std::vector<std::string>& extra) {
+  static const std::vector<std::string> kEvery = {
+      "bin/nvcc",
+      "bin/nvcc.profile",
+      "bin/cudafe++",
+      "bin/ptxas",
+      "bin/fatbinary",
+      "bin/nvlink",
+      "nvvm/bin/cicc",
+      "nvvm/libdevice/libdevice.10.bc",
+      "include/cuda_runtime.h",
+      "include/crt/host_config.h",
+  };
+  std::vector<std::string> missing;
+  std::error_code ec;
+  for (const auto* list : {&kEvery, &extra})
+    for (const auto& rel : *list)
+      if (!fs::exists(root / rel, ec)) missing.push_back(rel);
+  return missing;
+}
+
+std::string toolkit_pins_sha256(const std::vector<CudaRequest::Pin>& pins) {
+  std::vector<std::string> lines;
+  for (const auto& pin : pins) lines.push_back(cat(pin.sha256, " ", pin.file));
+  std::sort(lines.begin(), lines.end());  // the set, not its order, is the toolkit
+  return sha256_hex(join(lines, "\n"));
 }
 
 Expected<CudaToolkit> run_nvcc(const fs::path& root) {
@@ -94,29 +118,44 @@ Expected<CudaToolkit> ensure_toolkit(const fs::path& dest, const ToolkitMaker& m
   return maker.open(dest);
 }
 
-PinnedToolkitSource::PinnedToolkitSource(const cache::Store* cache, FetchPinned fetch,
-                                         std::vector<Pin> pins, std::string no_fetch,
-                                         std::string context)
-    : cache_(cache),
-      fetch_(std::move(fetch)),
-      pins_(std::move(pins)),
-      no_fetch_(std::move(no_fetch)),
-      context_(std::move(context)) {}
+namespace {
 
-Expected<CudaToolkit> PinnedToolkitSource::toolkit() {
-  if (ready_) return *ready_;
-  if (!fetch_) return Error::failed(no_fetch_);
-  if (!cache_) return Error::failed(cat(context_, "no cache to lay the toolkit out in"));
-  std::vector<fs::path> files;
-  for (const auto& pin : pins_) {
-    auto got = fetch_(pin.file, pin.sha256);
-    if (!got)
-      return Error{got.error().kind, cat(context_, got.error().message), got.error().detail};
-    files.push_back(*got);
+class PinnedSource : public CudaSource {
+ public:
+  PinnedSource(PinnedToolkit toolkit, const cache::Store* cache, FetchPinned fetch)
+      : toolkit_(std::move(toolkit)), cache_(cache), fetch_(std::move(fetch)) {}
+
+  Expected<nlohmann::json> identity() override { return toolkit_.identity(); }
+
+  Expected<CudaToolkit> toolkit() override {
+    if (ready_) return *ready_;
+    if (!fetch_) return Error::failed(toolkit_.no_fetch);
+    if (!cache_) return Error::failed(cat(toolkit_.context, "no cache to lay the toolkit out in"));
+    std::vector<fs::path> files;
+    for (const auto& pin : toolkit_.pins) {
+      auto got = fetch_(pin.file, pin.sha256);
+      if (!got)
+        return Error{got.error().kind, cat(toolkit_.context, got.error().message),
+                     got.error().detail};
+      files.push_back(*got);
+    }
+    KILN_TRY(CudaToolkit t, toolkit_.made(files, *cache_));
+    ready_ = t;
+    return t;
   }
-  KILN_TRY(CudaToolkit t, made(files, *cache_));
-  ready_ = t;
-  return t;
+
+ private:
+  PinnedToolkit toolkit_;
+  const cache::Store* cache_;
+  FetchPinned fetch_;
+  std::optional<CudaToolkit> ready_;
+};
+
+}  // namespace
+
+std::unique_ptr<CudaSource> pinned_toolkit_source(PinnedToolkit toolkit, const cache::Store* cache,
+                                                  FetchPinned fetch) {
+  return std::make_unique<PinnedSource>(std::move(toolkit), cache, std::move(fetch));
 }
 
 }  // namespace kiln::toolchain

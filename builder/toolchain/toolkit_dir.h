@@ -2,12 +2,13 @@
 // what the two makers share: `<toolkits>/<name>` (named by the cache's Store) is whole when its
 // marker file is there, and is made by one process at a time, under `<name>.lock`, in a staging
 // directory beside it that is renamed into place; its pinned files are fetched once per process
-// (PinnedToolkitSource), unpacked one by one (merge_each), its nvcc asked for its release
+// (pinned_toolkit_source), unpacked one by one (merge_each), its nvcc asked for its release
 // (run_nvcc).
 #pragma once
 
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,14 +30,16 @@ bool present(const std::filesystem::path& p);
 Expected<void> link_once(const std::filesystem::path& target, const std::filesystem::path& at,
                          bool directory);
 
+// Of what nvcc needs to compile in every toolkit (nvcc and its profile, cudafe++, ptxas, fatbinary,
+// nvlink, cicc, libdevice, the runtime and host-config headers) and of `extra`, the paths relative
+// to `root` that are not there (links followed: they must resolve).
+std::vector<std::string> missing_files(const std::filesystem::path& root,
+                                       const std::vector<std::string>& extra);
+
 // targets/x86_64-linux/{include,lib} as an installed toolkit has them, links to ../../include and
 // ../../<lib> (`lib`: "lib" or "lib64"), so nvcc's own include paths read like an installed
 // toolkit's.
 Expected<void> link_targets(const std::filesystem::path& root, std::string_view lib);
-
-// The hash that names a toolkit made from pinned files: of the pins ("<sha256> <file>" each),
-// sorted (the set, not its order, is the toolkit) and joined by newlines.
-std::string toolkit_pins_sha256(std::vector<std::string> pins);
 
 // The toolkit at `root` as its bin/nvcc --version tells it (failing when nvcc does not run).
 Expected<CudaToolkit> run_nvcc(const std::filesystem::path& root);
@@ -63,31 +66,27 @@ struct ToolkitMaker {
 // under its lock, after removing what a maker that died left, then opened.
 Expected<CudaToolkit> ensure_toolkit(const std::filesystem::path& dest, const ToolkitMaker& maker);
 
-// A source whose toolkit kiln lays out from pinned files (NVIDIA's wheels, Debian's packages): on
-// the first toolkit() each pin is fetched (from the download cache when it is there, so a toolkit
-// can be laid out again without the network), then made() lays the toolkit out in the cache;
-// later calls return the same toolkit.
-class PinnedToolkitSource : public CudaSource {
- public:
-  struct Pin {
-    std::string file, sha256;  // as FetchPinned takes them
-  };
-  // `no_fetch`: the error without a FetchPinned; `context`: what a fetch error is prefixed with.
-  PinnedToolkitSource(const cache::Store* cache, FetchPinned fetch, std::vector<Pin> pins,
-                      std::string no_fetch, std::string context);
-  Expected<CudaToolkit> toolkit() override;
+// The hash that names a toolkit made from `pins`: of "<sha256> <file>" each, sorted (the set, not
+// its order, is the toolkit) and joined by newlines.
+std::string toolkit_pins_sha256(const std::vector<CudaRequest::Pin>& pins);
 
- protected:
-  // The toolkit from the fetched `files` (in the order of the pins), laid out in `cache`.
-  virtual Expected<CudaToolkit> made(const std::vector<std::filesystem::path>& files,
-                                     const cache::Store& cache) = 0;
-
- private:
-  const cache::Store* cache_;
-  FetchPinned fetch_;
-  std::vector<Pin> pins_;
-  std::string no_fetch_, context_;
-  std::optional<CudaToolkit> ready_;
+// What a toolkit kiln lays out from pinned files (NVIDIA's wheels, Debian's packages) is: its
+// pins, its identity for the key, and how the fetched files become a toolkit in the cache.
+struct PinnedToolkit {
+  std::vector<CudaRequest::Pin> pins;
+  std::string no_fetch;  // the error when there is no FetchPinned
+  std::string context;   // what a fetch error is prefixed with
+  std::function<Expected<nlohmann::json>()> identity;
+  // The toolkit from the fetched files (in the order of the pins), laid out in the cache.
+  std::function<Expected<CudaToolkit>(const std::vector<std::filesystem::path>& files,
+                                      const cache::Store& cache)>
+      made;
 };
+
+// Its CudaSource: on the first toolkit() each pin is fetched (from the download cache when it is
+// there, so a toolkit can be laid out again without the network), then made() lays the toolkit out
+// in `cache`; later calls return the same toolkit.
+std::unique_ptr<CudaSource> pinned_toolkit_source(PinnedToolkit toolkit, const cache::Store* cache,
+                                                  FetchPinned fetch);
 
 }  // namespace kiln::toolchain

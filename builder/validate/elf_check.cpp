@@ -3,6 +3,7 @@
 // into the binaries are reported (a warning: they are harmless to run but leak the build machine).
 #include <algorithm>
 #include <set>
+#include <utility>
 
 #include "core/namespace.h"
 #include "core/strings.h"
@@ -36,8 +37,9 @@ const std::set<std::string>& system_libraries() {
   return libs;
 }
 
-// Strings in the image that look like absolute paths of a build machine.
-std::vector<std::string> build_paths(std::string_view image) {
+// Strings in the image that look like absolute paths of a build machine: those of the machine, and
+// those under kiln's own build root (/tmp/kiln-build/<root key>/, the same on every machine).
+std::pair<std::vector<std::string>, std::vector<std::string>> build_paths(std::string_view image) {
   static const std::string kMarkers[] = {std::string(kBuildRootsPath) + "/", "/root/", "/home/",
                                          "/tmp/pip-", "/tmp/tmp"};
   std::set<std::string> found;
@@ -58,7 +60,10 @@ std::vector<std::string> build_paths(std::string_view image) {
       if (found.size() >= 1000) break;
     }
   }
-  return {found.begin(), found.end()};
+  std::pair<std::vector<std::string>, std::vector<std::string>> out;
+  const std::string kilns = cat(kBuildRootsPath, "/");
+  for (const auto& p : found) (p.rfind(kilns, 0) == 0 ? out.second : out.first).push_back(p);
+  return out;
 }
 
 bool origin_relative(const std::string& entry) {
@@ -121,16 +126,22 @@ CheckResult check_elf(const LoadedWheel& w) {
           f.fail(cat(b.path, " has ", kind, " ", entry,
                      ", which points outside the wheel (at the build machine)"));
     }
-    auto paths = build_paths(b.data);
+    auto [paths, kilns] = build_paths(b.data);
     j["build_paths"] = paths;
+    j["kiln_build_root_paths"] = kilns.size();
     path_count += paths.size();
     if (!paths.empty()) {
       std::vector<std::string> shown(paths.begin(),
                                      paths.begin() + std::min<std::size_t>(paths.size(), 3));
       f.warn(cat(b.path, " holds ", paths.size(), " absolute build path(s), e.g. ",
-                 join(shown, ", ")));
+                 join(shown, ", "),
+                 " (they differ between build machines: build where the path is fixed, or map it "
+                 "away with -ffile-prefix-map)"));
       for (const auto& p : paths) f.note(cat("  ", p));
     }
+    if (!kilns.empty())
+      f.note(cat(b.path, ": ", kilns.size(), " path(s) under kiln's fixed build root ",
+                 kBuildRootsPath, " (the same on every machine: nothing to do)"));
     files[b.path] = std::move(j);
   }
   f.data()["files"] = std::move(files);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <set>
 
 #include "core/strings.h"
 #include "manifest/target.h"
@@ -115,20 +116,43 @@ Expected<PlatformTag> manylinux_tag(const std::vector<elf::ElfInfo>& files) {
   return tag;
 }
 
-Expected<PlatformTag> at_floor(const PlatformTag& needed, int floor_minor) {
+std::vector<std::string> symbols_above_floor(const std::vector<elf::ElfInfo>& files,
+                                             const std::vector<std::string>& names,
+                                             int floor_minor) {
+  std::set<std::string> out;
+  for (std::size_t i = 0; i < files.size(); ++i)
+    for (const auto& s : files[i].dynamic_symbols)
+      if (!s.defined && !s.version.empty() && policy_glibc_minor_for(s.version) > floor_minor)
+        out.insert(cat(s.name, "@", s.version, " (in ", i < names.size() ? names[i] : "?", ")"));
+  return {out.begin(), out.end()};
+}
+
+Expected<PlatformTag> at_floor(const PlatformTag& needed, int floor_minor,
+                               const std::vector<std::string>& symbols) {
   std::string arch;
   const int needs = manifest::manylinux_minor(needed.tag, arch);
-  if (needs > floor_minor)
-    return Error::failed(cat("the extension modules need ", needed.tag, " (", needed.limiting,
-                             "), newer than the "
-                             "target's floor manylinux_2_",
-                             floor_minor,
-                             "_x86_64 (its torch's own): the wheel would not "
-                             "install where that torch does; keep ",
-                             needed.limiting,
-                             " out of the build, or raise the "
-                             "floor with [target] manylinux = \"2_",
-                             needs, "\""));
+  if (needs > floor_minor) {
+    std::vector<std::string> shown(symbols.begin(),
+                                   symbols.begin() + std::min<std::size_t>(symbols.size(), 5));
+    std::string which = shown.empty()
+                            ? std::string()
+                            : cat(": ", join(shown, ", "),
+                                  symbols.size() > shown.size()
+                                      ? cat(" and ", symbols.size() - shown.size(), " more")
+                                      : std::string());
+    return Error::failed(
+        cat("the extension modules need ", needed.tag, " (", needed.limiting,
+            "), newer than the target's floor manylinux_2_", floor_minor,
+            "_x86_64 (its torch's own), so the wheel would not install where that torch does",
+            which),
+        cat("Keep these symbols out of the build (call something older glibc has, or bind the "
+            "symbol to its old version with __asm__(\".symver NAME,NAME@GLIBC_2.2.5\") where "
+            "one exists), or raise the target's floor with [target] manylinux = \"2_",
+            needs,
+            "\".\n`kiln build --keep-build-root` keeps the build tree; `nm -D "
+            "--with-symbol-versions` "
+            "on its objects shows which one references them."));
+  }
   PlatformTag out = needed;
   out.needs = needed.tag;
   out.tag = cat("manylinux_2_", floor_minor, "_x86_64");

@@ -20,10 +20,18 @@ struct PlatformTag {
 // Fails when a needed version is newer than every known policy.
 Expected<PlatformTag> manylinux_tag(const std::vector<elf::ElfInfo>& files);
 
+// The symbols `files` (their paths in the wheel: `names`) reference at a version newer than a floor
+// of glibc 2.<floor_minor> covers: "log2@GLIBC_2.29 (in x.so)", sorted, each once.
+std::vector<std::string> symbols_above_floor(const std::vector<elf::ElfInfo>& files,
+                                             const std::vector<std::string>& names,
+                                             int floor_minor);
+
 // The tag of a wheel for a target whose floor is glibc 2.<floor_minor>: that floor's tag (the
 // wheel installs wherever the target's torch does), with `needed`'s tag, the level its files
-// need, in `needs`. Fails, naming the symbol and what would fix it, when they need a newer glibc.
-Expected<PlatformTag> at_floor(const PlatformTag& needed, int floor_minor);
+// need, in `needs`. Fails when they need a newer glibc, naming the version, the symbols that need
+// it (`symbols`, from symbols_above_floor) and what to do.
+Expected<PlatformTag> at_floor(const PlatformTag& needed, int floor_minor,
+                               const std::vector<std::string>& symbols = {});
 
 // "GLIBC_2.32" -> the oldest policy glibc minor covering it (e.g. 32), or -1 if none.
 int policy_glibc_minor_for(const std::string& version_name);

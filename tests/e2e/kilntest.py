@@ -44,7 +44,10 @@ class KilnTestCase(unittest.TestCase):
     def kiln(self, *args, check=None, env=None, cwd=None, timeout=600):
         """Runs kiln; check=0 (or any int) asserts that exit code."""
         full_env = dict(os.environ)
-        full_env.pop("KILN_MANIFESTS", None)
+        for name in ("KILN_MANIFESTS", "KILN_PATCHES", "KILN_TARGET", "KILN_JOBS", "KILN_OFFLINE",
+                     "KILN_INDEX_URL"):
+            full_env.pop(name, None)
+        full_env["KILN_CONFIG"] = "/dev/null"  # the user's configuration stays out of the tests
         full_env["KILN_CACHE"] = str(self.cache)
         full_env.update(env or {})
         proc = subprocess.run([KILN, *args], cwd=cwd or self.project, env=full_env,

@@ -152,6 +152,16 @@ class BuildSetuptoolsTest(KilnTestCase):
         self.assertEqual(len([n for n in made if n.startswith("setuptools-") and not n.endswith(".lock")]), 1, made)
         self.assertFalse([n for n in made if ".tmp-" in n], made)  # no staging left behind
 
+    def test_upstream_nvcc_threads_and_lineinfo_stay_reproducible(self):
+        """Upstream setup.py files pass nvcc --threads N (fast-hadamard-transform: --threads 4 and
+        -lineinfo): the wheel is still the same bytes on every build of its key."""
+        self.edit("kernels/kiln-demo/setup.py", '"nvcc": ["-O3"]',
+                  '"nvcc": ["-O3", "--threads", "4", "-lineinfo"]')
+        args = ("--backend", "setuptools", "--archs", "8.0;9.0")
+        builds = [self.build(self.fresh_cache(f"t{i}"), *args)["items"][0] for i in range(2)]
+        self.assertEqual(builds[0]["key"], builds[1]["key"])
+        self.assertEqual(sha256(builds[0]["wheel"]), sha256(builds[1]["wheel"]))
+
     def test_bad_backend_choices(self):
         # TORCH_CUDA_ARCH_LIST cannot ask for PTX alone: refused before anything is built.
         proc = self.kiln("build", "kiln-demo", "--backend", "setuptools", "--archs", "compute_90", check=2)

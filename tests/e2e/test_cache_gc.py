@@ -115,6 +115,21 @@ class CacheGcTest(SourceTestCase):
         self.kiln("--cache", str(cache), "cache", "verify", check=0)
         self.kiln("--cache", str(cache), "index", "export", str(self.tmp / "empty-site"), check=0)
 
+    def test_all_counts_what_it_frees(self):
+        """`gc --all` says how much it freed: it once said "0.0 MiB freed" after removing 6.5 MB."""
+        self.local_archive("demo-1.0.0.tar.gz", self.good_sdist())
+        cache = self.fresh_cache("c")
+        key = self.build(cache, "one")["key"]
+        obj = self.add_object(cache, b"o" * 5000)
+        expected = self.entry_bytes(cache, key) + obj.stat().st_size
+        out = json.loads(self.gc(cache, "--all", check=0).stdout)
+        self.assertEqual(out["freed_bytes"], expected, out)
+        self.assertFalse((cache / "wheels" / key).exists())
+        key = self.build(cache, "two")["key"]
+        self.add_object(cache, b"p" * (1 << 20))
+        text = self.kiln("--cache", str(cache), "cache", "gc", "--all", check=0).stderr
+        self.assertRegex(text, r"removed 2 items \(1\.[0-9] MiB freed\)")
+
     def test_bad_sizes_and_ages_are_usage_errors(self):
         cache = self.tmp / "cache"
         cases = [

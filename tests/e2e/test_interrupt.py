@@ -19,7 +19,7 @@ class InterruptTest(KilnTestCase):
             f.write(f"\n// {marker}\n")
         cache = self.fresh_cache("c")
         env = dict(os.environ, KILN_CACHE=str(cache))
-        proc = subprocess.Popen([KILN, "build", "kiln-demo"], cwd=self.project, env=env,
+        proc = subprocess.Popen([KILN, "-v", "build", "kiln-demo"], cwd=self.project, env=env,
                                 stderr=subprocess.PIPE, text=True)
         started = []
         deadline = time.time() + 600

@@ -151,7 +151,9 @@ class ValidateTest(KilnTestCase):
                 self.assertEqual(checks["torch-abi"]["verdict"], "pass", checks["torch-abi"]["message"])
                 self.assertTrue(checks["torch-abi"]["data"]["torch"].startswith("2.11.0"))
                 self.assertGreater(checks["torch-abi"]["data"]["resolved"], 50)
-                self.assertIn(checks["elf"]["verdict"], ("pass", "warn"), checks["elf"]["message"])
+                # Paths under kiln's fixed build root are the same on every machine: no warning.
+                self.assertEqual(checks["elf"]["verdict"], "pass", checks["elf"]["details"])
+                self.assertEqual(checks["elf"]["data"]["build_paths"], 0)
         # --json lists the archs found per wheel.
         for w in doc["wheels"]:
             if Path(w["wheel"]).name in (wheels["kiln-demo"].name, wheels.get("causal-conv1d", Path()).name):

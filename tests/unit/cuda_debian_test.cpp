@@ -163,7 +163,7 @@ TEST_F(CudaDebian, LaysOutAToolkitThatReadsNothingFromUsr) {
   fs::path root = debian_toolkit_dir(r, store_);
   // The name the cache has always had: cuda-<release>-debian-<the sorted pins' sha256, 16 digits>.
   std::vector<std::string> pins;
-  for (const auto& d : r.debs) pins.push_back(cat(d.sha256, " ", d.path));
+  for (const auto& d : r.debs) pins.push_back(cat(d.sha256, " ", d.file));
   std::sort(pins.begin(), pins.end());
   EXPECT_EQ(root, dir_ / "toolkits" /
                       cat("cuda-12.4-debian-", sha256_hex(join(pins, "\n")).substr(0, 16)));

@@ -28,10 +28,10 @@ TEST(DownloadProgress, FormatsBytesAndSeconds) {
   EXPECT_EQ(DownloadProgress::format_bytes(1200), "1.2 kB");
   EXPECT_EQ(DownloadProgress::format_bytes(912300000), "912.3 MB");
   EXPECT_EQ(DownloadProgress::format_bytes(999990000), "1.0 GB");
-  EXPECT_EQ(DownloadProgress::format_seconds(41.2), "41 s");
-  EXPECT_EQ(DownloadProgress::format_seconds(185), "3 min 05 s");
-  EXPECT_EQ(DownloadProgress::format_seconds(3720), "1 h 02 min");
-  EXPECT_EQ(DownloadProgress::format_seconds(-1), "?");
+  EXPECT_EQ(kiln::format_seconds(41.2), "41 s");
+  EXPECT_EQ(kiln::format_seconds(185), "3 min 05 s");
+  EXPECT_EQ(kiln::format_seconds(3720), "1 h 02 min");
+  EXPECT_EQ(kiln::format_seconds(-1), "?");
 }
 
 TEST(DownloadProgress, TerminalRedrawsInPlaceAtMostFourTimesASecond) {

@@ -437,6 +437,235 @@ TEST_F(PatchTest, NeverWritesThroughSymlinksLeavingTheTree) {
   EXPECT_EQ(snapshot(outside), outside_before);
 }
 
+namespace {
+
+int mode_of(const fs::path& file) {
+  struct stat st {};
+  EXPECT_EQ(::lstat(file.c_str(), &st), 0) << file;
+  return static_cast<int>(st.st_mode & 07777);
+}
+
+}  // namespace
+
+// The format docs/manifest.md ("Patches") describes, one feature per test, each applied to a
+// real tree and its bytes checked.
+
+TEST_F(PatchTest, CreatesFilesFromDevNullOrTheEpoch) {
+  fs::path tree = fresh("t", {{"setup.py", "setup()\n"}});
+  std::string patch =
+      "--- /dev/null\n+++ b/example_ext/csrc/ext.cu\n@@ -0,0 +1,2 @@\n+#include <cuda.h>\n"
+      "+int x;\n"
+      // diff -ruN names the missing side with the epoch as its timestamp instead of /dev/null.
+      "diff -ruN a/example_ext/__init__.py b/example_ext/__init__.py\n"
+      "--- a/example_ext/__init__.py\t1970-01-01 00:00:00.000000000 +0000\n"
+      "+++ b/example_ext/__init__.py\t2024-05-01 10:00:00.000000000 +0000\n"
+      "@@ -0,0 +1 @@\n+from . import ext\n";
+  auto result = apply_series(tree, {{"0001-new.patch", patch}}).value();
+  EXPECT_EQ(result.changed_files,
+            (std::vector<std::string>{"example_ext/__init__.py", "example_ext/csrc/ext.cu"}));
+  EXPECT_TRUE(result.notes.empty());
+  EXPECT_EQ(read_file(tree / "example_ext/csrc/ext.cu").value(), "#include <cuda.h>\nint x;\n");
+  EXPECT_EQ(read_file(tree / "example_ext/__init__.py").value(), "from . import ext\n");
+  EXPECT_EQ(mode_of(tree / "example_ext/csrc/ext.cu"), 0644);
+  EXPECT_EQ(mode_of(tree / "example_ext/__init__.py"), 0644);
+  EXPECT_EQ(read_file(tree / "setup.py").value(), "setup()\n");
+
+  // Applied again, the file exists: refused, and nothing is written.
+  auto before = snapshot(tree);
+  auto again = apply_series(tree, {{"0001-new.patch", patch}});
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().message,
+            "patch 0001-new.patch: example_ext/csrc/ext.cu: the patch creates it, but it already "
+            "exists in the tree");
+  EXPECT_EQ(snapshot(tree), before);
+}
+
+TEST_F(PatchTest, StripsExactlyOneLeadingComponent) {
+  fs::path tree = fresh(
+      "t", {{"src/x.py", "x = 1\n"}, {"a/src/x.py", "decoy\n"}, {"caf\xc3\xa9.py", "c = 1\n"}});
+  std::vector<PatchText> series = {
+      // git diff's a/ and b/.
+      {"0001-ab.patch", "--- a/src/x.py\n+++ b/src/x.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"},
+      // diff -ruN orig new: whatever the first component is called, it goes.
+      {"0002-dirs.patch",
+       "--- orig/src/x.py\t2024-01-01 00:00:00.000000000 +0000\n"
+       "+++ new/src/x.py\t2024-01-02 00:00:00.000000000 +0000\n@@ -1 +1 @@\n-x = 2\n+x = 3\n"},
+      // git's C-quoted names (core.quotePath: octal escapes for bytes outside ASCII).
+      {"0003-quoted.patch",
+       "diff --git \"a/caf\\303\\251.py\" \"b/caf\\303\\251.py\"\nindex 1..2 100644\n"
+       "--- \"a/caf\\303\\251.py\"\n+++ \"b/caf\\303\\251.py\"\n@@ -1 +1 @@\n-c = 1\n+c = 2\n"},
+  };
+  auto result = apply_series(tree, series).value();
+  EXPECT_EQ(result.changed_files, (std::vector<std::string>{"caf\xc3\xa9.py", "src/x.py"}));
+  EXPECT_EQ(read_file(tree / "src/x.py").value(), "x = 3\n");
+  EXPECT_EQ(read_file(tree / "a/src/x.py").value(), "decoy\n");
+  EXPECT_EQ(read_file(tree / "caf\xc3\xa9.py").value(), "c = 2\n");
+
+  // Without a prefix (git diff --no-prefix) the first directory is stripped all the same.
+  auto before = snapshot(tree);
+  auto no_prefix =
+      apply_series(tree, {{"p", "--- src/x.py\n+++ src/x.py\n@@ -1 +1 @@\n-x = 3\n+x = 4\n"}});
+  ASSERT_FALSE(no_prefix);
+  EXPECT_EQ(no_prefix.error().message, "patch p: x.py does not exist in the tree");
+  auto bare = apply_series(tree, {{"p", "--- x.py\n+++ x.py\n@@ -1 +1 @@\n-x = 3\n+x = 4\n"}});
+  ASSERT_FALSE(bare);
+  EXPECT_EQ(bare.error().message,
+            "patch p line 1: file name 'x.py' has fewer than 2 components (stripping 1)");
+  EXPECT_EQ(snapshot(tree), before);
+}
+
+// `git diff --cached --no-renames` after `git add -A` in git 2.39: a mode change, a new file, a
+// deletion and an edit, each with git's own header lines.
+TEST_F(PatchTest, AppliesGitDiffsWithTheirHeaders) {
+  fs::path tree = fresh("t", {{"setup.py", "import os\nARCHS = \"all\"\nsetup()\n"},
+                              {"build.sh", "echo build\n"},
+                              {"old.txt", "gone\n"}});
+  std::string patch =
+      "diff --git a/build.sh b/build.sh\n"
+      "old mode 100644\n"
+      "new mode 100755\n"
+      "diff --git a/csrc/ext.h b/csrc/ext.h\n"
+      "new file mode 100644\n"
+      "index 0000000..6f70f09\n"
+      "--- /dev/null\n"
+      "+++ b/csrc/ext.h\n"
+      "@@ -0,0 +1 @@\n"
+      "+#pragma once\n"
+      "diff --git a/old.txt b/old.txt\n"
+      "deleted file mode 100644\n"
+      "index 286c5f5..0000000\n"
+      "--- a/old.txt\n"
+      "+++ /dev/null\n"
+      "@@ -1 +0,0 @@\n"
+      "-gone\n"
+      "diff --git a/setup.py b/setup.py\n"
+      "index 222f8ef..bf89a0a 100644\n"
+      "--- a/setup.py\n"
+      "+++ b/setup.py\n"
+      "@@ -1,3 +1,3 @@\n"
+      " import os\n"
+      "-ARCHS = \"all\"\n"
+      "+ARCHS = os.environ[\"TORCH_CUDA_ARCH_LIST\"]\n"
+      " setup()\n";
+  auto result = apply_series(tree, {{"0001-git.patch", patch}}).value();
+  EXPECT_EQ(result.changed_files,
+            (std::vector<std::string>{"build.sh", "csrc/ext.h", "old.txt", "setup.py"}));
+  EXPECT_EQ(read_file(tree / "setup.py").value(),
+            "import os\nARCHS = os.environ[\"TORCH_CUDA_ARCH_LIST\"]\nsetup()\n");
+  EXPECT_EQ(read_file(tree / "build.sh").value(), "echo build\n");
+  EXPECT_EQ(mode_of(tree / "build.sh"), 0755);
+  EXPECT_EQ(read_file(tree / "csrc/ext.h").value(), "#pragma once\n");
+  EXPECT_EQ(mode_of(tree / "csrc/ext.h"), 0644);
+  EXPECT_EQ(mode_of(tree / "setup.py"), 0644);
+  EXPECT_FALSE(fs::exists(tree / "old.txt"));
+
+  // What git writes for a binary file without --binary is refused, naming the line.
+  auto before = snapshot(tree);
+  auto binary =
+      apply_series(tree, {{"0002-binary.patch",
+                           "diff --git a/logo.png b/logo.png\nindex 1111111..2222222 100644\n"
+                           "Binary files a/logo.png and b/logo.png differ\n"}});
+  ASSERT_FALSE(binary);
+  EXPECT_EQ(binary.error().message,
+            "patch 0002-binary.patch line 3: binary diffs are not supported");
+  EXPECT_EQ(snapshot(tree), before);
+}
+
+TEST_F(PatchTest, CrlfPatchesAndCrlfFiles) {
+  std::string lf_patch =
+      gnu_diff({{"f.txt", "one\ntwo\nthree\n"}}, {{"f.txt", "one\nTWO\nthree\nfour\n"}});
+  std::string crlf_patch;  // the whole patch saved with CRLF line ends
+  for (char c : lf_patch) crlf_patch += c == '\n' ? std::string("\r\n") : std::string(1, c);
+
+  // Lines are compared without their CR; lines the patch adds take the file's line end.
+  fs::path lf = fresh("lf", {{"f.txt", "one\ntwo\nthree\n"}});
+  apply_series(lf, {{"p", crlf_patch}}).value();
+  EXPECT_EQ(read_file(lf / "f.txt").value(), "one\nTWO\nthree\nfour\n");
+  fs::path crlf = fresh("crlf", {{"f.txt", "one\r\ntwo\r\nthree\r\n"}});
+  apply_series(crlf, {{"p", crlf_patch}}).value();
+  EXPECT_EQ(read_file(crlf / "f.txt").value(), "one\r\nTWO\r\nthree\r\nfour\r\n");
+
+  // A diff of CRLF files (LF headers, CRLF body lines) creating a file: it gets CRLF.
+  std::string create = gnu_diff({}, {{"win/run.bat", "@echo off\r\necho hi\r\n"}});
+  fs::path made = fresh("made", {{"f.txt", "x\n"}});
+  auto result = apply_series(made, {{"p", create}}).value();
+  EXPECT_EQ(result.changed_files, std::vector<std::string>{"win/run.bat"});
+  EXPECT_EQ(read_file(made / "win/run.bat").value(), "@echo off\r\necho hi\r\n");
+}
+
+TEST_F(PatchTest, NoNewlineAtEndOfFileMarkers) {
+  fs::path tree =
+      fresh("t", {{"drop.txt", "a\nb\n"}, {"add.txt", "a\nb"}, {"keep.txt", "a\nb\nlast"}});
+  std::string patch =
+      // The new side has no final newline: the patch removes it.
+      "--- a/drop.txt\n+++ b/drop.txt\n@@ -1,2 +1,2 @@\n a\n-b\n+B\n"
+      "\\ No newline at end of file\n"
+      // The old side had none: the patch adds it.
+      "--- a/add.txt\n+++ b/add.txt\n@@ -1,2 +1,3 @@\n a\n-b\n\\ No newline at end of file\n"
+      "+b\n+c\n"
+      // Neither side has one: a context line ends the hunk and the file.
+      "--- a/keep.txt\n+++ b/keep.txt\n@@ -1,3 +1,3 @@\n-a\n+A\n b\n last\n"
+      "\\ No newline at end of file\n"
+      // A new file without a final newline.
+      "--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,2 @@\n+x\n+y\n\\ No newline at end of file\n";
+  auto result = apply_series(tree, {{"p", patch}}).value();
+  EXPECT_EQ(result.changed_files,
+            (std::vector<std::string>{"add.txt", "drop.txt", "keep.txt", "new.txt"}));
+  EXPECT_EQ(read_file(tree / "drop.txt").value(), "a\nB");
+  EXPECT_EQ(read_file(tree / "add.txt").value(), "a\nb\nc\n");
+  EXPECT_EQ(read_file(tree / "keep.txt").value(), "A\nb\nlast");
+  EXPECT_EQ(read_file(tree / "new.txt").value(), "x\ny");
+
+  // A hunk with the marker must end where the file ends.
+  fs::path longer = fresh("longer", {{"drop.txt", "a\nb\nc\n"}});
+  auto r = apply_series(longer, {{"p",
+                                  "--- a/drop.txt\n+++ b/drop.txt\n@@ -1,2 +1,2 @@\n a\n-b\n+B\n"
+                                  "\\ No newline at end of file\n"}});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message,
+            "patch p: drop.txt: hunk 1 (@@ -1,2 +1,2 @@, patch line 3) does not apply: no exact "
+            "match for its 2 context and removed lines; its lines match at line 1 but it must end "
+            "at the end of the file ('\\ No newline at end of file')");
+  EXPECT_EQ(read_file(longer / "drop.txt").value(), "a\nb\nc\n");
+}
+
+TEST_F(PatchTest, DeletesOnlyWholeFiles) {
+  fs::path tree = fresh("t", {{"old/deep/gone.py", "a\nb\n"}, {"old/keep.py", "k\n"}});
+  auto result =
+      apply_series(tree,
+                   {{"p", "--- a/old/deep/gone.py\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-a\n-b\n"}})
+          .value();
+  EXPECT_EQ(result.changed_files, std::vector<std::string>{"old/deep/gone.py"});
+  EXPECT_FALSE(fs::exists(tree / "old/deep"));  // the directories it empties go too
+  EXPECT_EQ(read_file(tree / "old/keep.py").value(), "k\n");
+
+  // A deletion whose hunks leave lines of the file is refused.
+  fs::path longer = fresh("longer", {{"gone.py", "a\nb\nc\n"}});
+  auto r = apply_series(longer, {{"p", "--- a/gone.py\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-a\n-b\n"}});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message,
+            "patch p: gone.py: the patch deletes it, but its hunks leave 1 line(s) of it");
+  EXPECT_EQ(read_file(longer / "gone.py").value(), "a\nb\nc\n");
+}
+
+// Text outside file diffs is skipped, as GNU patch skips it: a commit message, `diff -ru` and
+// "Only in" lines, and "Binary files … differ" outside a git header (that change is not applied).
+TEST_F(PatchTest, SkipsTextAroundFileDiffsAsGnuPatchDoes) {
+  Files files{{"f.txt", "a\nb\n"}, {"logo.png", "PNG"}};
+  std::vector<PatchText> series = {
+      {"p",
+       "Fix b.\n\nOnly in b: extra.txt\nBinary files a/logo.png and b/logo.png differ\n"
+       "diff -ru a/f.txt b/f.txt\n--- a/f.txt\n+++ b/f.txt\n@@ -1,2 +1,2 @@\n a\n-b\n+B\n"}};
+  fs::path tree = fresh("kiln", files);
+  fs::path gnu_tree = fresh("gnu", files);
+  auto result = apply_series(tree, series).value();
+  EXPECT_EQ(result.changed_files, std::vector<std::string>{"f.txt"});
+  EXPECT_EQ(snapshot(tree), (std::map<std::string, std::string>{{"f.txt", "file 644 a\nB\n"},
+                                                                {"logo.png", "file 644 PNG"}}));
+  ASSERT_TRUE(gnu_apply(gnu_tree, series));
+  EXPECT_EQ(snapshot(tree), snapshot(gnu_tree));
+}
+
 TEST_F(PatchTest, ParsesHeadersHunksAndMarkers) {
   std::string text =
       "A header line.\n--- ordinary text, not a file header\n\n"

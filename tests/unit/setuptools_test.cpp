@@ -2,7 +2,33 @@
 
 #include <gtest/gtest.h>
 
+#include "core/fs.h"
+#include "core/process.h"
+#include "core/strings.h"
+
 namespace kiln::compile {
+
+namespace fs = std::filesystem;
+
+// The wrapper drops what makes nvcc's output depend on timing (--threads, --split-compile, in
+// every spelling), keeps the rest in order, and names the intermediates after the object.
+TEST(Setuptools, NvccWrapperDropsThreads) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-wrapper-").value();
+  const fs::path fake = dir.path() / "nvcc", args = dir.path() / "args";
+  write_file_atomic(fake, cat("#!/bin/sh\nprintf '%s\\n' \"$@\" > ", args.string(), "\n"), 0755)
+      .value();
+  const fs::path wrapper = dir.path() / "wrapper";
+  write_file_atomic(wrapper, nvcc_wrapper(fake), 0755).value();
+  const fs::path obj = dir.path() / "a.o";
+  run_capture({wrapper.string(), "-O3", "--threads", "4", "-t2", "-lineinfo", "-t", "8",
+               "--threads=3", "--split-compile", "2", "-split-compile=4", "-c", "a b.cu", "-o",
+               obj.string()})
+      .value();
+  EXPECT_EQ(split(read_file(args).value(), "\n"),
+            (std::vector<std::string>{"-O3", "-lineinfo", "-c", "a b.cu", "-o", obj.string(),
+                                      "--keep", "--keep-dir", obj.string() + ".keep"}));
+  EXPECT_TRUE(fs::is_directory(obj.string() + ".keep"));
+}
 
 TEST(Setuptools, TorchCudaArchList) {
   using manifest::ArchList;

@@ -129,7 +129,9 @@ TEST(Store, GcRemovesOnlyStagingNoLiveProcessHolds) {
   fs::create_directories(dir.path() / "outside");
   std::ofstream(dir.path() / "outside" / "theirs") << "x";
   fs::create_symlink(dir.path() / "outside", store.tmp_root() / "planted");
-  EXPECT_EQ(store.gc(false).value(), 4u);  // the directory, its file, the stray file, the link
+  GcResult removed = store.gc(false).value();
+  EXPECT_EQ(removed.items, 4u);  // the directory, its file, the stray file, the link
+  EXPECT_EQ(removed.bytes, 3u);  // "{}" and "x": what the link points at is not counted
   EXPECT_TRUE(fs::exists(dir.path() / "outside" / "theirs"));
   EXPECT_FALSE(fs::is_symlink(store.tmp_root() / "planted"));
   EXPECT_TRUE(fs::exists(live.path() / "half.whl"));
@@ -143,13 +145,17 @@ TEST(Store, GcAllKeepsEntriesWhoseKeyABuildHolds) {
   const std::string other = std::string(64, 'b');
   store.commit(kKey, make_wheel(dir.path() / "o1", "x-1.0-py3-none-any.whl", "x"), {}).value();
   store.commit(other, make_wheel(dir.path() / "o2", "y-1.0-py3-none-any.whl", "y"), {}).value();
+  const std::uint64_t other_bytes = tree_bytes(store.wheels() / other);
+  EXPECT_GT(other_bytes, 0u);
   {
     Lock held = store.lock(kKey).value();
-    EXPECT_EQ(store.gc(true).value(), 1u);  // without waiting for the lock
+    GcResult removed = store.gc(true).value();  // without waiting for the lock
+    EXPECT_EQ(removed.items, 1u);
+    EXPECT_EQ(removed.bytes, other_bytes);  // what gc frees is counted (it said 0.0 MiB)
     EXPECT_TRUE(store.lookup(kKey));
     EXPECT_FALSE(store.lookup(other));
   }
-  EXPECT_EQ(store.gc(true).value(), 1u);
+  EXPECT_EQ(store.gc(true).value().items, 1u);
   EXPECT_TRUE(store.list().empty());
 }
 
@@ -418,7 +424,7 @@ TEST(Store, VerifyReportsDamagedObjectsAndGcRemovesThem) {
   EXPECT_FALSE(store.load_object(gone, ".o"));
   EXPECT_FALSE(fs::exists(store.object_path(gone, ".o")));
   // gc removes the damaged and the stale ones, and keeps the whole ones and the temporary.
-  EXPECT_EQ(store.gc(false).value(), 2u);
+  EXPECT_EQ(store.gc(false).value().items, 2u);
   EXPECT_FALSE(fs::exists(store.object_path(bad, ".dev")));
   EXPECT_FALSE(fs::exists(store.object_path(old, ".o")));
   EXPECT_EQ(store.load_object(good, ".o"), "good bytes");
@@ -426,7 +432,7 @@ TEST(Store, VerifyReportsDamagedObjectsAndGcRemovesThem) {
   EXPECT_TRUE(v.damaged.empty() && v.stale.empty());
   EXPECT_EQ(v.checked, 1u);
   // gc --all removes every object entry.
-  EXPECT_EQ(store.gc(true).value(), 1u);
+  EXPECT_EQ(store.gc(true).value().items, 1u);
   EXPECT_FALSE(fs::exists(store.object_path(good, ".o")));
 }
 
@@ -593,7 +599,7 @@ TEST(StoreEvict, ABuildsHitMarksTheEntryUsed) {
   EXPECT_EQ(f.store.list().size(), 1u);
   EXPECT_TRUE(f.store.verify().empty());
   EXPECT_TRUE(f.store.verify_objects().damaged.empty());
-  EXPECT_EQ(f.store.gc(false).value(), 0u);
+  EXPECT_EQ(f.store.gc(false).value().items, 0u);
   EXPECT_EQ(mtime_of(json), kNow - 9 * kDay);
   EXPECT_EQ(mtime_of(object), kNow - 9 * kDay);
   // A miss marks nothing.

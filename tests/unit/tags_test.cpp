@@ -55,8 +55,36 @@ TEST(Tags, AtFloor) {
                                          "target's floor manylinux_2_28_x86_64"),
             std::string::npos)
       << refused.error().message;
-  EXPECT_NE(refused.error().message.find("[target] manylinux = \"2_34\""), std::string::npos);
+  EXPECT_NE(refused.error().detail.find("[target] manylinux = \"2_34\""), std::string::npos);
   EXPECT_EQ(at_floor(single.value(), 34).value().tag, "manylinux_2_34_x86_64");
+}
+
+// The floor error names each symbol above the floor with its version and the file that needs it,
+// and says what to do (the fast-hadamard-transform case: std::log2 in host code, log2@GLIBC_2.29).
+TEST(Tags, AtFloorNamesSymbolsVersionsAndFiles) {
+  elf::ElfInfo module = needs({{"libm.so.6", "GLIBC_2.29"}, {"libc.so.6", "GLIBC_2.2.5"}});
+  module.dynamic_symbols = {{"log2", "GLIBC_2.29"},   {"exp", "GLIBC_2.29"},
+                            {"memcpy", "GLIBC_2.14"}, {"sin", "GLIBC_2.2.5"},
+                            {"own", "", true},        {"new_but_defined", "GLIBC_2.34", true}};
+  const std::vector<std::string> names = {"fht/_C.cpython-312-x86_64-linux-gnu.so"};
+  auto symbols = symbols_above_floor({module}, names, 28);
+  EXPECT_EQ(symbols, (std::vector<std::string>{
+                         "exp@GLIBC_2.29 (in fht/_C.cpython-312-x86_64-linux-gnu.so)",
+                         "log2@GLIBC_2.29 (in fht/_C.cpython-312-x86_64-linux-gnu.so)"}));
+  EXPECT_TRUE(symbols_above_floor({module}, names, 31).empty());
+  auto refused = at_floor(manylinux_tag({module}).value(), 28, symbols);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("(GLIBC_2.29), newer than the target's floor "
+                                         "manylinux_2_28_x86_64"),
+            std::string::npos)
+      << refused.error().message;
+  EXPECT_NE(refused.error().message.find(
+                ": exp@GLIBC_2.29 (in fht/_C.cpython-312-x86_64-linux-gnu.so), log2@GLIBC_2.29"),
+            std::string::npos)
+      << refused.error().message;
+  EXPECT_NE(refused.error().detail.find("--keep-build-root"), std::string::npos);
+  EXPECT_NE(refused.error().detail.find("[target] manylinux = \"2_31\""), std::string::npos)
+      << refused.error().detail;
 }
 
 TEST(Tags, LocalLabel) {
