@@ -208,6 +208,8 @@ class Store {
   Expected<Staging> staging(std::string_view prefix) const;
   std::filesystem::path tmp_root() const { return root_ / "tmp"; }
   std::filesystem::path wheels() const { return root_ / "wheels"; }
+  // kiln's own wheels (scripts/package --cache), which the index serves on every target.
+  std::filesystem::path kiln_wheels() const { return root_ / "kiln-wheels"; }
   // <cache>/locks/<name>.lock: a key's lock is named after the key; other locks (build roots')
   // carry a prefix of their own.
   std::filesystem::path lock_path(std::string_view name) const;

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "cli/build_commit.h"
 #include "cli/context.h"
 #include "cli/usage.h"
 #include "core/fs.h"
@@ -109,8 +110,9 @@ void add_global_options(CLI::App& app, Context& ctx) {
 
 int run(int argc, char** argv) {
   CLI::App app{"kiln: reproducible wheels for PyTorch CUDA extensions", "kiln"};
-  app.set_version_flag("-V,--version", "kiln " KILN_VERSION " (recipe " +
-                                           std::to_string(resolve::kRecipeVersion) + ")");
+  app.set_version_flag("-V,--version",
+                       cat("kiln " KILN_VERSION " (commit ", build_commit(), ", recipe ",
+                           std::to_string(resolve::kRecipeVersion), ")"));
   app.require_subcommand(1);
   app.fallthrough();
   app.set_help_all_flag("--help-all", "Help for every subcommand");

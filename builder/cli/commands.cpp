@@ -17,6 +17,7 @@ std::function<int()> configure_resolve(CLI::App& sub, Context& ctx);
 std::function<int()> configure_serve(CLI::App& sub, Context& ctx);
 std::function<int()> configure_target(CLI::App& sub, Context& ctx);
 std::function<int()> configure_validate(CLI::App& sub, Context& ctx);
+std::function<int()> configure_wheel(CLI::App& sub, Context& ctx);
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
@@ -38,6 +39,7 @@ const std::vector<Command>& commands() {
       {"target", "Targets: `init` writes one for a live Python environment", configure_target},
       {"validate", "Check wheels statically: archive, metadata, tags, ELF, torch ABI, GPU archs",
        configure_validate},
+      {"wheel", "Wheels from a directory: pack DIR", configure_wheel},
   };
   return table;
 }

@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +21,30 @@
 namespace kiln {
 
 namespace {
+
+// The new mount API through syscall(2): glibc wraps it only from 2.36, and the portable build
+// (docs/portable.md) compiles against 2.28. Its constants, where the headers lack them, are
+// the kernel's (linux/mount.h, linux/fcntl.h).
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#define OPEN_TREE_CLOEXEC O_CLOEXEC
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
+#ifndef AT_RECURSIVE
+#define AT_RECURSIVE 0x8000
+#endif
+
+int open_tree_call(int dirfd, const char* path, unsigned flags) {
+  return static_cast<int>(::syscall(SYS_open_tree, dirfd, path, flags));
+}
+
+int move_mount_call(int from_dirfd, const char* from_path, int to_dirfd, const char* to_path,
+                    unsigned flags) {
+  return static_cast<int>(
+      ::syscall(SYS_move_mount, from_dirfd, from_path, to_dirfd, to_path, flags));
+}
 
 // More entries than this in /tmp, each a mount of its own, and kiln does without the namespace.
 constexpr std::size_t kMaxTmpEntries = 20000;
@@ -82,7 +107,7 @@ Expected<void> probe(uid_t uid, gid_t gid) {
 
 // Binds `from` (a detached mount) at `name` in the directory `dir`.
 bool attach(int from, int dir, const char* name) {
-  return ::move_mount(from, "", dir, name, MOVE_MOUNT_F_EMPTY_PATH) == 0;
+  return move_mount_call(from, "", dir, name, MOVE_MOUNT_F_EMPTY_PATH) == 0;
 }
 
 // Puts every entry of the real /tmp (attached at /tmp/<aside>) back into the fresh one (`dir`):
@@ -161,9 +186,10 @@ Expected<void> enter_private_tmp(const std::string& name, const fs::path& source
     return failure("cannot make mounts private");
   // Detached copies of the real /tmp and of the source, and the real /tmp's entries, taken before
   // /tmp is covered.
-  UniqueFd old(::open_tree(AT_FDCWD, "/tmp", OPEN_TREE_CLONE | AT_RECURSIVE | OPEN_TREE_CLOEXEC));
+  UniqueFd old(
+      open_tree_call(AT_FDCWD, "/tmp", OPEN_TREE_CLONE | AT_RECURSIVE | OPEN_TREE_CLOEXEC));
   UniqueFd src(
-      ::open_tree(AT_FDCWD, source.c_str(), OPEN_TREE_CLONE | AT_RECURSIVE | OPEN_TREE_CLOEXEC));
+      open_tree_call(AT_FDCWD, source.c_str(), OPEN_TREE_CLONE | AT_RECURSIVE | OPEN_TREE_CLOEXEC));
   if (old.get() < 0 || src.get() < 0)
     return failure(cat("cannot take a copy of /tmp or ", source.string()));
   std::vector<std::string> names = list("/tmp");

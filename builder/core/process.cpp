@@ -1,5 +1,6 @@
 #include "core/process.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/resource.h>
@@ -24,6 +25,42 @@ namespace {
 double now_seconds() {
   using namespace std::chrono;
   return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+bool shell_chdir_forced = false;
+
+// posix_spawn_file_actions_addchdir_np is glibc 2.29's and the portable build links against 2.28
+// (docs/portable.md), so it is looked up when kiln runs; null on an older glibc.
+using AddChdir = int (*)(posix_spawn_file_actions_t*, const char*);
+AddChdir add_chdir() {
+  static const auto found =
+      reinterpret_cast<AddChdir>(::dlsym(RTLD_DEFAULT, "posix_spawn_file_actions_addchdir_np"));
+  return shell_chdir_forced ? nullptr : found;
+}
+
+// The child's working directory: through posix_spawn where glibc has it, else by /bin/sh, which
+// changes directory and execs the command (a missing program is then exit 127, not an error).
+void set_child_cwd(posix_spawn_file_actions_t& actions, const std::filesystem::path& cwd,
+                   std::vector<std::string>& args) {
+  if (cwd.empty()) return;
+  if (AddChdir fn = add_chdir()) {
+    fn(&actions, cwd.c_str());
+    return;
+  }
+  args.insert(args.begin(), {"/bin/sh", "-c", "cd -- \"$0\" && exec \"$@\"", cwd.string()});
+}
+
+// Each inherited descriptor reaches the child without close-on-exec: dup2 from a close-on-exec
+// copy (dup2 onto itself would need glibc 2.29). Returns the copies, for the parent to close.
+std::vector<int> pass_fds(posix_spawn_file_actions_t& actions, const std::vector<int>& fds) {
+  std::vector<int> copies;
+  for (int fd : fds) {
+    int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (copy < 0) continue;  // not open: the child will not have it either
+    posix_spawn_file_actions_adddup2(&actions, copy, fd);
+    copies.push_back(copy);
+  }
+  return copies;
 }
 
 std::vector<std::string> build_environment(const ProcessSpec& spec) {
@@ -239,15 +276,14 @@ Expected<Child> spawn(const ProcessSpec& spec) {
       break;
   }
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  // dup2 onto itself clears close-on-exec in the child (POSIX 2024, glibc >= 2.29).
-  for (int fd : spec.inherit_fds) posix_spawn_file_actions_adddup2(&actions, fd, fd);
-  if (!spec.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, spec.cwd.c_str());
+  std::vector<int> copies = pass_fds(actions, spec.inherit_fds);
+  std::vector<std::string> args = spec.argv;
+  set_child_cwd(actions, spec.cwd, args);
 
   std::vector<std::string> env = build_environment(spec);
   std::vector<char*> envp;
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
-  std::vector<std::string> args = spec.argv;
   std::vector<char*> argvp;
   for (auto& a : args) argvp.push_back(a.data());
   argvp.push_back(nullptr);
@@ -257,12 +293,18 @@ Expected<Child> spawn(const ProcessSpec& spec) {
   pid_t pid = -1;
   int rc = ::posix_spawnp(&pid, program.c_str(), &actions, &attr, argvp.data(), envp.data());
   cleanup();
+  for (int copy : copies) ::close(copy);
   if (pipe_fds[1] >= 0) ::close(pipe_fds[1]);
   if (rc != 0) {
     if (pipe_fds[0] >= 0) ::close(pipe_fds[0]);
     return Error::failed(cat("cannot run ", program, ": ", std::strerror(rc)));
   }
   return Child(pid, pipe_fds[0], spec.new_process_group, spec.max_output);
+}
+
+// For tests (declared there): the /bin/sh route a glibc older than 2.29 takes.
+void force_shell_chdir_for_tests(bool on) {
+  shell_chdir_forced = on;
 }
 
 Expected<ProcessResult> run_process(const ProcessSpec& spec) {

@@ -330,18 +330,11 @@ class CurlClient final : public HttpClient {
     curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
   }
 
-  // The CA bundle pip would use ($PIP_CERT, $REQUESTS_CA_BUNDLE, $SSL_CERT_FILE, $SSL_CERT_DIR).
-  // Returns a problem, or "".
+  // The CA bundle pip would use (ca_bundle_file), and $SSL_CERT_DIR. Returns a problem, or "".
   static std::string set_certificates(CURL* curl) {
-    for (const char* var : {"PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE"}) {
-      std::string ca_file = env_value(var);
-      if (ca_file.empty()) continue;
-      std::error_code ec;
-      if (!std::filesystem::is_regular_file(ca_file, ec))
-        return cat("$", var, " names '", ca_file, "', which is not a file");
-      curl_easy_setopt(curl, CURLOPT_CAINFO, ca_file.c_str());
-      break;
-    }
+    auto ca_file = ca_bundle_file();
+    if (!ca_file) return ca_file.error().message;
+    if (!ca_file->empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, ca_file->c_str());
     std::string ca_dir = env_value("SSL_CERT_DIR");
     if (!ca_dir.empty()) curl_easy_setopt(curl, CURLOPT_CAPATH, ca_dir.c_str());
     return "";
@@ -401,6 +394,30 @@ class CurlClient final : public HttpClient {
 };
 
 }  // namespace
+
+const std::vector<std::string> kSystemCaBundles = {
+    "/etc/ssl/certs/ca-certificates.crt",                 // Debian, Ubuntu, Arch, Gentoo
+    "/etc/pki/tls/certs/ca-bundle.crt",                   // RHEL, Rocky, Fedora, Amazon Linux
+    "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",  // RHEL 7+, its source of truth
+    "/etc/ssl/ca-bundle.pem",                             // SUSE
+    "/var/lib/ca-certificates/ca-bundle.pem",             // SUSE, newer
+    "/etc/ssl/cert.pem",                                  // Alpine, Void
+    "/etc/pki/tls/cacert.pem",                            // OpenELEC
+};
+
+Expected<std::string> ca_bundle_file(const std::vector<std::string>& candidates) {
+  std::error_code ec;
+  for (const char* var : {"PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE"}) {
+    std::string named = env_value(var);
+    if (named.empty()) continue;
+    if (!std::filesystem::is_regular_file(named, ec))
+      return Error::bad_input(cat("$", var, " names '", named, "', which is not a file"));
+    return named;
+  }
+  for (const auto& path : candidates)
+    if (std::filesystem::is_regular_file(path, ec)) return path;
+  return std::string();
+}
 
 std::string user_agent() {
   return "kiln/" KILN_VERSION;

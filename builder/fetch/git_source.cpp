@@ -19,6 +19,7 @@
 #include "core/log.h"
 #include "core/strings.h"
 #include "fetch/backends.h"
+#include "fetch/http.h"
 #include "fetch/ini.h"
 #include "fetch/lock.h"
 #include "fetch/url.h"
@@ -42,11 +43,13 @@ void init_libgit2() {
   static std::once_flag once;
   std::call_once(once, [] {
     git_libgit2_init();
-    const char* file = std::getenv("SSL_CERT_FILE");
-    const char* dir = std::getenv("SSL_CERT_DIR");
-    if ((file && *file) || (dir && *dir))
-      git_libgit2_opts(GIT_OPT_SET_SSL_CERT_LOCATIONS, file && *file ? file : nullptr,
-                       dir && *dir ? dir : nullptr);
+    // The bundle the HTTP client uses (a bad $SSL_CERT_FILE is its error to report).
+    auto bundle = ca_bundle_file();
+    std::string file = bundle ? *bundle : std::string();
+    std::string dir = env_value("SSL_CERT_DIR");
+    if (!file.empty() || !dir.empty())
+      git_libgit2_opts(GIT_OPT_SET_SSL_CERT_LOCATIONS, file.empty() ? nullptr : file.c_str(),
+                       dir.empty() ? nullptr : dir.c_str());
     std::string agent = user_agent();
     git_libgit2_opts(GIT_OPT_SET_USER_AGENT, agent.c_str());
   });

@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/expected.h"
+
 namespace kiln::fetch {
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
@@ -83,8 +85,15 @@ struct CurlOptions {
   std::size_t max_text_bytes = 64u << 20;
 };
 
-// The libcurl client: the system CA bundle unless PIP_CERT, REQUESTS_CA_BUNDLE or SSL_CERT_FILE
-// (in that order) names one (SSL_CERT_DIR: a CA directory), proxies from the environment
+// The places systems keep their CA bundle (Debian/Ubuntu first, then RHEL, SUSE, Alpine, ...).
+extern const std::vector<std::string> kSystemCaBundles;
+// The CA bundle file TLS is verified with, as pip finds it: $PIP_CERT, $REQUESTS_CA_BUNDLE or
+// $SSL_CERT_FILE (the first set; an error when it is not a file), else the first of `candidates`
+// that exists, else "" (libcurl's and OpenSSL's compiled-in default). kiln's portable build has no
+// compiled-in place that every system holds, so it is always looked for.
+Expected<std::string> ca_bundle_file(const std::vector<std::string>& candidates = kSystemCaBundles);
+
+// The libcurl client: ca_bundle_file (SSL_CERT_DIR: a CA directory), proxies from the environment
 // (libcurl's http_proxy, https_proxy, no_proxy), User-Agent "kiln/<version>".
 std::unique_ptr<HttpClient> make_curl_client(const CurlOptions& options = {});
 

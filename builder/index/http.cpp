@@ -509,7 +509,7 @@ Response handle(const Request& req, const IndexModel& model, const HandlerOption
   const Target* target = model.target(seg[0]);
   std::optional<Target> known;  // a target of the manifests directory with no wheels yet
   if (!target && options.routes.targets.contains(seg[0]))
-    target = &known.emplace(empty_target(seg[0]));
+    target = &known.emplace(model.known_target(seg[0]));
   if (!target && seg[0] == "simple") return no_such_index(model);
   if (!target || seg.size() > 4) return not_found();
   if (seg.size() == 1) return redirect({seg[0], "simple"}, true);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <ctime>
+#include <set>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
@@ -191,8 +192,40 @@ const Target* IndexModel::target(std::string_view name) const {
   return it == targets.end() ? nullptr : &it->second;
 }
 
+namespace {
+
+// Sorts each project's files and versions and renders the pages of one target.
+void render(Target& t) {
+  for (auto& [pname, p] : t.projects) {
+    std::sort(p.files.begin(), p.files.end(),
+              [](const File& a, const File& b) { return a.filename < b.filename; });
+    p.versions.clear();
+    for (const auto& f : p.files) p.versions.push_back(f.version);
+    std::sort(p.versions.begin(), p.versions.end(), version_less);
+    p.versions.erase(std::unique(p.versions.begin(), p.versions.end()), p.versions.end());
+    p.page = render_project(p);
+  }
+  t.page = render_target(t);
+}
+
+}  // namespace
+
+Target IndexModel::known_target(std::string_view name) const {
+  Target t = everywhere;
+  t.name = std::string(name);
+  t.page = render_target(t);
+  return t;
+}
+
 IndexModel build_model(std::vector<WheelEntry> entries) {
   IndexModel model;
+  // Entries for every target: copied into each target below, and kept as `everywhere`.
+  std::vector<WheelEntry> common;
+  std::erase_if(entries, [&](WheelEntry& e) {
+    if (e.target != kEveryTarget) return false;
+    common.push_back(std::move(e));
+    return true;
+  });
   struct Chosen {
     WheelEntry entry;
     WheelName name;
@@ -230,8 +263,28 @@ IndexModel build_model(std::vector<WheelEntry> entries) {
     chosen.insert_or_assign(id, Chosen{std::move(e), std::move(*name)});
   }
 
+  std::set<std::string> targets;
+  for (const auto& [id, c] : chosen) targets.insert(c.entry.target);
+  for (const auto& e : common) {
+    auto name = parse_wheel_filename(e.filename);
+    if (!name || !is_sha256_hex(e.sha256) || e.metadata.empty()) {
+      model.skipped.push_back(cat(e.dir.string(), "/", e.filename, ": ",
+                                  name ? "no sha256 or core metadata" : name.error().message));
+      continue;
+    }
+    for (const auto& t : targets) {
+      WheelEntry copy = e;
+      copy.target = t;
+      chosen.insert_or_assign(std::make_tuple(t, name->project, name->version, name->tags),
+                              Chosen{std::move(copy), *name});
+    }
+    chosen.insert_or_assign(
+        std::make_tuple(std::string(kEveryTarget), name->project, name->version, name->tags),
+        Chosen{e, *name});
+  }
+
   for (auto& [id, c] : chosen) {
-    Target& t = model.targets[c.entry.target];
+    Target& t = c.entry.target == kEveryTarget ? model.everywhere : model.targets[c.entry.target];
     t.name = c.entry.target;
     Project& p = t.projects[c.name.project];
     p.name = c.name.project;
@@ -248,17 +301,8 @@ IndexModel build_model(std::vector<WheelEntry> entries) {
     f.metadata = std::move(c.entry.metadata);
     p.files.push_back(std::move(f));
   }
-  for (auto& [tname, t] : model.targets) {
-    for (auto& [pname, p] : t.projects) {
-      std::sort(p.files.begin(), p.files.end(),
-                [](const File& a, const File& b) { return a.filename < b.filename; });
-      for (const auto& f : p.files) p.versions.push_back(f.version);
-      std::sort(p.versions.begin(), p.versions.end(), version_less);
-      p.versions.erase(std::unique(p.versions.begin(), p.versions.end()), p.versions.end());
-      p.page = render_project(p);
-    }
-    t.page = render_target(t);
-  }
+  for (auto& [tname, t] : model.targets) render(t);
+  render(model.everywhere);
   model.root_html = render_root(model.targets);
   model.root_etag = etag_of(model.root_html);
   return model;

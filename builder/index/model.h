@@ -13,9 +13,12 @@
 
 namespace kiln::index {
 
+// The target of a wheel served on every target's index (kiln's own, <cache>/kiln-wheels/).
+inline constexpr std::string_view kEveryTarget = "*";
+
 // What one cache entry offers the index (read from entry.json and the wheel).
 struct WheelEntry {
-  std::string target;    // the sub-index it belongs to
+  std::string target;    // the sub-index it belongs to; kEveryTarget: all of them
   std::string key;       // build key: the entry directory's name
   std::string filename;  // the wheel's file name
   std::string sha256;
@@ -71,10 +74,14 @@ struct Target {
 
 struct IndexModel {
   std::map<std::string, Target, std::less<>> targets;
+  Target everywhere;  // the projects every target has (kEveryTarget's), in each of `targets` too
   std::string root_html, root_etag;  // "/": the list of targets
   std::vector<std::string> skipped;  // one line per entry left out, and why
 
   const Target* target(std::string_view name) const;
+  // A target kiln knows (of the manifests directory) that has no wheels of its own yet: the
+  // projects every target has.
+  Target known_target(std::string_view name) const;
 };
 
 // The model of these entries. Within one target, one wheel per (project, version, tags): the

@@ -160,9 +160,52 @@ Expected<std::string> read_wheel_metadata(const fs::path& wheel, std::string_vie
       cat(where, ": no ", wanted, " and more than one other .dist-info/METADATA"));
 }
 
+namespace {
+
+// kiln's own wheels in <cache>/kiln-wheels/, for every target (kEveryTarget): regular files named
+// kiln_wheels-*.whl, hashed on each scan (a few MB), their METADATA read as an entry's is.
+void scan_kiln_wheels(const cache::Store& store, ScanResult& out) {
+  std::error_code ec;
+  for (fs::directory_iterator it(store.kiln_wheels(), ec), end; !ec && it != end;
+       it.increment(ec)) {
+    std::string filename = it->path().filename().string();
+    if (!filename.ends_with(".whl")) continue;
+    auto skip = [&](std::string_view why) {
+      out.skipped.push_back(cat(it->path().string(), ": ", why));
+    };
+    auto name = parse_wheel_filename(filename);
+    if (!name || name->project != "kiln-wheels") {
+      skip("not a kiln-wheels wheel");
+      continue;
+    }
+    if (!it->is_regular_file(ec) || it->is_symlink(ec)) {
+      skip("not a regular file");
+      continue;
+    }
+    WheelEntry e;
+    e.target = std::string(kEveryTarget);
+    e.key = "kiln-wheels";
+    e.dir = store.kiln_wheels();
+    e.filename = filename;
+    e.size = it->file_size(ec);
+    auto sha = sha256_file(it->path());
+    auto md = read_wheel_metadata(it->path(), filename);
+    if (!sha || !md) {
+      skip(sha ? md.error().message : sha.error().message);
+      continue;
+    }
+    e.sha256 = *sha;
+    e.metadata = std::move(*md);
+    out.entries.push_back(std::move(e));
+  }
+}
+
+}  // namespace
+
 ScanResult scan_cache(const fs::path& cache_root, std::map<std::string, std::string>& metadata) {
   ScanResult out;
   const cache::Store store(cache_root);
+  scan_kiln_wheels(store, out);
   std::set<std::tuple<std::string, std::string, std::string>> last;  // (target, key, wheel)
   for (const auto& l : store.last_builds()) last.emplace(l.target, l.key, l.wheel);
   for (const auto& key : store.keys()) {
@@ -219,7 +262,8 @@ DirStat stat_dir(const fs::path& dir) {
 
 CacheIndex::Signature CacheIndex::stat_wheels() const {
   const cache::Store store(root_);
-  return {stat_dir<DirStat>(store.wheels()), stat_dir<DirStat>(store.last_root())};
+  return {stat_dir<DirStat>(store.wheels()), stat_dir<DirStat>(store.last_root()),
+          stat_dir<DirStat>(store.kiln_wheels())};
 }
 
 std::shared_ptr<const IndexModel> CacheIndex::current() {

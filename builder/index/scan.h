@@ -50,7 +50,8 @@ class WheelVerifier {
   std::map<std::string, Identity> verified_;  // by path
 };
 
-// The entries of a cache as the index sees them: only complete entries, as cache::Store::read_entry
+// The entries of a cache as the index sees them (kiln's own wheels of <cache>/kiln-wheels/ too, for
+// every target: kEveryTarget): only complete entries, as cache::Store::read_entry
 // reads them (entry.json present, the wheel a regular file of the recorded size, neither a symlink,
 // a sha256 recorded); METADATA read through `metadata`
 // (sha256 of the wheel -> METADATA bytes), which keeps what it reads. Unusable entries are
@@ -85,7 +86,7 @@ class CacheIndex {
   };
   // <cache>/wheels and <cache>/last (which wheel of a file name is served changes with it).
   struct Signature {
-    DirStat wheels, last;
+    DirStat wheels, last, kiln_wheels;
     bool operator==(const Signature&) const = default;
   };
   Signature stat_wheels() const;

@@ -51,7 +51,8 @@ Expected<std::shared_ptr<const SymbolTable>> load_symbols(const fs::path& path) 
   fs::path real = fs::canonical(path, ec);
   if (ec) real = path;
   auto size = fs::file_size(real, ec);
-  auto mtime = fs::last_write_time(real, ec).time_since_epoch().count();
+  // (libc++ counts file times in __int128 nanoseconds: as a 64-bit number, as libstdc++ does.)
+  auto mtime = static_cast<std::int64_t>(fs::last_write_time(real, ec).time_since_epoch().count());
   std::string key = cat(real.string(), "|", size, "|", mtime);
   {
     std::lock_guard<std::mutex> lock(mutex);

@@ -28,6 +28,38 @@ std::string dist_info_dir(const WheelSpec& spec) {
 
 }  // namespace
 
+Expected<std::filesystem::path> write_wheel_entries(const std::filesystem::path& path,
+                                                    const std::string& dist_info,
+                                                    const std::vector<WheelEntry>& files,
+                                                    const std::vector<WheelEntry>& meta) {
+  KILN_TRY(archive::ZipWriter zip, archive::ZipWriter::create(path));
+  std::vector<RecordRow> rows;
+  for (const auto* list : {&files, &meta}) {
+    for (const auto& f : *list) {
+      if (f.source.empty()) {
+        KILN_CHECK(zip.add(f.path, f.data, f.executable));
+        rows.push_back({f.path, record_hash(f.data), std::to_string(f.data.size())});
+      } else {
+        Sha256 hash;
+        std::uint64_t size = 0;
+        KILN_CHECK(zip.add_file(f.path, f.source, [&](std::string_view chunk) {
+          hash.update(chunk);
+          size += chunk.size();
+        }));
+        auto digest = hash.digest();
+        rows.push_back({f.path, "sha256=" + base64_urlsafe_nopad(digest.data(), digest.size()),
+                        std::to_string(size)});
+      }
+      fault_point("wheel");
+    }
+  }
+  rows.push_back({dist_info + "/RECORD", "", ""});
+  KILN_CHECK(zip.add(dist_info + "/RECORD", render_record(rows), false));
+  KILN_CHECK(zip.finish());
+  fault_point("wheel");
+  return path;
+}
+
 Expected<std::filesystem::path> write_wheel(const WheelSpec& spec,
                                             const std::filesystem::path& out_dir) {
   const std::string info = dist_info_dir(spec);
@@ -58,33 +90,7 @@ Expected<std::filesystem::path> write_wheel(const WheelSpec& spec,
   std::sort(meta.begin(), meta.end(),
             [](const WheelEntry& a, const WheelEntry& b) { return a.path < b.path; });
 
-  std::filesystem::path path = out_dir / wheel_filename(spec);
-  KILN_TRY(archive::ZipWriter zip, archive::ZipWriter::create(path));
-  std::vector<RecordRow> rows;
-  for (const auto* list : {&files, &meta}) {
-    for (const auto& f : *list) {
-      if (f.source.empty()) {
-        KILN_CHECK(zip.add(f.path, f.data, f.executable));
-        rows.push_back({f.path, record_hash(f.data), std::to_string(f.data.size())});
-      } else {
-        Sha256 hash;
-        std::uint64_t size = 0;
-        KILN_CHECK(zip.add_file(f.path, f.source, [&](std::string_view chunk) {
-          hash.update(chunk);
-          size += chunk.size();
-        }));
-        auto digest = hash.digest();
-        rows.push_back({f.path, "sha256=" + base64_urlsafe_nopad(digest.data(), digest.size()),
-                        std::to_string(size)});
-      }
-      fault_point("wheel");
-    }
-  }
-  rows.push_back({info + "/RECORD", "", ""});
-  KILN_CHECK(zip.add(info + "/RECORD", render_record(rows), false));
-  KILN_CHECK(zip.finish());
-  fault_point("wheel");
-  return path;
+  return write_wheel_entries(out_dir / wheel_filename(spec), info, files, meta);
 }
 
 }  // namespace kiln::wheel

@@ -36,4 +36,11 @@ struct WheelSpec {
 Expected<std::filesystem::path> write_wheel(const WheelSpec& spec,
                                             const std::filesystem::path& out_dir);
 
+// The zip itself, for write_wheel and pack_wheel: `files` then `meta` (each already sorted), then
+// <dist_info>/RECORD naming them all; atomically at `path`.
+Expected<std::filesystem::path> write_wheel_entries(const std::filesystem::path& path,
+                                                    const std::string& dist_info,
+                                                    const std::vector<WheelEntry>& files,
+                                                    const std::vector<WheelEntry>& meta);
+
 }  // namespace kiln::wheel

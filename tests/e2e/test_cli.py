@@ -12,7 +12,7 @@ from kilntest import KILN, SHARED_CACHE, KilnTestCase, SourceTestCase
 class CliTest(KilnTestCase):
     def test_version(self):
         out = self.kiln("--version", check=0).stdout
-        self.assertRegex(out, r"^kiln \d+\.\d+\.\d+ \(recipe \d+\)")
+        self.assertRegex(out, r"^kiln \d+\.\d+\.\d+ \(commit ([0-9a-f]{12}(-dirty)?|unknown), recipe \d+\)")
 
     def test_help_lists_every_subcommand_and_each_has_help(self):
         out = self.kiln("--help", check=0).stdout

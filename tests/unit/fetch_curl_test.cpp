@@ -288,4 +288,32 @@ TEST_F(CurlTest, MissingCaBundleIsNamed) {
   EXPECT_TRUE(server_->requests().empty());
 }
 
+// A static kiln has no compiled-in bundle every system holds: it takes the environment's, else the
+// first of the systems' places that exists (RHEL's when Debian's is absent).
+TEST_F(CurlTest, CaBundleIsTheEnvironmentsElseTheFirstSystemPlaceThere) {
+  ScopedEnv pip("PIP_CERT", nullptr), requests("REQUESTS_CA_BUNDLE", nullptr),
+      ssl("SSL_CERT_FILE", nullptr);
+  fs::path rhel = dir_->path() / "etc/pki/tls/certs/ca-bundle.crt";
+  fs::path suse = dir_->path() / "etc/ssl/ca-bundle.pem";
+  write_text(rhel, "bundle");
+  write_text(suse, "bundle");
+  std::vector<std::string> places = {(dir_->path() / "etc/ssl/certs/ca-certificates.crt").string(),
+                                     rhel.string(), suse.string()};
+  EXPECT_EQ(ca_bundle_file(places).value(), rhel.string());
+  EXPECT_EQ(ca_bundle_file({places[0]}).value(), "");
+  {
+    ScopedEnv named("SSL_CERT_FILE", suse.c_str());
+    EXPECT_EQ(ca_bundle_file(places).value(), suse.string());
+    ScopedEnv first("REQUESTS_CA_BUNDLE", rhel.c_str());
+    EXPECT_EQ(ca_bundle_file(places).value(), rhel.string());
+  }
+  ScopedEnv folder("PIP_CERT", dir_->path().c_str());
+  EXPECT_FALSE(ca_bundle_file(places));
+  // The systems' list holds the places of the families torch's wheels run on.
+  for (const char* place :
+       {"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
+        "/etc/ssl/ca-bundle.pem", "/etc/ssl/cert.pem"})
+    EXPECT_NE(std::ranges::find(kSystemCaBundles, place), kSystemCaBundles.end()) << place;
+}
+
 }  // namespace kiln::fetch

@@ -312,4 +312,49 @@ TEST(IndexScan, ALastRecordWhoseEntryIsGoneIsSkipped) {
   EXPECT_EQ(store.last_builds().size(), 2u);  // the records stay; they name nothing served
 }
 
+// kiln's own wheel (scripts/package --cache) is on every target's index, the targets of the
+// manifests directory without wheels of their own included; what is not a kiln-wheels wheel, or
+// not a plain file, is left out.
+TEST(IndexScan, KilnsOwnWheelIsOnEveryTarget) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-index-").value();
+  fs::path cache = dir.path() / "cache";
+  CacheIndex live(cache);
+  add_entry(cache, "k1", "default", "demo-1.0-py3-none-any.whl", 10);
+  add_entry(cache, "k2", "gpu-host", "demo-1.0-py3-none-any.whl", 10);
+  set_old_mtime(cache / "wheels");
+  EXPECT_FALSE(live.current()->target("default")->projects.contains("kiln-wheels"));
+
+  fs::path own = cache::Store(cache).kiln_wheels();
+  const std::string name = "kiln_wheels-0.1.0+g0123456789ab-py3-none-manylinux_2_28_x86_64.whl";
+  write_wheel(own, name, metadata_text("kiln-wheels", "0.1.0+g0123456789ab", ""));
+  write_wheel(dir.path(), "other-1.0-py3-none-any.whl", metadata_text("other", "1.0"));
+  fs::rename(dir.path() / "other-1.0-py3-none-any.whl", own / "other-1.0-py3-none-any.whl");
+  fs::create_symlink(own / name, own / "kiln_wheels-0.2.0-py3-none-manylinux_2_28_x86_64.whl");
+
+  auto model = live.current();  // the new folder is seen without a change to wheels/
+  for (const char* t : {"default", "gpu-host"}) {
+    const Project& p = model->target(t)->projects.at("kiln-wheels");
+    ASSERT_EQ(p.files.size(), 1u) << t;
+    EXPECT_EQ(p.files[0].filename, name);
+    EXPECT_EQ(p.files[0].sha256, sha256_file(own / name).value());
+    EXPECT_EQ(p.files[0].dir, own);
+    EXPECT_NE(model->target(t)->page.html.find("kiln-wheels"), std::string::npos);
+  }
+  Target known = model->known_target("cuda12");
+  EXPECT_EQ(known.name, "cuda12");
+  ASSERT_TRUE(known.projects.contains("kiln-wheels"));
+  EXPECT_NE(known.page.html.find("kiln-wheels"), std::string::npos);
+  std::string skipped = join(live.take_new_skipped(), "\n");
+  EXPECT_NE(skipped.find("other-1.0-py3-none-any.whl: not a kiln-wheels wheel"), std::string::npos)
+      << skipped;
+  EXPECT_NE(
+      skipped.find("kiln_wheels-0.2.0-py3-none-manylinux_2_28_x86_64.whl: not a regular file"),
+      std::string::npos)
+      << skipped;
+  // What the server hands out is the file itself, opened without following links.
+  auto fd = open_wheel(own, name, fs::file_size(own / name));
+  ASSERT_TRUE(fd);
+  ::close(*fd);
+}
+
 }  // namespace kiln::index

@@ -8,6 +8,7 @@
 #include "core/lock.h"
 
 namespace kiln {
+void force_shell_chdir_for_tests(bool on);  // core/process.cpp
 
 TEST(Process, CapturesOutputAndExitCode) {
   ProcessSpec spec;
@@ -48,6 +49,22 @@ TEST(Process, EnvironmentAndCwd) {
   spec.cwd = dir.path();
   auto r = run_process(spec).value();
   EXPECT_EQ(r.output, "hello\n" + fs::canonical(dir.path()).string() + "\n");
+}
+
+// On glibc 2.28 (the portable build's floor) the child changes directory through /bin/sh.
+TEST(Process, CwdThroughTheShellAsOnGlibc228) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-proc-").value();
+  fs::create_directories(dir.path() / "a dir; $(x)");
+  force_shell_chdir_for_tests(true);
+  ProcessSpec spec;
+  spec.argv = {"sh", "-c", "echo \"$0|$1\"; pwd", "one two", "'three'"};
+  spec.cwd = dir.path() / "a dir; $(x)";
+  auto r = run_process(spec).value();
+  spec.cwd = dir.path() / "missing";
+  auto missing = run_process(spec).value();
+  force_shell_chdir_for_tests(false);
+  EXPECT_EQ(r.output, "one two|'three'\n" + fs::canonical(dir.path()).string() + "/a dir; $(x)\n");
+  EXPECT_FALSE(missing.ok());
 }
 
 TEST(Process, LogFileReceivesOutput) {
