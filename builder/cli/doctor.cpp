@@ -14,8 +14,10 @@ namespace kiln::cli {
 
 std::function<int()> configure_doctor(CLI::App& sub, Context& ctx) {
   auto opts = std::make_shared<doctor::Options>();
-  sub.add_option("--python", opts->python,
-                 "The interpreter of the environment to examine (default: python3)");
+  sub.add_option(
+      "--python", opts->python,
+      "The interpreter of the environment to examine (default: python3 on PATH, past the "
+      "venv of a kiln installed by uvx, uv tool or pipx)");
   sub.add_option("--libcuda", opts->libcuda,
                  "The driver library to load instead of libcuda.so.1 (default: $KILN_LIBCUDA; a "
                  "test and diagnostic hook)");
@@ -24,6 +26,7 @@ std::function<int()> configure_doctor(CLI::App& sub, Context& ctx) {
   sub.add_option("--timeout", opts->timeout_s, "Seconds for the import checks (default: 300)")
       ->check(CLI::Range(1, 86400));
   return [&ctx, opts] {
+    opts->python = doctor::resolve_python(opts->python);
     if (opts->libcuda.empty())
       if (const char* env = std::getenv("KILN_LIBCUDA"); env && *env) opts->libcuda = env;
     nlohmann::json report = doctor::run_script(*opts).value();

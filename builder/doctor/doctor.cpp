@@ -1,6 +1,9 @@
 #include "doctor/doctor.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 
@@ -136,6 +139,38 @@ Expected<nlohmann::json> run_script(const Options& options) {
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("doctor_version"))
     return Error::failed(cat("doctor.py under ", options.python, " did not print its report"));
   return doc;
+}
+
+namespace {
+
+// The bin directory of the venv kiln's executable lives in, when that venv has no torch.
+std::filesystem::path own_torchless_venv_bin() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path bin = fs::read_symlink("/proc/self/exe", ec).parent_path();
+  if (ec || !fs::is_regular_file(bin.parent_path() / "pyvenv.cfg", ec)) return {};
+  for (const auto& lib : {"lib", "lib64"})
+    for (fs::directory_iterator it(bin.parent_path() / lib, ec), end; !ec && it != end;
+         it.increment(ec))
+      if (fs::is_directory(it->path() / "site-packages" / "torch", ec)) return {};
+  return fs::canonical(bin, ec);
+}
+
+}  // namespace
+
+std::string resolve_python(const std::string& name) {
+  namespace fs = std::filesystem;
+  if (name.find('/') != std::string::npos) return name;
+  fs::path skip = own_torchless_venv_bin();
+  if (skip.empty()) return name;
+  const char* path = std::getenv("PATH");
+  for (const auto& dir : split(path ? path : "", ":")) {
+    std::error_code ec;
+    fs::path candidate = fs::path(dir) / name;
+    if (fs::canonical(dir, ec) == skip || ::access(candidate.c_str(), X_OK) != 0) continue;
+    return candidate.string();
+  }
+  return name;
 }
 
 nlohmann::json static_checks(const nlohmann::json& report, const std::string& python) {

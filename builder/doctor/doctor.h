@@ -27,6 +27,12 @@ struct Options {
   int timeout_s = 300;             // for doctor.py's import checks
 };
 
+// The interpreter `--python NAME` means. A name is looked up on PATH, skipping the directory of
+// kiln's own executable when kiln lives in a virtual environment without torch (`uvx --from`,
+// `uv tool install`, pipx put their venv's bin first on PATH, and its python3 is not the user's).
+// A path, or a name found nowhere else, is returned as given.
+std::string resolve_python(const std::string& name);
+
 // The most bytes of doctor.py's output read back.
 inline constexpr std::size_t kMaxReportBytes = 16u << 20;
 

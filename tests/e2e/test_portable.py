@@ -130,6 +130,12 @@ class PortableWheelTest(KilnTestCase):
         doc = json.loads(proc.stdout)
         self.assertEqual([(g["name"], g["sm"]) for g in doc["gpus"]], [("NVIDIA H200", "sm_90")])
         self.assertEqual(doc["driver"]["cuda"], "13.0")
+        # python3 is the user's, not the one of uvx's environment that kiln runs from (its bin is
+        # first on PATH there, and it has no torch).
+        self.assertNotIn(str(self.tmp / "uv-cache"), doc["python"]["executable"])
+        self.assertEqual(Path(doc["python"]["executable"]).resolve(),
+                         Path(subprocess.run(["python3", "-c", "import sys; print(sys.executable)"],
+                                             capture_output=True, text=True).stdout.strip()).resolve())
         # pipx, and pip into a fresh venv.
         self.run_ok(self.tool("pipx"), "install", self.wheel, cwd=self.tmp)
         self.assertRegex(self.run_ok(self.tmp / "pipx-bin" / "kiln", "--version").stdout, r"^kiln 0\.1\.0 ")
