@@ -10,8 +10,10 @@
 #include "manifest/settings.h"
 #include "manifest/target.h"
 
+// The checkout kiln was built from; "" in the portable build (docs/portable.md), whose binary
+// names no path of the machine it was built on.
 #ifndef KILN_SOURCE_DIR
-#define KILN_SOURCE_DIR "."
+#define KILN_SOURCE_DIR ""
 #endif
 
 namespace kiln::cli {
@@ -61,10 +63,26 @@ std::string default_cache() {
   return (cache_home() / "kiln" / "cache").string();
 }
 
+// kiln's own manifests, patches and kernels where an installed kiln keeps them: share/kiln/ beside
+// the bin/ of its executable (the venv of kiln's wheel, scripts/portable's folder).
+std::optional<fs::path> installed_data() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  fs::path share = exe.parent_path().parent_path() / "share" / "kiln";
+  if (ec || !fs::is_directory(share / "manifests", ec)) return std::nullopt;
+  return share;
+}
+
+// kiln's own copy of a folder of its sources: the installed one, else the checkout's.
+fs::path own(const std::string& folder) {
+  if (auto data = installed_data()) return *data / folder;
+  return fs::path(KILN_SOURCE_DIR) / folder;
+}
+
 std::string default_manifests() {
   std::error_code ec;
   if (fs::is_directory("manifests", ec)) return "manifests";
-  return KILN_SOURCE_DIR "/manifests";
+  return own("manifests").string();
 }
 
 // The environment over the configuration file.
@@ -107,7 +125,7 @@ Defaults load_defaults() {
 std::optional<fs::path> running_checkout() {
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) return std::nullopt;
+  if (ec || std::string_view(KILN_SOURCE_DIR).empty()) return std::nullopt;
   fs::path source = fs::weakly_canonical(KILN_SOURCE_DIR, ec);
   if (ec || !fs::is_directory(source / "manifests", ec)) return std::nullopt;
   auto [end, _] = std::mismatch(source.begin(), source.end(), exe.begin(), exe.end());
@@ -119,7 +137,7 @@ fs::path default_patches(const fs::path& manifests) {
   fs::path beside = absolute_path(manifests).parent_path() / "patches";
   std::error_code ec;
   if (fs::is_directory(beside, ec)) return beside;
-  return fs::path(KILN_SOURCE_DIR) / "patches";
+  return own("patches");
 }
 
 }  // namespace kiln::cli

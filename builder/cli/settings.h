@@ -30,7 +30,8 @@ Defaults load_defaults();
 std::optional<std::filesystem::path> running_checkout();
 
 // The patches root for a manifests directory when neither --patches, KILN_PATCHES nor the user's
-// configuration names one: the patches/ beside it when there is one, else kiln's own.
+// configuration names one: the patches/ beside it when there is one, else kiln's own (installed in
+// share/kiln/ beside its bin/, else the checkout's).
 std::filesystem::path default_patches(const std::filesystem::path& manifests);
 
 }  // namespace kiln::cli

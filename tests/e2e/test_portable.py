@@ -105,6 +105,16 @@ class PortableWheelTest(KilnTestCase):
         if commit != "unknown":
             self.assertIn("+g" + commit.replace("-dirty", ".dirty"), self.wheel.name)
         env = dict(self.env, KILN_CONFIG="/dev/null")
+        # Outside a checkout it uses its own manifests, patches and kernels (share/kiln in its
+        # venv): the keys of the checkout's.
+        elsewhere = self.tmp / "elsewhere"
+        elsewhere.mkdir()
+        packages = ("causal-conv1d", "kiln-demo", "flash-linear-attention")
+        theirs = json.loads(self.run_ok(kiln, "--json", "resolve", *packages, env=env, cwd=elsewhere).stdout)
+        source = json.loads(self.kiln("--json", "resolve", *packages, check=0).stdout)
+        self.assertEqual([(i["package"], i["key"]) for i in theirs["items"]],
+                         [(i["package"], i["key"]) for i in source["items"]])
+        self.assertTrue((self.tmp / "uv-tools/kiln-wheels/share/kiln/patches").is_dir())
         ours = json.loads(self.run_ok(kiln, "--cache", self.fresh_cache("installed"), "build", "kiln-demo",
                                       "--json", env=env, timeout=3000).stdout)
         source = json.loads(self.kiln("--cache", str(self.fresh_cache("source")), "build", "kiln-demo",
