@@ -17,6 +17,7 @@ struct Walk {
   std::string path;  // "cache" for `kiln cache …`; "" for kiln itself
   std::string unknown_command;
   std::string unknown_option;
+  std::string unknown_option_path;  // the command it came after
 };
 
 const CLI::Option* find_option(const CLI::App* level, const std::string& name) {
@@ -46,7 +47,10 @@ Walk walk(CLI::App& app, int argc, char** argv) {
       const std::string name = option_name(word);
       const CLI::Option* opt = find_option(w.level, name);
       if (!opt) {
-        if (w.unknown_option.empty()) w.unknown_option = name;
+        if (w.unknown_option.empty()) {
+          w.unknown_option = name;
+          w.unknown_option_path = w.path;
+        }
         continue;
       }
       bool inline_value =
@@ -96,6 +100,11 @@ Usage usage_error(CLI::App& app, const CLI::Error& error, int argc, char** argv)
     const std::string prefix = w.path.empty() ? "" : w.path + " ";
     u.message = cat("unknown command '", prefix, w.unknown_command, "'",
                     did_you_mean(prefix, closest_match(w.unknown_command, command_names(w.level))));
+  } else if (!w.unknown_option.empty() && w.unknown_option_path != w.path &&
+             find_option(w.level, w.unknown_option)) {
+    // `kiln --offline prepare …`: an option of the command, written before it.
+    u.message = cat("'", w.unknown_option, "' is an option of '", command, "': write it after '",
+                    w.path.substr(w.path.rfind(' ') + 1), "'");
   } else if (!w.unknown_option.empty()) {
     u.message = cat("unknown option '", w.unknown_option, "' for '", command, "'",
                     did_you_mean("", closest_match(w.unknown_option, option_names(w.level))));

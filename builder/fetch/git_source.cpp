@@ -128,6 +128,9 @@ Expected<Pinned> ensure_commit(const cache::Store& store, const std::string& url
   git_oid oid;
   if (git_oid_fromstr(&oid, commit.c_str()) != 0)
     return Error::bad_input(cat("bad commit '", commit, "' for ", shown));
+  // The git cache is keyed by the manifest's URL; a $KILN_GIT_MIRRORS mirror only serves the
+  // bytes, which the commit id checks.
+  KILN_TRY(std::string from, git_fetch_url(env_value("KILN_GIT_MIRRORS"), url));
   fs::path dir = store.git_mirror(url);
   KILN_TRY(DirLock lock, DirLock::acquire(dir));
   KILN_TRY(RepoPtr repo, open_or_init_mirror(dir));
@@ -136,20 +139,21 @@ Expected<Pinned> ensure_commit(const cache::Store& store, const std::string& url
     if (offline)
       return Error::failed(cat("commit ", commit, " of ", shown,
                                " is not in the git cache and --offline forbids fetching it"));
+    if (from != url) shown = cat(shown, " (mirror ", redact_url(from), ")");
     log::info(cat("fetching ", shown));
     pinned.fetched = true;
     // Servers that allow it (GitHub does) send just the commit's history; others need the
     // branches and tags.
     std::string why;
     if (interrupted()) return Error::interrupted();
-    bool ok = fetch_refspecs(repo.get(), url, {cat("+", commit, ":refs/kiln/", commit)}, why);
+    bool ok = fetch_refspecs(repo.get(), from, {cat("+", commit, ":refs/kiln/", commit)}, why);
     if (!ok || !has_commit(repo.get(), oid)) {
       log::verbose(
           cat("fetching ", commit, " by id failed (", why, "); fetching branches and tags"));
       std::string why_all;
       bool all_ok =
           !interrupted() &&
-          fetch_refspecs(repo.get(), url,
+          fetch_refspecs(repo.get(), from,
                          {"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"}, why_all);
       if (interrupted()) return Error::interrupted();
       if (!all_ok) return Error::failed(cat("cannot fetch ", shown, ": ", why_all));

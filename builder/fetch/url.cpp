@@ -216,4 +216,23 @@ bool is_safe_filename(std::string_view name) {
   return true;
 }
 
+Expected<std::string> git_fetch_url(std::string_view spec, std::string_view url) {
+  std::string_view best_prefix;
+  std::string_view best_replacement;
+  std::vector<std::string> rules = split(spec, " \t\r\n");
+  for (std::string_view rule : rules) {
+    std::size_t eq = rule.find('=');
+    if (eq == 0 || eq == std::string_view::npos || eq + 1 == rule.size())
+      return Error::bad_input(
+          cat("$KILN_GIT_MIRRORS: '", printable_excerpt(rule, 80), "' is not PREFIX=REPLACEMENT"));
+    std::string_view prefix = rule.substr(0, eq);
+    if (url.substr(0, prefix.size()) == prefix && prefix.size() > best_prefix.size()) {
+      best_prefix = prefix;
+      best_replacement = rule.substr(eq + 1);
+    }
+  }
+  if (best_prefix.empty()) return std::string(url);
+  return cat(best_replacement, url.substr(best_prefix.size()));
+}
+
 }  // namespace kiln::fetch

@@ -4,6 +4,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/expected.h"
+
 namespace kiln::fetch {
 
 bool is_http_url(std::string_view url);  // http:// or https:// (case-insensitive scheme)
@@ -31,5 +33,12 @@ std::string redact_url(std::string_view url);
 // A name safe to use as one file name in a directory kiln owns: not empty, not "." or "..", no
 // '/', no NUL or other control characters, at most 255 bytes.
 bool is_safe_filename(std::string_view name);
+
+// Where to fetch the git repository `url` from, by the rules of $KILN_GIT_MIRRORS (`spec`):
+// PREFIX=REPLACEMENT pairs separated by whitespace; the longest PREFIX that starts `url` is
+// replaced by its REPLACEMENT (a URL, a file:// URL or a local path), as git's insteadOf does.
+// `url` itself when none matches. The source's pinned commit, not the mirror, vouches for what
+// is fetched.
+Expected<std::string> git_fetch_url(std::string_view spec, std::string_view url);
 
 }  // namespace kiln::fetch

@@ -7,10 +7,12 @@
 #include "core/hash.h"
 #include "core/process.h"
 #include "fetch/source.h"
+#include "fetch/url.h"
 
 namespace kiln::fetch {
 
 using kiln::testing::FakeHttp;
+using kiln::testing::ScopedEnv;
 using kiln::testing::write_text;
 
 class GitTest : public ::testing::Test {
@@ -119,6 +121,65 @@ TEST_F(GitTest, MirrorServesLaterCheckoutsOffline) {
             "commit " + other + " of " + repo_.string() +
                 " is not in the git cache and --offline forbids fetching it");
   EXPECT_FALSE(fs::exists(dir_->path() / "three"));
+}
+
+TEST(GitFetchUrl, LongestPrefixReplacedAsGitInsteadOfDoes) {
+  std::string spec =
+      " https://github.com/=/srv/git/\thttps://github.com/Dao-AILab/=file:///m/dao/ ";
+  EXPECT_EQ(git_fetch_url(spec, "https://github.com/Dao-AILab/x.git").value(),
+            "file:///m/dao/x.git");
+  EXPECT_EQ(git_fetch_url(spec, "https://github.com/other/y").value(), "/srv/git/other/y");
+  EXPECT_EQ(git_fetch_url(spec, "https://gitlab.com/a/b").value(), "https://gitlab.com/a/b");
+  EXPECT_EQ(git_fetch_url("", "https://github.com/a/b").value(), "https://github.com/a/b");
+  for (const char* bad : {"https://github.com/", "=/srv/", "https://github.com/="}) {
+    auto got = git_fetch_url(cat("a=b ", bad), "https://github.com/a/b");
+    ASSERT_FALSE(got) << bad;
+    EXPECT_EQ(got.error().message, cat("$KILN_GIT_MIRRORS: '", bad, "' is not PREFIX=REPLACEMENT"));
+  }
+}
+
+// A source pinned to a host this machine cannot reach, served by a mirror: the checkout is the
+// pinned commit's, the git cache is the source URL's, and a mirror without the commit fails.
+TEST_F(GitTest, KilnGitMirrorsServeThePinnedCommit) {
+  const std::string url = "https://git.invalid/org/upstream";
+  Downloader d(http_, store_, false);
+  Context ctx{d, ""};
+  {
+    ScopedEnv wrong("KILN_GIT_MIRRORS",
+                    cat("https://git.invalid/org/=", cache_.string(), "/").c_str());
+    auto got = make_source(pin(url, first_), ctx)->fetch(dir_->path() / "none");
+    ASSERT_FALSE(got);
+    EXPECT_NE(got.error().message.find(cat(url, " (mirror ", cache_.string(), "/upstream)")),
+              std::string::npos)
+        << got.error().message;
+  }
+  // Another repository at the mirror's place: it has no such commit.
+  fs::path fork = dir_->path() / "forks" / "upstream";
+  git(dir_->path(), {"init", "-q", "-b", "main", fork.string()});
+  write_text(fork / "a.txt", "forged\n");
+  commit(fork, "forged");
+  {
+    ScopedEnv forged("KILN_GIT_MIRRORS",
+                     cat("https://git.invalid/org/=", fork.parent_path().string(), "/").c_str());
+    auto got = make_source(pin(url, first_), ctx)->fetch(dir_->path() / "forged");
+    ASSERT_FALSE(got);
+    EXPECT_EQ(got.error().message,
+              cat("commit ", first_, " not found in ", url, " (mirror ", fork.string(), ")"));
+    EXPECT_FALSE(fs::exists(dir_->path() / "forged"));
+  }
+  ScopedEnv mirrors("KILN_GIT_MIRRORS",
+                    cat("https://git.invalid/org/=", dir_->path().string(), "/").c_str());
+  auto got = make_source(pin(url, first_), ctx)->fetch(dir_->path() / "src").value();
+  EXPECT_TRUE(got.downloaded);
+  EXPECT_EQ(read_file(dir_->path() / "src" / "a.txt").value(), "first\n");
+  EXPECT_TRUE(fs::exists(store_.git_mirror(url) / "HEAD"));
+  // The git cache is the URL's: offline, with no mirror, the commit is still there.
+  ScopedEnv none("KILN_GIT_MIRRORS", nullptr);
+  Downloader offline(http_, store_, true);
+  Context offline_ctx{offline, ""};
+  auto again = make_source(pin(url, first_), offline_ctx)->fetch(dir_->path() / "again").value();
+  EXPECT_FALSE(again.downloaded);
+  EXPECT_EQ(again.sha256, got.sha256);
 }
 
 TEST_F(GitTest, UnknownCommitIsAnError) {
