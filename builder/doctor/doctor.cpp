@@ -43,24 +43,36 @@ struct Installed {
   std::string name;
   fs::path site;
   std::string dist_info;   // the directory's name
-  bool fast_path = false;  // causal-conv1d: its verdicts decide the fast path
+  bool fast_path = false;  // causal-conv1d: its verdicts decide the (Gated DeltaNet) fast path
+  bool mamba2 = false;     // causal-conv1d, mamba-ssm: theirs decide the Mamba-2 fast path
 };
 
-// causal-conv1d (when installed) and every kiln-built wheel, each once.
+// causal-conv1d and mamba-ssm (when installed) and every kiln-built wheel, each once.
 std::vector<Installed> to_check(const nlohmann::json& report) {
   std::vector<Installed> out;
   std::set<std::string> seen;
-  auto add = [&](const nlohmann::json& d, const std::string& name, bool fast) {
+  auto add = [&](const nlohmann::json& d, const std::string& name, bool fast, bool mamba2) {
     std::string path = str(d, "dist_info"), site = str(d, "site");
     if (path.empty() || site.empty() || !seen.insert(path).second) return;
-    out.push_back({name, site, fs::path(path).filename().string(), fast});
+    out.push_back({name, site, fs::path(path).filename().string(), fast, mamba2});
   };
-  const nlohmann::json& conv = member(member(report, "packages"), "causal-conv1d");
-  if (flag(conv, "installed")) add(conv, "causal-conv1d", true);
+  const nlohmann::json& packages = member(report, "packages");
+  for (const char* name : {"causal-conv1d", "mamba-ssm"}) {
+    const nlohmann::json& d = member(packages, name);
+    if (flag(d, "installed")) add(d, name, name == std::string("causal-conv1d"), true);
+  }
   const nlohmann::json& wheels = member(report, "kiln_wheels");
   if (wheels.is_array())
-    for (const auto& w : wheels) add(w, str(w, "name"), false);
+    for (const auto& w : wheels) add(w, str(w, "name"), false, false);
   return out;
+}
+
+// A fast path's reasons as doctor.py gave them.
+std::vector<std::string> path_reasons(const nlohmann::json& path) {
+  std::vector<std::string> reasons;
+  for (const auto& r : member(path, "reasons"))
+    if (r.is_string()) reasons.push_back(r.get<std::string>());
+  return reasons;
 }
 
 // The CUDA runtime and math libraries of the NVIDIA wheels torch depends on (<site>/nvidia/*/lib
@@ -189,28 +201,35 @@ nlohmann::json static_checks(const nlohmann::json& report, const std::string& py
   const fs::path torch_site = str(member(member(report, "packages"), "torch"), "site");
   const std::vector<manifest::Arch> gpus = report_gpus(report);
   nlohmann::json installed = nlohmann::json::array();
-  std::vector<std::string> reasons;
-  const nlohmann::json& fast = member(report, "fast_path");
-  if (fast.is_object() && fast.contains("reasons") && fast["reasons"].is_array())
-    for (const auto& r : fast["reasons"])
-      if (r.is_string()) reasons.push_back(r.get<std::string>());
+  std::vector<std::string> reasons = path_reasons(member(report, "fast_path"));
+  const nlohmann::json& mamba2 = member(report, "mamba2_fast_path");
+  std::vector<std::string> mamba2_reasons = path_reasons(mamba2);
+  auto fail = [&](const Installed& item, const std::string& why) {
+    if (item.fast_path) reasons.push_back(why);
+    if (item.mamba2) mamba2_reasons.push_back(why);
+  };
   for (const Installed& item : to_check(report)) {
     vo.library_dirs = library_dirs({item.site, torch_site});
     auto r = validate::validate_installed(item.site, item.dist_info, vo, gpus);
     if (!r) {
       installed.push_back({{"name", item.name}, {"error", r.error().message}});
-      if (item.fast_path) reasons.push_back(cat(item.name, ": ", r.error().message));
+      fail(item, cat(item.name, ": ", r.error().message));
       continue;
     }
     installed.push_back(report_json(item, *r));
     for (const auto& c : r->checks)
-      if (item.fast_path && c.verdict == validate::Verdict::Fail)
-        reasons.push_back(cat(item.name, " ", c.id, ": ", c.message));
+      if (c.verdict == validate::Verdict::Fail)
+        fail(item, cat(item.name, " ", c.id, ": ", c.message));
   }
-  return {{"version", KILN_VERSION},
-          {"installed", std::move(installed)},
-          {"fast_path", {{"active", reasons.empty()}, {"reasons", reasons}}},
-          {"ok", reasons.empty()}};
+  nlohmann::json out = {{"version", KILN_VERSION},
+                        {"installed", std::move(installed)},
+                        {"fast_path", {{"active", reasons.empty()}, {"reasons", reasons}}},
+                        {"ok", reasons.empty()}};
+  if (mamba2.is_object())  // doctor.py reports it (an older one served elsewhere may not)
+    out["mamba2_fast_path"] = {{"active", mamba2_reasons.empty()},
+                               {"reasons", mamba2_reasons},
+                               {"kernels", member(mamba2, "kernels")}};
+  return out;
 }
 
 namespace {
@@ -247,13 +266,22 @@ std::string render_text(const nlohmann::json& report) {
   std::string out;
   for (const auto& [label, text] : rows)
     out += cat(label, std::string(width - label.size(), ' '), "  ", text, "\n");
-  const nlohmann::json& fast =
-      kiln.is_object() ? member(kiln, "fast_path") : member(report, "fast_path");
-  std::vector<std::string> reasons;
-  for (const auto& r : member(fast, "reasons"))
-    if (r.is_string()) reasons.push_back(field(r.get<std::string>()));
-  if (flag(fast, "active")) return out + "fast path: active\n";
-  out += cat("fast path: missing (", join(reasons, "; "), ")\nnext:\n");
+  // kiln's section, when there, decides: it adds the static verdicts to doctor.py's reasons.
+  auto path = [&](const char* key) -> const nlohmann::json& {
+    return kiln.is_object() && kiln.contains(key) ? member(kiln, key) : member(report, key);
+  };
+  auto line = [&](const char* label, const nlohmann::json& p) {
+    if (flag(p, "active")) return cat(label, ": active\n");
+    std::vector<std::string> reasons;
+    for (const auto& r : path_reasons(p)) reasons.push_back(field(r));
+    return cat(label, ": missing (", join(reasons, "; "), ")\n");
+  };
+  const nlohmann::json& fast = path("fast_path");
+  out += line("fast path", fast);
+  if (path("mamba2_fast_path").is_object())
+    out += line("Mamba-2 fast path", path("mamba2_fast_path"));
+  if (flag(fast, "active")) return out;
+  out += "next:\n";
   for (const auto& c : member(member(report, "next"), "commands"))
     if (c.is_string()) out += cat("  ", field(c.get<std::string>()), "\n");
   return out;

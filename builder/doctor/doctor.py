@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """kiln doctor, the Python half: what this GPU host has, and what it needs for transformers'
-Gated DeltaNet fast path (causal-conv1d and flash-linear-attention built for its torch and GPUs).
+Gated DeltaNet fast path (causal-conv1d and flash-linear-attention built for its torch and GPUs)
+and for its Mamba-2 fast path (causal-conv1d and mamba-ssm).
 
 Stdlib only, Python >= 3.8. Runs alone on any host (no kiln, no compiler), e.g.
 
@@ -9,9 +10,10 @@ Stdlib only, Python >= 3.8. Runs alone on any host (no kiln, no compiler), e.g.
 and inside `kiln doctor`, which runs it with the chosen interpreter and adds the static checks of
 the installed binaries (docs/doctor.md). Reports the interpreter, glibc, torch, Triton,
 transformers, the NVIDIA driver and GPUs (libcuda.so.1 through ctypes; --libcuda or KILN_LIBCUDA
-names another library: a test and diagnostic hook), causal-conv1d, fla and every wheel kiln built
-(imports, built for this torch), the fast path, and the next commands. Nothing is installed or
-written. Exit status: 0 when the fast path is ready, 1 when not, 2 on bad arguments.
+names another library: a test and diagnostic hook), causal-conv1d, fla, mamba-ssm and every wheel
+kiln built (imports, built for this torch), both fast paths, and the next commands. Nothing is
+installed or written. Exit status: 0 when the Gated DeltaNet fast path is ready, 1 when not, 2 on
+bad arguments (the Mamba-2 line informs, it does not decide).
 """
 
 import argparse
@@ -33,7 +35,19 @@ MAX_PROBE_OUTPUT = 4 << 20
 # Distributions the fast path needs (and their import names); the PyPI names kiln builds.
 CAUSAL_CONV1D = "causal-conv1d"
 FLA_NAMES = ("flash-linear-attention", "fla-core")
-WATCHED = ("torch", "triton", "transformers", CAUSAL_CONV1D) + FLA_NAMES
+MAMBA_SSM = "mamba-ssm"
+WATCHED = ("torch", "triton", "transformers", CAUSAL_CONV1D, MAMBA_SSM) + FLA_NAMES
+# What a distribution's import check imports (kiln's other wheels: their top-level modules).
+IMPORTS = {CAUSAL_CONV1D: ["causal_conv1d", "causal_conv1d_cuda"],
+           MAMBA_SSM: ["mamba_ssm", "selective_scan_cuda", "mamba_ssm.ops.triton.ssd_combined",
+                       "mamba_ssm.ops.triton.selective_state_update"]}
+# The kernels transformers' Mamba-2 layers (Mamba2, NemotronH, Falcon-H1, Granite 4.0-H, Zamba2)
+# take from the packages, each with a torch fallback.
+MAMBA2_KERNELS = ("causal_conv1d_fn", "causal_conv1d_update", "mamba_chunk_scan_combined",
+                  "mamba_split_conv1d_scan_combined", "selective_state_update")
+# What each fast path's install command installs.
+FAST_PATH_PACKAGES = " causal-conv1d flash-linear-attention"
+MAMBA2_PACKAGES = " causal-conv1d mamba-ssm"
 FLA_HOPPER_TRITON = (3, 7, 1)  # fla's gated chunk backward on Hopper needs Triton >= 3.7.1
 
 # CUdevice_attribute: compute capability major and minor.
@@ -377,6 +391,33 @@ def transformers_step():
 
 if plan["transformers"]:
     attempt("transformers", transformers_step)
+
+def kernel_choice(f):
+    """transformers' kernel wrapper (use_kernel_func_from_hub_with_fallback) keeps, in its closure,
+    the kernel's name and whether it found the package's: (name, True/False), or None."""
+    for _ in range(8):
+        code, cells = getattr(f, "__code__", None), getattr(f, "__closure__", None)
+        if code is not None and cells and {"func_name", "is_new_implementation"} <= set(code.co_freevars):
+            value = dict(zip(code.co_freevars, (c.cell_contents for c in cells)))
+            return value["func_name"], bool(value["is_new_implementation"])
+        f = getattr(f, "__wrapped__", None)
+        if f is None:
+            return None
+    return None
+
+def mamba2_step():
+    import importlib
+    m = importlib.import_module("transformers.models.mamba2.modeling_mamba2")
+    flag = getattr(m, "is_fast_path_available", None)
+    kernels = {}
+    for value in list(vars(m).values()):
+        choice = kernel_choice(value) if callable(value) else None
+        if choice and choice[0] in plan["mamba2_kernels"]:
+            kernels[choice[0]] = "package" if choice[1] else "torch"
+    return {"is_fast_path_available": flag if isinstance(flag, bool) else None, "kernels": kernels}
+
+if plan["transformers"]:
+    attempt("transformers:mamba2", mamba2_step)
 '''
 
 
@@ -440,18 +481,16 @@ def gather(args):
     report["kiln_wheels"] = kiln_wheels
     report["driver"], report["gpus"] = driver(args.libcuda or os.environ.get("KILN_LIBCUDA"))
 
-    imports = []
+    imports = [(name, mods) for name, mods in IMPORTS.items() if packages[name]["installed"]]
     conv = packages[CAUSAL_CONV1D]
-    if conv["installed"]:
-        imports.append((CAUSAL_CONV1D, ["causal_conv1d", "causal_conv1d_cuda"]))
     if any(packages[n]["installed"] for n in FLA_NAMES):
         imports.append(("fla", ["fla.ops.gated_delta_rule"]))
     for w in kiln_wheels:
-        if normalize(w["name"]) != CAUSAL_CONV1D and w["modules"]:
+        if normalize(w["name"]) not in IMPORTS and w["modules"]:
             imports.append((w["name"], w["modules"]))
     plan = {"torch": torch["installed"], "imports": imports,
             "run_conv": conv["installed"] and report["driver"]["available"],
-            "transformers": packages["transformers"]["installed"]}
+            "transformers": packages["transformers"]["installed"], "mamba2_kernels": MAMBA2_KERNELS}
     results = probe(plan, args.timeout) if (plan["torch"] or imports or plan["transformers"]) else {}
     apply_probe(report, results)
     return report
@@ -461,21 +500,24 @@ def apply_probe(report, results):
     packages = report["packages"]
     if "torch" in results:
         packages["torch"]["import"] = results["torch"]
-    if CAUSAL_CONV1D in [n for n in packages if packages[n].get("installed")]:
-        packages[CAUSAL_CONV1D]["import"] = results.get("import:" + CAUSAL_CONV1D, {"ok": None})
-        if "run:causal-conv1d" in results:
-            packages[CAUSAL_CONV1D]["run"] = results["run:causal-conv1d"]
+    for name in IMPORTS:
+        if packages[name]["installed"]:
+            packages[name]["import"] = results.get("import:" + name, {"ok": None})
+    if packages[CAUSAL_CONV1D]["installed"] and "run:causal-conv1d" in results:
+        packages[CAUSAL_CONV1D]["run"] = results["run:causal-conv1d"]
     for n in FLA_NAMES:
         if packages[n]["installed"]:
             packages[n]["import"] = results.get("import:fla", {"ok": None})
     for w in report["kiln_wheels"]:
-        key = CAUSAL_CONV1D if normalize(w["name"]) == CAUSAL_CONV1D else w["name"]
+        key = normalize(w["name"]) if normalize(w["name"]) in IMPORTS else w["name"]
         w["import"] = results.get("import:" + key, {"ok": None, "error": "no modules to import"})
         built = w["provenance"].get("torch")
         have = packages["torch"].get("version_py")
         w["torch_match"] = None if not built or not have else built == have
     if "transformers" in results:
         packages["transformers"]["qwen3_5"] = results["transformers"]
+    if "transformers:mamba2" in results:
+        packages["transformers"]["mamba2"] = results["transformers:mamba2"]
     if "*" in results:
         report["probe_error"] = results["*"]["error"]
 
@@ -505,25 +547,13 @@ def fast_path(report, install_line):
         reasons.append("causal_conv1d does not run on this GPU: %s" % conv["run"].get("error"))
     if fla and fla[0].get("import") and fla[0]["import"].get("ok") is False:
         reasons.append("fla does not import: %s" % fla[0]["import"].get("error"))
-    if not p["torch"]["installed"]:
-        reasons.append("torch not installed")
-    elif p["torch"].get("import") and not p["torch"]["import"].get("ok"):
-        reasons.append("torch does not import: %s" % p["torch"]["import"].get("error"))
+    reasons += torch_reasons(p)
     tr = p["transformers"]
     if not tr["installed"]:
         reasons.append("transformers not installed")
     elif "qwen3_5" in tr and not tr["qwen3_5"].get("ok"):
         reasons.append("transformers %s has no Qwen3.5 model: %s" % (tr["version"], tr["qwen3_5"].get("error")))
-    d = report["driver"]
-    if not d["available"]:
-        reasons.append("no usable NVIDIA driver or GPU: %s" % d["error"])
-    else:
-        tcuda = p["torch"].get("cuda")
-        if tcuda and d["cuda"] and version_tuple(tcuda)[:1] > version_tuple(d["cuda"])[:1]:
-            reasons.append("torch is built with CUDA %s but the driver supports CUDA %s at most: update the driver"
-                           % (tcuda, d["cuda"]))
-        elif p["torch"].get("import", {}).get("ok") and not p["torch"]["import"].get("cuda_available"):
-            reasons.append("torch.cuda.is_available() is False")
+    reasons += driver_reasons(report)
     q = tr.get("qwen3_5") or {}
     if q.get("ok"):
         if q.get("is_fast_path_available") is False:
@@ -531,6 +561,58 @@ def fast_path(report, install_line):
         for w in q.get("warnings") or []:
             reasons.append("transformers warns: " + w)
     return {"active": not reasons, "reasons": reasons}
+
+
+def torch_reasons(p):
+    if not p["torch"]["installed"]:
+        return ["torch not installed"]
+    if p["torch"].get("import") and not p["torch"]["import"].get("ok"):
+        return ["torch does not import: %s" % p["torch"]["import"].get("error")]
+    return []
+
+
+def driver_reasons(report):
+    d, torch = report["driver"], report["packages"]["torch"]
+    if not d["available"]:
+        return ["no usable NVIDIA driver or GPU: %s" % d["error"]]
+    tcuda = torch.get("cuda")
+    if tcuda and d["cuda"] and version_tuple(tcuda)[:1] > version_tuple(d["cuda"])[:1]:
+        return ["torch is built with CUDA %s but the driver supports CUDA %s at most: update the driver"
+                % (tcuda, d["cuda"])]
+    if torch.get("import", {}).get("ok") and not torch["import"].get("cuda_available"):
+        return ["torch.cuda.is_available() is False"]
+    return []
+
+
+def mamba2_fast_path(report, install_line):
+    """Whether transformers' Mamba-2 layers will run the kernels (which ones it takes from the
+    packages), and if not, why."""
+    p, reasons = report["packages"], []
+    conv, mamba = p[CAUSAL_CONV1D], p[MAMBA_SSM]
+    missing = [m for m, d in (("causal_conv1d", conv), ("mamba_ssm", mamba)) if not d["installed"]]
+    if missing:
+        reasons.append("%s not installed: %s" % (" and ".join(missing), install_line))
+    for module, d in (("causal_conv1d", conv), ("mamba_ssm", mamba)):
+        if d.get("import") and d["import"].get("ok") is False:
+            reasons.append("%s does not import: %s" % (module, d["import"].get("error")))
+    if conv.get("run") and not conv["run"].get("ok"):
+        reasons.append("causal_conv1d does not run on this GPU: %s" % conv["run"].get("error"))
+    reasons += torch_reasons(p)
+    tr, kernels = p["transformers"], {}
+    m = tr.get("mamba2") or {}
+    if not tr["installed"]:
+        reasons.append("transformers not installed")
+    elif "mamba2" in tr and not m.get("ok"):
+        reasons.append("transformers %s has no Mamba-2 model: %s" % (tr["version"], m.get("error")))
+    reasons += driver_reasons(report)
+    if m.get("ok"):
+        kernels = m.get("kernels") or {}
+        torch_path = [k for k in MAMBA2_KERNELS if kernels.get(k) == "torch"]
+        if torch_path and not missing:
+            reasons.append("transformers falls back to torch for " + ", ".join(torch_path))
+        if m.get("is_fast_path_available") is False and not missing:
+            reasons.append("transformers says is_fast_path_available = False")
+    return {"active": not reasons, "reasons": reasons, "kernels": kernels}
 
 
 def archs_of(gpus):
@@ -551,7 +633,8 @@ def next_commands(report, server):
     sms = "-".join("sm" + a.replace(".", "") for a in archs.split(";")) if report["gpus"] else "smXY"
     name = "%s-torch%s-%s-%s" % (label, mm, tag, sms)
     index = "%s/%s/simple/" % (server.rstrip("/"), name)
-    pip, uv = install_commands(index)
+    pip, uv = install_commands(index, FAST_PATH_PACKAGES)
+    mamba_pip, mamba_uv = install_commands(index, MAMBA2_PACKAGES)
     return {
         "target": name,
         "commands": [
@@ -564,13 +647,14 @@ def next_commands(report, server):
         ],
         "install": pip,
         "install_uv": uv,
+        "install_mamba2": mamba_pip,
+        "install_mamba2_uv": mamba_uv,
     }
 
 
-def install_commands(index):
-    """pip's and uv's command for the fast path from kiln's index alone (kiln sends what is not its
+def install_commands(index, packages):
+    """pip's and uv's command for `packages` from kiln's index alone (kiln sends what is not its
     own upstream); pip skips a plain-http index on another host unless it is a trusted host."""
-    packages = " causal-conv1d flash-linear-attention"
     trusted = ""
     parts = urllib.parse.urlsplit(index)
     host = parts.hostname or ""
@@ -615,6 +699,7 @@ def summary(report):
     rows.append([CAUSAL_CONV1D, describe(p[CAUSAL_CONV1D])])
     fla = [n for n in FLA_NAMES if p[n]["installed"]]
     rows.append(["fla", "%s %s" % (fla[0], describe(p[fla[0]])) if fla else "not installed"])
+    rows.append([MAMBA_SSM, describe(p[MAMBA_SSM])])
     for w in report["kiln_wheels"]:
         text = "%s %s" % (w["name"], w["version"])
         imp = w["import"]
@@ -632,10 +717,17 @@ def build_report(args):
     report = gather(args)
     nxt = next_commands(report, args.server)
     report["fast_path"] = fast_path(report, nxt["install"])
+    report["mamba2_fast_path"] = mamba2_fast_path(report, nxt["install_mamba2"])
     report["next"] = nxt
     report["summary"] = summary(report)
     report["ok"] = report["fast_path"]["active"]
     return report
+
+
+def path_line(label, path):
+    if path["active"]:
+        return "%s: active" % label
+    return "%s: missing (%s)" % (label, "; ".join(path["reasons"]))
 
 
 def render(report):
@@ -643,10 +735,9 @@ def render(report):
     width = max(len(r[0]) for r in rows)
     lines = ["%s  %s" % (r[0].ljust(width), r[1]) for r in rows]
     fp = report["fast_path"]
-    if fp["active"]:
-        lines.append("fast path: active")
-    else:
-        lines.append("fast path: missing (%s)" % "; ".join(fp["reasons"]))
+    lines.append(path_line("fast path", fp))
+    lines.append(path_line("Mamba-2 fast path", report["mamba2_fast_path"]))
+    if not fp["active"]:
         lines.append("next:")
         lines.extend("  " + c for c in report["next"]["commands"])
     return "\n".join(lines) + "\n"

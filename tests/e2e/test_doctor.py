@@ -112,6 +112,12 @@ class DoctorTest(KilnTestCase):
         self.assertIn("fast path: missing (causal_conv1d and fla not installed: pip install "
                       "--index-url http://builder:8000/cu130-torch2.11-cp311-sm90/simple/ "
                       "--trusted-host builder:8000 causal-conv1d flash-linear-attention", out)
+        # The Mamba-2 hybrids' line, beside it, with its own install line.
+        self.assertIn("\nMamba-2 fast path: missing (causal_conv1d and mamba_ssm not installed: pip install "
+                      "--index-url http://builder:8000/cu130-torch2.11-cp311-sm90/simple/ "
+                      "--trusted-host builder:8000 causal-conv1d mamba-ssm; transformers not installed; "
+                      "torch.cuda.is_available() is False)\n", out)
+        self.assertRegex(out, r"(?m)^mamba-ssm +not installed$")
         self.assertIn("  kiln target init --name cu130-torch2.11-cp311-sm90 --torch 2.11.0+cu130 "
                       "--index-url https://download.pytorch.org/whl/cu130 --python-tags cp311 "
                       "--archs '9.0' --toolkit system\n", out)

@@ -79,6 +79,30 @@ TEST(Doctor, RendersAlignedRowsTheFastPathAndTheNextCommands) {
             "fast path: missing ()\nnext:\n");
 }
 
+TEST(Doctor, RendersTheMamba2FastPathBesideTheGatedDeltaNetOne) {
+  nlohmann::json r = sample(true);
+  r["mamba2_fast_path"] = nlohmann::json::parse(
+      R"({"active": false, "reasons": ["mamba_ssm not installed: pip install m", "torch x"]})");
+  EXPECT_EQ(render_text(r),
+            "python  /usr/bin/python3 3.12.3 (cp312), glibc 2.39\n"
+            "gpu 0   NVIDIA H200, sm_90 (compute capability 9.0)\n"
+            "fast path: active\n"
+            "Mamba-2 fast path: missing (mamba_ssm not installed: pip install m; torch x)\n");
+  // kiln's section decides both lines when it has them.
+  r = sample(false);
+  r["mamba2_fast_path"] = {{"active", false}, {"reasons", {"doctor.py's"}}};
+  r["kiln"] = {{"fast_path", {{"active", false}, {"reasons", {"a"}}}},
+               {"mamba2_fast_path", {{"active", true}, {"reasons", nlohmann::json::array()}}}};
+  EXPECT_EQ(render_text(r),
+            "python  /usr/bin/python3 3.12.3 (cp312), glibc 2.39\n"
+            "gpu 0   NVIDIA H200, sm_90 (compute capability 9.0)\n"
+            "fast path: missing (a)\n"
+            "Mamba-2 fast path: active\n"
+            "next:\n"
+            "  kiln target init --name t\n"
+            "  kiln serve --host 0.0.0.0\n");
+}
+
 TEST(Doctor, StaticChecksKeepDoctorPyReasonsAndAddTheirOwn) {
   TempDir dir = TempDir::create(fs::temp_directory_path(), "kiln-doctor-").value();
   fs::path site = dir.path() / "site";
@@ -120,6 +144,17 @@ TEST(Doctor, StaticChecksKeepDoctorPyReasonsAndAddTheirOwn) {
   ASSERT_EQ(k["fast_path"]["reasons"].size(), 1u);
   EXPECT_CONTAINS(k["fast_path"]["reasons"][0].get<std::string>(),
                   "causal-conv1d gpu-target: causal_conv1d_cuda.so will not run on sm_100");
+  // The Mamba-2 fast path takes causal-conv1d's verdicts too, after doctor.py's reasons; the
+  // kernels transformers takes stay as doctor.py saw them.
+  report["mamba2_fast_path"] = nlohmann::json::parse(
+      R"({"active": false, "reasons": ["mamba_ssm not installed: pip install x"],
+          "kernels": {"causal_conv1d_fn": "package", "selective_state_update": "torch"}})");
+  k = static_checks(report, "python3");
+  ASSERT_EQ(k["mamba2_fast_path"]["reasons"].size(), 2u);
+  EXPECT_EQ(k["mamba2_fast_path"]["reasons"][0], "mamba_ssm not installed: pip install x");
+  EXPECT_EQ(k["mamba2_fast_path"]["reasons"][1], k["fast_path"]["reasons"][0]);
+  EXPECT_EQ(k["mamba2_fast_path"]["kernels"], report["mamba2_fast_path"]["kernels"]);
+  EXPECT_EQ(k["mamba2_fast_path"]["active"], false);
   // doctor.py's reasons come first and stay.
   report = sample(false);
   k = static_checks(report, "python3");
