@@ -398,8 +398,11 @@ def kernel_choice(f):
     for _ in range(8):
         code, cells = getattr(f, "__code__", None), getattr(f, "__closure__", None)
         if code is not None and cells and {"func_name", "is_new_implementation"} <= set(code.co_freevars):
-            value = dict(zip(code.co_freevars, (c.cell_contents for c in cells)))
-            return value["func_name"], bool(value["is_new_implementation"])
+            value = dict(zip(code.co_freevars, cells))
+            try:
+                return value["func_name"].cell_contents, bool(value["is_new_implementation"].cell_contents)
+            except ValueError:  # an empty cell: not the wrapper this reads
+                return None
         f = getattr(f, "__wrapped__", None)
         if f is None:
             return None

@@ -217,6 +217,20 @@ Target IndexModel::known_target(std::string_view name) const {
   return t;
 }
 
+namespace {
+
+// The entry's parsed file name, or why it cannot be served (its file name, its sha256, its
+// metadata): the same checks for the cache's entries and kiln's own wheels.
+Expected<WheelName> servable(const WheelEntry& e) {
+  auto name = parse_wheel_filename(e.filename);
+  if (!name) return name.error();
+  if (!is_sha256_hex(e.sha256)) return Error::failed("sha256 is not 64 lowercase hex digits");
+  if (e.metadata.empty()) return Error::failed(cat(e.filename, ": no core metadata"));
+  return name;
+}
+
+}  // namespace
+
 IndexModel build_model(std::vector<WheelEntry> entries) {
   IndexModel model;
   // Entries for every target: copied into each target below, and kept as `everywhere`.
@@ -240,17 +254,9 @@ IndexModel build_model(std::vector<WheelEntry> entries) {
       skip(cat("invalid target name '", e.target, "'"));
       continue;
     }
-    auto name = parse_wheel_filename(e.filename);
+    auto name = servable(e);
     if (!name) {
       skip(name.error().message);
-      continue;
-    }
-    if (!is_sha256_hex(e.sha256)) {
-      skip("sha256 is not 64 lowercase hex digits");
-      continue;
-    }
-    if (e.metadata.empty()) {
-      skip(cat(e.filename, ": no core metadata"));
       continue;
     }
     auto id = std::make_tuple(e.target, name->project, name->version, name->tags);
@@ -266,10 +272,9 @@ IndexModel build_model(std::vector<WheelEntry> entries) {
   std::set<std::string> targets;
   for (const auto& [id, c] : chosen) targets.insert(c.entry.target);
   for (const auto& e : common) {
-    auto name = parse_wheel_filename(e.filename);
-    if (!name || !is_sha256_hex(e.sha256) || e.metadata.empty()) {
-      model.skipped.push_back(cat(e.dir.string(), "/", e.filename, ": ",
-                                  name ? "no sha256 or core metadata" : name.error().message));
+    auto name = servable(e);
+    if (!name) {
+      model.skipped.push_back(cat(e.dir.string(), "/", e.filename, ": ", name.error().message));
       continue;
     }
     for (const auto& t : targets) {

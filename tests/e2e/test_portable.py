@@ -133,7 +133,7 @@ class PortableWheelTest(KilnTestCase):
             self.skipTest("the stub libcuda.so.1 is not built (tests/CMakeLists.txt builds it)")
         env = dict(self.env, KILN_LIBCUDA=str(stub), KILN_STUB_CUDA_DEVICES="NVIDIA H200:9.0",
                    KILN_STUB_CUDA_VERSION="13000", UV_CACHE_DIR=str(self.tmp / "uv-cache"))
-        proc = subprocess.run([self.uv.replace("/uv", "/uvx"), "--from", str(self.wheel), "kiln", "doctor",
+        proc = subprocess.run([self.tool("uvx"), "--from", str(self.wheel), "kiln", "doctor",
                                "--json", "--python", "python3"], capture_output=True, text=True, env=env,
                               cwd=self.tmp, timeout=900)
         self.assertIn(proc.returncode, (0, 1), proc.stderr)
@@ -162,7 +162,7 @@ class PortableWheelTest(KilnTestCase):
         env = dict(self.env, UV_CACHE_DIR=str(self.tmp / "uv-cache"))
         # `default` has no wheels of its own here: a target of the manifests directory still has kiln.
         for target in ("default", "gpu-host"):
-            proc = self.run_ok(self.uv.replace("/uv", "/uvx"), "--index-url", f"{url}{target}/simple/",
+            proc = self.run_ok(self.tool("uvx"), "--index-url", f"{url}{target}/simple/",
                                "--from", "kiln-wheels", "kiln", "--version", env=env, cwd=self.tmp)
             self.assertRegex(proc.stdout, r"^kiln 0\.1\.0 ")
         page = json.loads(subprocess.run(

@@ -13,7 +13,7 @@ import subprocess
 import unittest
 
 import upstream as upstream_mod
-from test_last_mile import LastMileCase, UPSTREAM_NAMES, pins_of
+from test_last_mile import LastMileCase, pins_of, upstream_names
 
 
 class ServeNetworkTest(LastMileCase):
@@ -82,7 +82,7 @@ class ServeNetworkTest(LastMileCase):
         self.assertIn(f"kiln: default: {command}\n", self.wait_log(served, f"kiln: default: {command}\n"))
 
         kiln_projects = self.kiln_projects(f"http://127.0.0.1:{port}/default/simple/")
-        requested = set(pins_of(args)) | UPSTREAM_NAMES
+        requested = set(pins_of(args)) | upstream_names(pins_of(args))
         in_netns = ("ip", "netns", "exec", netns)
         # The command for the address the client reaches this host at (the printed one when that
         # is it; else the same command with this address), then the printed one as it is (the

@@ -2,9 +2,10 @@
 made with zipfile) served as PEP 503 HTML pages from a ThreadingHTTPServer in a thread, every
 request path recorded.
 
-`pypi()` offers what kiln's default packages need besides kiln's own wheels: torch 2.11.0 and
+`pypi()` offers what kiln's shipped packages need besides kiln's own wheels: torch 2.11.0 and
 2.11.1 (stand-ins: `torch/version.py` says the version and CUDA 13.0, nothing else), packaging,
-ninja, einops and transformers 5.6.2, none with dependencies. `cu128_torch()` is a PyTorch-style
+ninja, einops and transformers 5.6.2, and for mamba-ssm triton, tilelang, apache-tvm-ffi,
+quack-kernels and setuptools, none with dependencies. `cu128_torch()` is a PyTorch-style
 index that offers only torch 2.11.0+cu128. PyPI's pages link to files by absolute URL (as PyPI's
 do, on another host); the torch index links them by absolute path (`/files/…`, as
 download.pytorch.org does), which a client must resolve against the page it was redirected to."""
@@ -80,10 +81,16 @@ def plain_wheel(name, version):
     return Wheel(name, version, {f"{module}/__init__.py": f'__version__ = "{version}"\n'})
 
 
+# What mamba-ssm requires besides the above (stand-ins as well).
+MAMBA_SSM_NEEDS = {"triton": "3.6.0", "tilelang": "0.1.8", "apache-tvm-ffi": "0.1.9",
+                   "quack-kernels": "0.3.4", "setuptools": "80.9.0"}
+
+
 def pypi_wheels():
     return [torch_wheel("2.11.0", "13.0"), torch_wheel("2.11.1", "13.0"),
             plain_wheel("packaging", "25.0"), plain_wheel("ninja", "1.13.0"),
-            plain_wheel("einops", "0.8.1"), plain_wheel("transformers", "5.6.2")]
+            plain_wheel("einops", "0.8.1"), plain_wheel("transformers", "5.6.2"),
+            *(plain_wheel(n, v) for n, v in MAMBA_SSM_NEEDS.items())]
 
 
 class Upstream:
