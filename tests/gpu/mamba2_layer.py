@@ -15,11 +15,11 @@ the prefill's logits) for the caller to compare:
 """
 
 import argparse
-import importlib.abc
 import json
 import logging
-import sys
 import time
+
+from fallback_probe import WarningCapture, hide_packages
 
 KERNEL_PACKAGES = ("causal_conv1d", "causal_conv1d_cuda", "mamba_ssm", "selective_scan_cuda")
 # Names of GPU kernels that only the fast path launches: causal-conv1d's CUDA kernels and
@@ -27,26 +27,8 @@ KERNEL_PACKAGES = ("causal_conv1d", "causal_conv1d_cuda", "mamba_ssm", "selectiv
 FAST_KERNEL_MARKERS = ("causal_conv1d", "_chunk_scan_fwd", "_chunk_state_fwd", "_selective_scan_update")
 
 
-class _Hide(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name.split(".")[0] in KERNEL_PACKAGES:
-            raise ModuleNotFoundError(f"No module named '{name}' (hidden for the fallback run)", name=name)
-        return None
-
-
 def hide_kernels():
-    if any(m.split(".")[0] in KERNEL_PACKAGES for m in sys.modules):
-        raise RuntimeError("hide_kernels() must run before the kernel packages are imported")
-    sys.meta_path.insert(0, _Hide())
-
-
-class _Capture(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.WARNING)
-        self.messages = []
-
-    def emit(self, record):
-        self.messages.append(record.getMessage())
+    hide_packages(KERNEL_PACKAGES)
 
 
 def build_model(seed=0):
@@ -85,7 +67,7 @@ def run(mode, tokens=4096, new=64, repeats=5, save=None):
     import torch
     import transformers
 
-    capture = _Capture()
+    capture = WarningCapture()
     logging.getLogger("transformers").addHandler(capture)
     transformers.logging.set_verbosity_warning()
 

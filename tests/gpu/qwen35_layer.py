@@ -14,11 +14,11 @@ Run as a script, it builds the layer, runs it on one sequence and writes a JSON 
 """
 
 import argparse
-import importlib.abc
 import json
 import logging
-import sys
 import time
+
+from fallback_probe import WarningCapture, hide_packages
 
 KERNEL_PACKAGES = ("causal_conv1d", "causal_conv1d_cuda", "fla")
 # Names of GPU kernels that only the fast path launches (causal-conv1d's CUDA kernel,
@@ -26,26 +26,8 @@ KERNEL_PACKAGES = ("causal_conv1d", "causal_conv1d_cuda", "fla")
 FAST_KERNEL_MARKERS = ("causal_conv1d", "chunk_gated_delta_rule", "chunk_fwd_kernel_o", "recompute_w_u")
 
 
-class _Hide(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name.split(".")[0] in KERNEL_PACKAGES:
-            raise ModuleNotFoundError(f"No module named '{name}' (hidden for the fallback run)", name=name)
-        return None
-
-
 def hide_kernels():
-    if any(m.split(".")[0] in KERNEL_PACKAGES for m in sys.modules):
-        raise RuntimeError("hide_kernels() must run before the kernel packages are imported")
-    sys.meta_path.insert(0, _Hide())
-
-
-class _Capture(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.WARNING)
-        self.messages = []
-
-    def emit(self, record):
-        self.messages.append(record.getMessage())
+    hide_packages(KERNEL_PACKAGES)
 
 
 def build_layer(hidden_size=4096, dtype=None, seed=0):
@@ -80,7 +62,7 @@ def run(mode, tokens=8192, repeats=20, save=None, profile=True):
     import torch
     import transformers
 
-    capture = _Capture()
+    capture = WarningCapture()
     logging.getLogger("transformers").addHandler(capture)
     transformers.logging.set_verbosity_warning()
 
