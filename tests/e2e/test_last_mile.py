@@ -509,6 +509,39 @@ class LastMileTest(LastMileCase):
         nxt = self.doctor_next(python, "https://builder.example")
         self.assertNotIn("--trusted-host", nxt["install"])
 
+    def test_doctor_mamba2_install_commands_install_kiln_wheels(self):
+        """The Mamba-2 line's commands, as printed, name kiln's index alone; pointed at a target kiln
+        has built mamba-ssm for, they install into fresh venvs with kiln's wheels from kiln."""
+        cache = self.persistent_cache()
+        (self.project / "manifests" / "targets" / f"{DOCTOR_TARGET}.toml").write_text(
+            (SOURCE_DIR / "manifests" / "targets" / "default.toml").read_text())
+        up = self.upstream()
+        served = self.serve(cache, "--fallback-url", up.url)
+        if "mamba-ssm" not in self.kiln_projects(served.index("default")):
+            self.skipTest("no mamba-ssm wheel for the default target in the persistent cache "
+                          "(kiln build mamba-ssm: 15 minutes on 2 cores)")
+        nxt = self.doctor_next(self.doctor_python(), served.base)
+        index, default = served.index(DOCTOR_TARGET), served.index("default")
+        pip_args = self.command_args(nxt["install_mamba2"], ["pip", "install"])
+        uv_args = self.command_args(nxt["install_mamba2_uv"], ["uv", "pip", "install"])
+        for args in (pip_args, uv_args):
+            self.assertEqual(args, ["--index-url", index, "causal-conv1d", "mamba-ssm"])
+        venv = self.pip_venv("mamba-pip")
+        self.run_client([str(venv / "bin" / "python"), "-m", "pip", "install",
+                         *[a.replace(index, default) for a in pip_args]])
+        uv_venv = self.uv_venv("mamba-uv")
+        self.run_client([self.tool("uv"), "pip", "install", *[a.replace(index, default) for a in uv_args]],
+                        env=self.client_env(VIRTUAL_ENV=str(uv_venv)))
+        needs = upstream_names({"mamba-ssm"})
+        for env_dir in (venv, uv_venv):
+            got = distributions(env_dir)
+            for project in ("causal-conv1d", "mamba-ssm"):
+                self.assertTrue((self.dist_info(env_dir, project) / "kiln.json").is_file(), (env_dir, project))
+            for project in needs - {"setuptools"}:
+                self.assertIn(project, got, env_dir)
+                self.assertFalse((self.dist_info(env_dir, project) / "kiln.json").exists())
+        self.assert_no_own_requests(up, {"causal-conv1d", "mamba-ssm", "kiln"})
+
     # --- (c) a target with its own torch index -------------------------------------------------
 
     def test_torch_comes_from_the_targets_torch_index(self):
