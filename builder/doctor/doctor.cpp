@@ -276,13 +276,20 @@ std::string render_text(const nlohmann::json& report) {
     for (const auto& r : path_reasons(p)) reasons.push_back(field(r));
     return cat(label, ": missing (", join(reasons, "; "), ")\n");
   };
-  const nlohmann::json& fast = path("fast_path");
-  out += line("fast path", fast);
-  if (path("mamba2_fast_path").is_object())
+  std::vector<std::string> missing;  // the paths' names, as doctor.py's commands_for keys them
+  out += line("fast path", path("fast_path"));
+  if (!flag(path("fast_path"), "active")) missing.push_back("fast_path");
+  if (path("mamba2_fast_path").is_object()) {
     out += line("Mamba-2 fast path", path("mamba2_fast_path"));
-  if (flag(fast, "active")) return out;
+    if (!flag(path("mamba2_fast_path"), "active")) missing.push_back("mamba2_fast_path");
+  }
+  if (missing.empty()) return out;
+  // The commands that build and install what the missing paths need (an older doctor.py has
+  // only the Gated DeltaNet path's).
+  const nlohmann::json& next = member(report, "next");
+  const nlohmann::json& these = member(member(next, "commands_for"), join(missing, "+").c_str());
   out += "next:\n";
-  for (const auto& c : member(member(report, "next"), "commands"))
+  for (const auto& c : these.is_array() ? these : member(next, "commands"))
     if (c.is_string()) out += cat("  ", field(c.get<std::string>()), "\n");
   return out;
 }

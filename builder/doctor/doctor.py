@@ -18,6 +18,7 @@ bad arguments (the Mamba-2 line informs, it does not decide).
 
 import argparse
 import ctypes
+import itertools
 import json
 import os
 import subprocess
@@ -45,9 +46,9 @@ IMPORTS = {CAUSAL_CONV1D: ["causal_conv1d", "causal_conv1d_cuda"],
 # take from the packages, each with a torch fallback.
 MAMBA2_KERNELS = ("causal_conv1d_fn", "causal_conv1d_update", "mamba_chunk_scan_combined",
                   "mamba_split_conv1d_scan_combined", "selective_state_update")
-# What each fast path's install command installs.
-FAST_PATH_PACKAGES = " causal-conv1d flash-linear-attention"
-MAMBA2_PACKAGES = " causal-conv1d mamba-ssm"
+# What each fast path needs built and installed, in the order the commands name them.
+PATH_PACKAGES = {"fast_path": ("causal-conv1d", "flash-linear-attention"),
+                 "mamba2_fast_path": ("causal-conv1d", "mamba-ssm")}
 FLA_HOPPER_TRITON = (3, 7, 1)  # fla's gated chunk backward on Hopper needs Triton >= 3.7.1
 
 # CUdevice_attribute: compute capability major and minor.
@@ -624,6 +625,10 @@ def archs_of(gpus):
 
 
 def next_commands(report, server):
+    """The commands from this environment to a fast path: a target for its torch, Python and
+    GPUs, the build, kiln serve, pip's and uv's install. `commands_for` has them for each set of
+    missing paths (its key: the paths' names joined by "+"), since kiln's static checks may add
+    to what doctor.py finds missing; `commands` are those for the Gated DeltaNet path."""
     torch = report["packages"]["torch"]
     version = torch.get("version_py") or torch.get("version") or "<torch version>"
     cuda = torch.get("cuda") or ""
@@ -636,23 +641,39 @@ def next_commands(report, server):
     sms = "-".join("sm" + a.replace(".", "") for a in archs.split(";")) if report["gpus"] else "smXY"
     name = "%s-torch%s-%s-%s" % (label, mm, tag, sms)
     index = "%s/%s/simple/" % (server.rstrip("/"), name)
-    pip, uv = install_commands(index, FAST_PATH_PACKAGES)
-    mamba_pip, mamba_uv = install_commands(index, MAMBA2_PACKAGES)
-    return {
-        "target": name,
-        "commands": [
+
+    def commands(packages):
+        pip, uv = install_commands(index, packages)
+        return [
             "kiln target init --name %s --torch %s --index-url https://download.pytorch.org/whl/%s "
             "--python-tags %s --archs '%s' --toolkit system" % (name, version, label, tag, archs),
-            "kiln build --target %s causal-conv1d flash-linear-attention" % name,
+            "kiln build --target %s %s" % (name, " ".join(packages)),
             "kiln serve --host 0.0.0.0",
             pip,
             uv,
-        ],
+        ]
+
+    commands_for = {}
+    for n in range(1, len(PATH_PACKAGES) + 1):
+        for paths in itertools.combinations(PATH_PACKAGES, n):
+            packages = [p for path in paths for p in PATH_PACKAGES[path]]
+            commands_for["+".join(paths)] = commands(list(dict.fromkeys(packages)))
+    pip, uv = commands_for["fast_path"][-2:]
+    mamba_pip, mamba_uv = commands_for["mamba2_fast_path"][-2:]
+    return {
+        "target": name,
+        "commands": commands_for["fast_path"],
+        "commands_for": commands_for,
         "install": pip,
         "install_uv": uv,
         "install_mamba2": mamba_pip,
         "install_mamba2_uv": mamba_uv,
     }
+
+
+def missing_paths(report):
+    """The names of the fast paths that are not active, in report order, joined by "+"."""
+    return "+".join(p for p in PATH_PACKAGES if not report[p]["active"])
 
 
 def install_commands(index, packages):
@@ -664,8 +685,9 @@ def install_commands(index, packages):
     loopback = host == "localhost" or host.startswith("127.") or host == "::1"
     if parts.scheme == "http" and host and not loopback:
         trusted = " --trusted-host " + parts.netloc.rsplit("@", 1)[-1]
-    return ("pip install --index-url %s%s%s" % (index, trusted, packages),
-            "uv pip install --index-url %s%s" % (index, packages))
+    names = "".join(" " + p for p in packages)
+    return ("pip install --index-url %s%s%s" % (index, trusted, names),
+            "uv pip install --index-url %s%s" % (index, names))
 
 
 def describe(entry, label=None):
@@ -740,9 +762,10 @@ def render(report):
     fp = report["fast_path"]
     lines.append(path_line("fast path", fp))
     lines.append(path_line("Mamba-2 fast path", report["mamba2_fast_path"]))
-    if not fp["active"]:
+    missing = missing_paths(report)
+    if missing:
         lines.append("next:")
-        lines.extend("  " + c for c in report["next"]["commands"])
+        lines.extend("  " + c for c in report["next"]["commands_for"][missing])
     return "\n".join(lines) + "\n"
 
 

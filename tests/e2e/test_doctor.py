@@ -67,7 +67,8 @@ class DoctorTest(KilnTestCase):
         self.assertRegex(out, r"(?m)^causal-conv1d +not installed$")
         self.assertIn("fast path: missing (", out)
         self.assertIn("no usable NVIDIA driver or GPU: cannot load", out)
-        self.assertRegex(out, r"(?m)^  kiln build --target \S+ causal-conv1d flash-linear-attention$")
+        # Both paths are missing: the build and install commands name both paths' packages, once each.
+        self.assertRegex(out, r"(?m)^  kiln build --target \S+ causal-conv1d flash-linear-attention mamba-ssm$")
         self.assertEqual(proc.stderr, "")
         _, doc = self.doctor_json("--python", "python3", "--libcuda", str(self.tmp / "none.so"))
         self.assertFalse(doc["driver"]["available"])
@@ -122,11 +123,11 @@ class DoctorTest(KilnTestCase):
                       "--index-url https://download.pytorch.org/whl/cu130 --python-tags cp311 "
                       "--archs '9.0' --toolkit system\n", out)
         self.assertIn("  kiln build --target cu130-torch2.11-cp311-sm90 causal-conv1d "
-                      "flash-linear-attention\n", out)
+                      "flash-linear-attention mamba-ssm\n", out)
         self.assertIn("  pip install --index-url http://builder:8000/cu130-torch2.11-cp311-sm90/simple/ "
-                      "--trusted-host builder:8000 causal-conv1d flash-linear-attention\n", out)
+                      "--trusted-host builder:8000 causal-conv1d flash-linear-attention mamba-ssm\n", out)
         self.assertIn("  uv pip install --index-url http://builder:8000/cu130-torch2.11-cp311-sm90/simple/ "
-                      "causal-conv1d flash-linear-attention\n", out)
+                      "causal-conv1d flash-linear-attention mamba-ssm\n", out)
 
     def test_standalone_doctor_py_from_kiln_serve_reports_the_same(self):
         self.need_stub()

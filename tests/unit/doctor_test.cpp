@@ -87,7 +87,21 @@ TEST(Doctor, RendersTheMamba2FastPathBesideTheGatedDeltaNetOne) {
             "python  /usr/bin/python3 3.12.3 (cp312), glibc 2.39\n"
             "gpu 0   NVIDIA H200, sm_90 (compute capability 9.0)\n"
             "fast path: active\n"
-            "Mamba-2 fast path: missing (mamba_ssm not installed: pip install m; torch x)\n");
+            "Mamba-2 fast path: missing (mamba_ssm not installed: pip install m; torch x)\n"
+            "next:\n"
+            "  kiln target init --name t\n"
+            "  kiln serve --host 0.0.0.0\n");
+  // The next commands are those doctor.py wrote for the paths that are missing.
+  r["next"]["commands_for"] = {{"fast_path", {"build gdn"}},
+                               {"mamba2_fast_path", {"build mamba"}},
+                               {"fast_path+mamba2_fast_path", {"build both"}}};
+  EXPECT_CONTAINS(render_text(r), "next:\n  build mamba\n");
+  r["fast_path"] = {{"active", false}, {"reasons", {"b"}}};
+  EXPECT_CONTAINS(render_text(r), "next:\n  build both\n");
+  r["mamba2_fast_path"]["active"] = true;
+  EXPECT_CONTAINS(render_text(r), "next:\n  build gdn\n");
+  r["next"]["commands_for"] = {{"fast_path", "not a list"}};  // then the Gated DeltaNet path's
+  EXPECT_CONTAINS(render_text(r), "next:\n  kiln target init --name t\n");
   // kiln's section decides both lines when it has them.
   r = sample(false);
   r["mamba2_fast_path"] = {{"active", false}, {"reasons", {"doctor.py's"}}};
@@ -101,6 +115,12 @@ TEST(Doctor, RendersTheMamba2FastPathBesideTheGatedDeltaNetOne) {
             "next:\n"
             "  kiln target init --name t\n"
             "  kiln serve --host 0.0.0.0\n");
+  // ... and which next commands: its static checks found mamba-ssm built for other GPUs.
+  r["next"]["commands_for"] = {{"fast_path", {"build gdn"}},
+                               {"fast_path+mamba2_fast_path", {"build both"}}};
+  r["kiln"]["mamba2_fast_path"] = {{"active", false}, {"reasons", {"mamba-ssm gpu-target: no"}}};
+  EXPECT_CONTAINS(render_text(r),
+                  "Mamba-2 fast path: missing (mamba-ssm gpu-target: no)\nnext:\n  build both\n");
 }
 
 TEST(Doctor, StaticChecksKeepDoctorPyReasonsAndAddTheirOwn) {
@@ -175,6 +195,14 @@ TEST(Doctor, RunsDoctorPyWithTheInterpreter) {
                   "cannot load /nonexistent/libcuda.so.1");
   EXPECT_CONTAINS(report["next"]["commands"].back().get<std::string>(),
                   "uv pip install --index-url http://builder:8000/");
+  // The build and install commands for each set of missing paths name each package once.
+  const nlohmann::json& both = report["next"]["commands_for"]["fast_path+mamba2_fast_path"];
+  ASSERT_EQ(both.size(), 5u);
+  EXPECT_TRUE(
+      both[1].get<std::string>().ends_with(" causal-conv1d flash-linear-attention mamba-ssm"));
+  EXPECT_TRUE(report["next"]["commands_for"]["mamba2_fast_path"][4].get<std::string>().ends_with(
+      "/simple/ causal-conv1d mamba-ssm"));
+  EXPECT_EQ(report["next"]["commands_for"]["fast_path"], report["next"]["commands"]);
   o.python = "/nonexistent/python3";
   auto bad = run_script(o);
   ASSERT_FALSE(bad);
