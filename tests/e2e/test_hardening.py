@@ -45,6 +45,14 @@ def wheel_bytes(files):
     return buf.getvalue()
 
 
+
+def wheel_differences(a, b):
+    """The members of two wheels whose bytes (or presence) differ, by name."""
+    with zipfile.ZipFile(a) as za, zipfile.ZipFile(b) as zb:
+        ma = {i.filename: za.read(i) for i in za.infolist()}
+        mb = {i.filename: zb.read(i) for i in zb.infolist()}
+    return sorted(n for n in ma.keys() | mb.keys() if ma.get(n) != mb.get(n))
+
 class HardeningTest(SourceTestCase):
     def source_root(self, package="demo", cache=None):
         """The build root kiln uses for `package` in `cache` (named after the package alone, so
@@ -204,7 +212,7 @@ done
         proc = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", prologue + script],
                               capture_output=True, text=True, timeout=1800)
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
-        return proc.stdout
+        return proc
 
     def test_a_planted_tmp_kiln_build_is_never_used(self):
         # /tmp/kiln-build planted as a link to someone's directory: kiln neither builds there nor
@@ -221,7 +229,7 @@ KILN_FAULT=unpack:1 {KILN} --cache {self.cache} build demo >/dev/null 2>&1 || tr
 echo listing:
 ls -A /tmp/victim
 """)
-        self.assertEqual(sorted(out.split("listing:")[-1].split()), [".ssh", "projA"])
+        self.assertEqual(sorted(out.stdout.split("listing:")[-1].split()), [".ssh", "projA"])
         self.assertEqual(sorted(p.name for p in (self.cache / "wheels").glob("*/*.whl")), ["demo-1.0.0-py3-none-any.whl"])
 
     def test_an_unprivileged_user_builds_the_same_bytes(self):
@@ -236,8 +244,9 @@ ls -A /tmp/victim
         target.write_text((self.project / "manifests" / "targets" / "default.toml").read_text()
                           .replace('interpreter = "python3"', 'interpreter = "/usr/bin/python3"'))
         root_cache = self.fresh_cache("root-cache")
-        mine = json.loads(self.kiln("--cache", str(root_cache), "--json", "build", "kiln-demo", "--target",
-                                    "system-python", check=0, timeout=3000).stdout)["items"][0]
+        root_build = self.kiln("--cache", str(root_cache), "--json", "build", "kiln-demo", "--target",
+                               "system-python", check=0, timeout=3000)
+        mine = json.loads(root_build.stdout)["items"][0]
         theirs = self.tmp / "nobody"
         (theirs / "cache").mkdir(parents=True)
         shutil.copytree(self.project, theirs / "project", symlinks=True)
@@ -247,13 +256,15 @@ ls -A /tmp/victim
             binds += f"mount --bind {(root_cache / part).resolve()} {theirs / 'cache' / part}\n"
         subprocess.run(["chown", "-R", "65534:65534", str(theirs)], check=True)
         os.chmod(self.tmp, 0o755)
-        out = self.in_private_tmp(f"""{binds}
+        nobody_build = self.in_private_tmp(f"""{binds}
 cd {theirs / 'project'}
 setpriv --reuid=65534 --regid=65534 --clear-groups env HOME={theirs} {KILN} --cache {theirs / 'cache'} --json build kiln-demo --target system-python --offline
 """)
-        item = json.loads(out)["items"][0]
+        item = json.loads(nobody_build.stdout)["items"][0]
         self.assertFalse(item["cache_hit"])
-        self.assertEqual(item["sha256"], mine["sha256"])
+        self.assertEqual(item["sha256"], mine["sha256"],
+                         f"members that differ: {wheel_differences(mine['wheel'], item['wheel'])}\n"
+                         f"root's build:\n{root_build.stderr}\nnobody's build:\n{nobody_build.stderr}")
         self.assertEqual(Path(item["wheel"]).name, Path(mine["wheel"]).name)
 
     # -- 6. downloads ---------------------------------------------------------------------------
