@@ -14,6 +14,10 @@ from kilntest import SHARED_CACHE, KilnTestCase, SourceTestCase
 
 UNREACHABLE = "https://git.invalid/org/"
 FHT_COMMIT = "1cc807efbd6cc001df359822d60bf6052dd66859"
+# fast-hadamard-transform 1.1.0's sdist on PyPI: the commit's tree without csrc/, its setup.py the same.
+FHT_SDIST = ("https://files.pythonhosted.org/packages/81/dc/7afa54b951cac690742247d153e2e992e30677b944d7330bb"
+             "7280903fb11/fast_hadamard_transform-1.1.0.tar.gz",
+             "7c03daf825dc74c7200605a5b758f2d5a3bc47ef3b817bf02e97b24076a83906")
 
 
 def git(*args, cwd):
@@ -117,6 +121,38 @@ class PrepareHybridTest(KilnTestCase):
         self.assertNotIn("urlretrieve(wheel_url", setup)
         self.assertTrue((out / "csrc" / "selective_scan" / "selective_scan_bwd_bf16_complex.cu").is_file())
 
+    def assert_fht_setup_patched(self, out):
+        setup = (out / "setup.py").read_text()
+        ast.parse(setup)
+        self.assertNotIn('cc_flag.append("-gencode")', setup)
+        self.assertIn("bare_metal_version = None", setup)
+        self.assertNotIn("urlretrieve(wheel_url", setup)
+
+    def prepare_fht_sdist(self):
+        """fast-hadamard-transform 1.1.0 prepared from its PyPI sdist (its manifest's source made the
+        sdist's, less patch 0004, whose csrc/ is not there); the directory."""
+        manifest = self.project / "manifests" / "fast-hadamard-transform" / "1.1.0.toml"
+        text = manifest.read_text()
+        git = f'git = "https://github.com/Dao-AILab/fast-hadamard-transform.git"\ncommit = "{FHT_COMMIT}"'
+        self.assertIn(git, text)
+        self.assertIn('  "0004-integer-log2.patch",\n', text)
+        manifest.write_text(text.replace(git, f'url = "{FHT_SDIST[0]}"\nsha256 = "{FHT_SDIST[1]}"')
+                            .replace('  "0004-integer-log2.patch",\n', ""))
+        out = self.tmp / "fht-sdist"
+        try:
+            self.kiln("--cache", str(self.fresh_cache("sdist")), "prepare", "fast-hadamard-transform==1.1.0",
+                      "-o", str(out), check=0)
+        finally:
+            manifest.write_text(text)
+        self.assertFalse((out / "csrc").exists())
+        return out
+
+    def test_fast_hadamard_transform_setup_patches_on_the_pypi_sdist(self):
+        """Wherever the pinned commit is out of reach, its setup.py is not: the PyPI sdist's is the
+        same file (test_fast_hadamard_transform compares them), so patches 0001-0003 are checked on
+        every CI machine."""
+        self.assert_fht_setup_patched(self.prepare_fht_sdist())
+
     def test_fast_hadamard_transform(self):
         """Its source is a commit of github.com, which CI cannot reach: from the persistent cache's git
         mirror (filled once through $KILN_GIT_MIRRORS, docs/manifest.md), or a mirror in the environment."""
@@ -127,11 +163,8 @@ class PrepareHybridTest(KilnTestCase):
         if proc.returncode != 0 and "is not in the git cache" in proc.stderr:
             self.skipTest(f"commit {FHT_COMMIT} is not in {SHARED_CACHE}/git and $KILN_GIT_MIRRORS is unset")
         self.assertEqual(proc.returncode, 0, proc.stderr)
-        setup = (out / "setup.py").read_text()
-        ast.parse(setup)
-        self.assertNotIn('cc_flag.append("-gencode")', setup)
-        self.assertIn("bare_metal_version = None", setup)
-        self.assertNotIn("urlretrieve(wheel_url", setup)
+        self.assert_fht_setup_patched(out)
+        self.assertEqual((out / "setup.py").read_text(), (self.prepare_fht_sdist() / "setup.py").read_text())
         host = (out / "csrc" / "fast_hadamard_transform.cpp").read_text()
         self.assertFalse("std::log2(" in host, "the host code still calls std::log2")
         self.assertIn("params.log_N = 0;", host)
