@@ -14,10 +14,21 @@
 
 namespace kiln {
 
+namespace {
+
+// The characters that reorder text around them (Unicode's bidirectional controls: the marks,
+// embeddings, overrides and isolates), with which a name can be shown as another.
+bool is_bidi_control(std::uint32_t cp) {
+  return cp == 0x061c || cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) ||
+         (cp >= 0x2066 && cp <= 0x2069);
+}
+
+}  // namespace
+
 std::string terminal_text(std::string_view s, bool keep_newlines) {
   auto is_control = [&](std::uint32_t cp) {
     return (cp < 0x20 && !(cp == '\n' && keep_newlines) && cp != '\t') ||
-           (cp >= 0x7f && cp <= 0x9f);
+           (cp >= 0x7f && cp <= 0x9f) || is_bidi_control(cp) || cp == 0x2028 || cp == 0x2029;
   };
   // What to show for the bytes at i ("" when they stay as they are); `length` is how many.
   auto shown = [&](std::size_t i, std::size_t& length) -> std::string {

@@ -12,7 +12,9 @@ namespace kiln {
 // truncated sequence, an overlong form, a surrogate, anything past U+10FFFF) is shown as "\\x9b";
 // every control character but line feed and tab (C0, DEL: escape sequences, carriage returns,
 // backspaces that could hide or forge what kiln says) as "\\x1b", a C1 control (U+0080..U+009F,
-// well-formed) as "U+009B"; every other character as it is. Without `keep_newlines`, line feeds
+// well-formed) as "U+009B", and so are the bidirectional controls (U+061C, U+200E, U+200F,
+// U+202A..U+202E, U+2066..U+2069: "U+202E" shows a name reversed) and the line and paragraph
+// separators U+2028, U+2029; every other character as it is. Without `keep_newlines`, line feeds
 // too (one field of a line, which must not start a forged line). The result is valid UTF-8.
 std::string terminal_text(std::string_view text, bool keep_newlines = true);
 

@@ -188,6 +188,19 @@ TEST(Strings, TerminalTextShowsControlCharactersInsteadOfSendingThem) {
   EXPECT_EQ(terminal_text(""), "");
 }
 
+TEST(Strings, TerminalTextShowsTheControlsThatReorderText) {
+  // "causal-conv1d" drawn from a name that is another (U+202E right-to-left override, U+2066
+  // left-to-right isolate, U+2069 pop), and a line separator: each shown, never sent.
+  EXPECT_EQ(terminal_text("evil\u202edl1vnoc-lasuac"), "evilU+202Edl1vnoc-lasuac");
+  EXPECT_EQ(terminal_text("a\u2066b\u2069c\u200fd\u061ce\u2028f\u2029"),
+            "aU+2066bU+2069cU+200FdU+061CeU+2028fU+2029");
+  EXPECT_EQ(terminal_text("\u202a\u202b\u202c\u202d\u200e\u2067\u2068"),
+            "U+202AU+202BU+202CU+202DU+200EU+2067U+2068");
+  // Their neighbours stay: the zero-width joiner of emoji, Arabic and Hebrew letters, en dash.
+  EXPECT_EQ(terminal_text("\u200d\u0627\u05d0\u2013\u2065\u206a"),
+            "\u200d\u0627\u05d0\u2013\u2065\u206a");
+}
+
 TEST(Strings, TerminalTextShowsBytesOfNoUtf8Character) {
   // The 8-bit CSI and other bytes 0x80-0xff outside a valid sequence: shown, never sent.
   EXPECT_EQ(terminal_text("a\x9b"
