@@ -50,6 +50,7 @@ nlohmann::json item_json(const pipeline::ItemResult& i, bool explain) {
                       {"sha256", i.sha256},
                       {"cache_hit", i.cache_hit},
                       {"remote_hit", i.remote_hit},
+                      {"caveats", i.caveats},
                       {"seconds", i.seconds}};
   if (explain) j["why"] = i.why;
   return j;

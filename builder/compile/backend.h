@@ -71,6 +71,9 @@ struct BuildOutput {
   // The backend's own section of kiln.json (setuptools: the wheel its package's build made and
   // the TORCH_CUDA_ARCH_LIST it was given).
   std::optional<wheel::SetuptoolsBuild> setuptools;
+  // Why this build's bytes may differ from the same build's elsewhere (nvcc outside a PID
+  // namespace): empty when they may not.
+  std::vector<std::string> caveats;
 };
 
 // What a backend's prepare() may use besides the request: the target, its pins for a build

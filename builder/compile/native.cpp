@@ -12,12 +12,12 @@
 #include "compile/job_graph.h"
 #include "compile/nvcc_split.h"
 #include "compile/object_cache.h"
+#include "compile/pid_namespace.h"
 #include "compile/pure.h"
 #include "compile/runner.h"
 #include "compile/source_times.h"
 #include "core/clock.h"
 #include "core/fs.h"
-#include "core/log.h"
 #include "core/process.h"
 #include "core/strings.h"
 
@@ -26,27 +26,6 @@ namespace kiln::compile {
 namespace fs = std::filesystem;
 
 namespace {
-
-// cudafe++ names anonymous namespaces (CCCL's, for one) after its process id, and the names end
-// up in host and device symbols: nvcc runs in a PID namespace of its own, where the ids are the
-// same on every run. Without unshare (or the right to use it) builds still work, but objects of
-// such translation units differ between builds.
-const std::vector<std::string>& pid_namespace_prefix() {
-  static const std::vector<std::string> prefix = [] {
-    std::vector<std::string> p = {"unshare", "--pid", "--fork", "--kill-child", "--"};
-    ProcessSpec probe;
-    probe.argv = p;
-    probe.argv.push_back("true");
-    probe.output = ProcessSpec::Output::Discard;
-    auto r = run_process(probe);
-    if (r && r->ok()) return p;
-    log::warn(
-        "cannot run nvcc in a PID namespace (unshare --pid): objects whose code uses anonymous "
-        "namespaces will differ between builds");
-    return std::vector<std::string>{};
-  }();
-  return prefix;
-}
 
 // The build root's fixed views the flags refer to (torch/, python/, cuda/), the floor's compat
 // headers, its output folders, and the sources' mtimes.
@@ -120,7 +99,7 @@ Expected<PlanInput> plan_input(const NativeContext& ctx, int slots) {
     u.source_bytes = static_cast<double>(fs::file_size(ctx.root / "src" / u.source, ec));
     cuda = cuda || u.source.ends_with(".cu");
   }
-  if (cuda) input.pid_prefix = pid_namespace_prefix();
+  if (cuda) input.pid_prefix = nvcc_pid_namespace().prefix;
   input.arch_list = canonical_arch_list(ctx.cuda.nvcc);
   input.dry_runs = dry_run_commands(ctx, input.units, input.arch_list);
   for (const auto& dir : input.dry_runs.directories) KILN_CHECK(ensure_directory(dir));
@@ -134,10 +113,14 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
   const int slots = ctx.jobs > 0 ? ctx.jobs : default_slots();
   KILN_CHECK(prepare_root(ctx));
   KILN_TRY(PlanInput input, plan_input(ctx, slots));
+  const bool cuda = std::any_of(input.units.begin(), input.units.end(),
+                                [](const auto& u) { return u.source.ends_with(".cu"); });
   StoreObjectCache objects(*ctx.cache);
   JobGraph graph = plan_jobs(std::move(input), objects);
   ProcessRunner runner;
   KILN_TRY(NativeResult result, run_graph(std::move(graph), runner, slots, ctx.root_lock_fd));
+  if (cuda && !nvcc_pid_namespace().caveat.empty())
+    result.caveats.push_back(nvcc_pid_namespace().caveat);
   std::error_code ec;
   fs::remove_all(ctx.root / "keep", ec);  // the objects are built: nvcc's intermediates can go
   return result;
@@ -165,6 +148,7 @@ class NativeBackend final : public Backend {
     KILN_TRY(NativeResult built, build_native(native_context(request)));
     out.stats = std::move(built.stats);
     out.objects_reused = built.objects_reused;
+    out.caveats = std::move(built.caveats);
     for (const auto& mod : built.modules) {
       KILN_TRY(std::string data, read_file(mod.file));
       out.files.push_back({mod.wheel_path, std::move(data), true});

@@ -53,6 +53,7 @@ struct NativeResult {
   std::vector<BuiltModule> modules;
   JobStats stats;
   std::size_t objects_reused = 0;
+  std::vector<std::string> caveats;  // BuildOutput::caveats
 };
 
 Expected<NativeResult> build_native(const NativeContext& ctx);

@@ -7,6 +7,7 @@
 
 #include "compile/backend.h"
 #include "compile/compat.h"
+#include "compile/pid_namespace.h"
 #include "compile/source_times.h"
 #include "core/clock.h"
 #include "core/fs.h"
@@ -97,7 +98,7 @@ std::vector<fs::path> find_ninja_logs(const fs::path& build_dir) {
 // the order they finished, so one key made different bytes (the build is already one ninja job
 // per source, slots in parallel).
 std::string nvcc_wrapper(const fs::path& nvcc) {
-  std::vector<std::string> exec = unshare_prefix({"--pid", "--fork", "--kill-child"});
+  std::vector<std::string> exec = nvcc_pid_namespace().prefix;
   exec.push_back(nvcc.string());
   return cat(
       "#!/bin/sh\n",
@@ -384,6 +385,7 @@ class SetuptoolsBackend final : public Backend {
     out.files = std::move(built.files);
     out.modules = std::move(built.modules);
     out.stats = std::move(built.stats);
+    if (!nvcc_pid_namespace().caveat.empty()) out.caveats.push_back(nvcc_pid_namespace().caveat);
     out.setuptools =
         wheel::SetuptoolsBuild{std::move(built.built_wheel), request.archs.torch_arch_list()};
     return out;

@@ -31,10 +31,15 @@ fs::path lock_path(const cache::Store& store, const std::string& name) {
 }
 
 // Where this process's build roots are: /tmp/kiln-build in kiln's namespace (entered for the first
-// cache that builds), else the cache's own build directory.
-Expected<fs::path> build_roots(const cache::Store& store) {
+// cache that builds), else the cache's own build directory, with the caveat that says why.
+struct BuildRoots {
+  fs::path base;
+  std::string caveat;
+};
+Expected<BuildRoots> build_roots(const cache::Store& store) {
   static std::mutex mutex;
   static fs::path entered_for;  // the build directory /tmp/kiln-build shows
+  static std::string why_not;   // why there is no namespace
   std::lock_guard lock(mutex);
   const fs::path dir = absolute_path(store.build_roots());
   KILN_CHECK(ensure_directory(dir));  // before the namespace: a new cache under /tmp stays real
@@ -43,28 +48,35 @@ Expected<fs::path> build_roots(const cache::Store& store) {
       entered_for = dir;
     } else {
       entered_for = "-";
+      why_not = entered.error().message;
       log::warn(cat("builds run at their cache's own path here, not at ", kBuildRootsPath, " (",
-                    entered.error().message, "): the wheels embed ", dir.string(),
+                    why_not, "): the wheels embed ", dir.string(),
                     " and differ from wheels built elsewhere"));
     }
   }
-  return entered_for == dir ? fs::path(kBuildRootsPath) : dir;
+  if (entered_for == dir) return BuildRoots{kBuildRootsPath, ""};
+  return BuildRoots{dir,
+                    cat("built at ", dir.string(), ", not at ", kBuildRootsPath, " (",
+                        entered_for == "-" ? why_not : "this process shows another cache's there",
+                        "): the wheel embeds that path")};
 }
 
 }  // namespace
 
 Expected<BuildRoot> BuildRoot::create(const cache::Store& store, const std::string& root_key,
                                       bool keep) {
-  KILN_TRY(fs::path base, build_roots(store));
+  KILN_TRY(BuildRoots roots, build_roots(store));
   const std::string name = root_key.substr(0, kNameLength);
   KILN_TRY(FileLock lock, FileLock::acquire(lock_path(store, name)));
-  const fs::path path = base / name;
+  const fs::path path = roots.base / name;
   std::error_code ec;
   fs::remove_all(path, ec);  // what a killed build left (remove_all never follows a link)
   if (ec) return Error::failed(cat("cannot empty ", path.string(), ": ", ec.message()));
   if (::mkdir(path.c_str(), 0755) != 0)
     return Error::failed(cat("cannot create ", path.string(), ": ", std::strerror(errno)));
-  return BuildRoot(path, absolute_path(store.build_roots()) / name, std::move(lock), keep);
+  BuildRoot root(path, absolute_path(store.build_roots()) / name, std::move(lock), keep);
+  root.caveat_ = std::move(roots.caveat);
+  return root;
 }
 
 BuildRoot::~BuildRoot() {

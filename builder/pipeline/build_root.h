@@ -40,6 +40,9 @@ class BuildRoot {
   const std::filesystem::path& real_path() const { return real_; }
   // The lock's descriptor: compilers inherit it, so a root stays locked while they run.
   int lock_fd() const { return lock_.fd(); }
+  // Empty at /tmp/kiln-build; else why the root is at the cache's own path, which the wheel then
+  // embeds (a caveat of the build: pipeline::ItemResult::caveats).
+  const std::string& caveat() const { return caveat_; }
 
  private:
   BuildRoot(std::filesystem::path path, std::filesystem::path real, FileLock lock, bool keep)
@@ -48,6 +51,7 @@ class BuildRoot {
   std::filesystem::path real_;
   FileLock lock_;
   bool keep_;
+  std::string caveat_;
 };
 
 // Removes the build roots under <cache>/build that no build holds the lock of (what killed

@@ -400,9 +400,11 @@ Expected<void> check_before_commit(const fs::path& wheel_path, const manifest::M
   return {};
 }
 
-// A cache miss: sources, backend, wheel, validation, commit. The item's key lock is held.
+// A cache miss: sources, backend, wheel, validation, commit. The item's key lock is held. What
+// the build says of its bytes' reproducibility is added to `caveats`.
 Expected<cache::Entry> build_item(Run& run, const resolve::PlanItem& item,
-                                  const resolve::ResolvedTarget* rt) {
+                                  const resolve::ResolvedTarget* rt,
+                                  std::vector<std::string>& caveats) {
   const manifest::Manifest& m = *item.manifest;
   KILN_TRY(std::unique_ptr<compile::Backend> backend, compile::make_backend(*m.backend));
   KILN_CHECK(backend->check_archs(rt->target.archs));
@@ -413,6 +415,7 @@ Expected<cache::Entry> build_item(Run& run, const resolve::PlanItem& item,
   // Removed however this item ends (unless --keep-build-root).
   KILN_TRY(BuildRoot build_root,
            BuildRoot::create(run.store, item.root_key, run.options.keep_build_root));
+  if (!build_root.caveat().empty()) caveats.push_back(build_root.caveat());
   fs::path src = build_root.path() / "src";
   KILN_CHECK(prepare_tree(m, run.fetching, build_root.path() / "scratch", src));
   KILN_CHECK(manifest::check_tree(m, src));
@@ -432,6 +435,7 @@ Expected<cache::Entry> build_item(Run& run, const resolve::PlanItem& item,
   }
   KILN_TRY(compile::BuildRequest request, build_request(run, *backend, item, *rt, tc, build_root));
   KILN_TRY(compile::BuildOutput built, run_backend(run, *backend, item, request));
+  caveats.insert(caveats.end(), built.caveats.begin(), built.caveats.end());
   KILN_CHECK(finish_spec(item, *rt, tc, std::move(built), spec, provenance));
   spec.metadata.version = spec.version;
   spec.provenance_json = wheel::provenance_text(provenance);
@@ -562,7 +566,8 @@ Expected<ItemResult> run_item(Run& run, const resolve::PlanItem& item) {
   if (!run.options.build) return not_taken(run, item);
   if (run.options.explain)
     ir.why = explain_miss(run.store.read_last(item.target_name, m.normalized_name()), item.inputs);
-  KILN_TRY(cache::Entry entry, build_item(run, item, target_of(run.plan, item.target_name)));
+  KILN_TRY(cache::Entry entry,
+           build_item(run, item, target_of(run.plan, item.target_name), ir.caveats));
   run.store.share_entry(entry);
   KILN_CHECK(record_last(run, item, entry));
   ir.wheel = entry.wheel;
@@ -570,6 +575,9 @@ Expected<ItemResult> run_item(Run& run, const resolve::PlanItem& item) {
   ir.seconds = now() - started;
   log::info(cat("built ", entry.wheel.filename().string(), " (", static_cast<int>(ir.seconds + 0.5),
                 " s)"));
+  if (!ir.caveats.empty())
+    log::warn(cat(entry.wheel.filename().string(),
+                  " may differ from the same build elsewhere: ", join(ir.caveats, "; ")));
   return ir;
 }
 

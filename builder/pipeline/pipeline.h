@@ -38,6 +38,9 @@ struct ItemResult {
   bool cache_hit = false;
   bool remote_hit = false;       // the wheel came from the remote cache (validated, then committed)
   std::vector<std::string> why;  // with --explain
+  // A build's reasons its wheel's bytes may differ from the same build's elsewhere (its root at
+  // the cache's own path, nvcc outside a PID namespace); empty for a hit and a reproducible build.
+  std::vector<std::string> caveats;
   double seconds = 0;
 };
 

@@ -9,6 +9,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -232,6 +233,44 @@ ls -A /tmp/victim
         self.assertEqual(sorted(out.stdout.split("listing:")[-1].split()), [".ssh", "projA"])
         self.assertEqual(sorted(p.name for p in (self.cache / "wheels").glob("*/*.whl")), ["demo-1.0.0-py3-none-any.whl"])
 
+    def test_a_build_at_the_caches_own_path_says_its_wheel_embeds_it(self):
+        # /tmp with more entries than kiln binds back into its namespace: kiln builds at the cache's
+        # own path, and the build's caveats (--json) and a warning say that the wheel embeds it.
+        self.local_archive("demo-1.0.0.tar.gz", self.good_sdist())
+        proc = self.in_private_tmp(f"""
+mkdir /tmp/crowd && cd /tmp/crowd && seq 20001 | xargs touch && mv /tmp/crowd/* /tmp/
+cd {self.project}
+{KILN} --cache {self.cache} --json build demo
+""")
+        item = json.loads(proc.stdout)["items"][0]
+        build = (self.cache / "build").resolve()
+        self.assertEqual(len(item["caveats"]), 1, item)
+        self.assertRegex(item["caveats"][0], rf"^built at {re.escape(str(build))}, not at /tmp/kiln-build \(/tmp "
+                                             r"holds 2\d{4} entries, more than the 20000 kiln binds back\): the "
+                                             r"wheel embeds that path$")
+        self.assertIn("kiln: warning: demo-1.0.0-py3-none-any.whl may differ from the same build elsewhere: "
+                      f"built at {build}", proc.stderr)
+        # Where kiln has its namespace, a build has no caveat.
+        shutil.rmtree(self.cache / "wheels")
+        item = json.loads(self.kiln("--json", "build", "demo", check=0).stdout)["items"][0]
+        self.assertFalse(item["cache_hit"])
+        self.assertEqual(item["caveats"], [])
+
+    def test_a_cuda_build_outside_a_pid_namespace_says_so(self):
+        # Where `unshare --pid` is refused, kiln-demo still builds, and says its objects may differ.
+        refusing = self.tmp / "bin"
+        refusing.mkdir()
+        (refusing / "unshare").write_text("#!/bin/sh\nexit 1\n")
+        (refusing / "unshare").chmod(0o755)
+        proc = self.kiln("--cache", str(self.fresh_cache("pid")), "--json", "build", "kiln-demo", check=0,
+                         timeout=3000, env={"PATH": f"{refusing}:{os.environ['PATH']}"})
+        caveat = ("nvcc ran outside a PID namespace (unshare --pid is not permitted here): objects whose code "
+                  "has anonymous namespaces differ between builds")
+        self.assertEqual(json.loads(proc.stdout)["items"][0]["caveats"], [caveat])
+        self.assertIn(f"kiln: warning: {caveat}\n", proc.stderr)
+        self.assertRegex(proc.stderr, r"kiln: warning: kiln_demo-\S+\.whl may differ from the same build "
+                                      r"elsewhere: nvcc ran outside a PID namespace")
+
     def test_an_unprivileged_user_builds_the_same_bytes(self):
         # kiln-demo built by root, then by nobody (in a user namespace of kiln's own): the same
         # wheel, bit for bit. nobody reaches the shared torch downloads and sysroot through bind
@@ -262,6 +301,8 @@ setpriv --reuid=65534 --regid=65534 --clear-groups env HOME={theirs} {KILN} --ca
 """)
         item = json.loads(nobody_build.stdout)["items"][0]
         self.assertFalse(item["cache_hit"])
+        self.assertEqual(mine["caveats"], [], root_build.stderr)  # at /tmp/kiln-build, nvcc in a PID namespace
+        self.assertEqual(item["caveats"], [], nobody_build.stderr)
         self.assertEqual(item["sha256"], mine["sha256"],
                          f"members that differ: {wheel_differences(mine['wheel'], item['wheel'])}\n"
                          f"root's build:\n{root_build.stderr}\nnobody's build:\n{nobody_build.stderr}")
