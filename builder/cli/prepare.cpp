@@ -8,6 +8,7 @@
 #include "core/fs.h"
 #include "core/log.h"
 #include "core/strings.h"
+#include "core/terminal.h"
 #include "manifest/manifest.h"
 #include "pipeline/sources.h"
 
@@ -41,16 +42,17 @@ std::function<int()> configure_prepare(CLI::App& sub, Context& ctx) {
                         .value();
     cache::Store store(ctx.cache_path());
     cache::Staging scratch = store.staging("prepare-").value();
-    pipeline::prepare_tree(*m, *fetching, scratch.path() / "work", dest).value();
+    // Hunks away from their stated line: a patch's author may want to refresh it.
+    std::vector<std::string> offsets =
+        pipeline::prepare_tree(*m, *fetching, scratch.path() / "work", dest).value();
+    for (const auto& note : offsets) log::info(terminal_text(note, /*keep_newlines=*/false));
     // What a build would refuse, said here too (the tree is there to be looked at).
     if (auto missing = manifest::check_tree(*m, dest); !missing)
       log::warn(cat(missing.error().message, "\n", missing.error().detail));
     if (ctx.json) {
-      std::cout << nlohmann::json{{"package", m->name},
-                                  {"version", m->version},
-                                  {"path", dest.string()},
-                                  {"patches", m->patches.size()},
-                                  {"fetches", fetching->downloads()}}
+      std::cout << nlohmann::json{{"package", m->name},    {"version", m->version},
+                                  {"path", dest.string()}, {"patches", m->patches.size()},
+                                  {"offsets", offsets},    {"fetches", fetching->downloads()}}
                        .dump(2)
                 << "\n";
     } else {

@@ -14,6 +14,7 @@
 #include "core/lock.h"
 #include "core/log.h"
 #include "core/strings.h"
+#include "core/terminal.h"
 #include "elf/elf.h"
 #include "manifest/backend.h"
 #include "manifest/version.h"
@@ -417,7 +418,9 @@ Expected<cache::Entry> build_item(Run& run, const resolve::PlanItem& item,
            BuildRoot::create(run.store, item.root_key, run.options.keep_build_root));
   if (!build_root.caveat().empty()) caveats.push_back(build_root.caveat());
   fs::path src = build_root.path() / "src";
-  KILN_CHECK(prepare_tree(m, run.fetching, build_root.path() / "scratch", src));
+  KILN_TRY(std::vector<std::string> offsets,
+           prepare_tree(m, run.fetching, build_root.path() / "scratch", src));
+  for (const auto& note : offsets) log::verbose(terminal_text(note, /*keep_newlines=*/false));
   KILN_CHECK(manifest::check_tree(m, src));
   check_interrupted();
 

@@ -50,8 +50,8 @@ Expected<fetch::Fetched> fetch_package(const manifest::Manifest& m, Fetching& fe
   return got;
 }
 
-Expected<void> prepare_tree(const manifest::Manifest& m, Fetching& fetching,
-                            const fs::path& scratch, const fs::path& dest) {
+Expected<std::vector<std::string>> prepare_tree(const manifest::Manifest& m, Fetching& fetching,
+                                                const fs::path& scratch, const fs::path& dest) {
   std::error_code ec;
   if (fs::exists(dest, ec)) return Error::bad_input(cat(dest.string(), " already exists"));
   fs::remove_all(scratch, ec);
@@ -77,13 +77,15 @@ Expected<void> prepare_tree(const manifest::Manifest& m, Fetching& fetching,
     if (ec)
       return Error::failed(cat("cannot move the unpacked sources into place: ", ec.message()));
   }
+  std::vector<std::string> notes;
   if (!m.patches.empty()) {
     std::vector<patch::PatchText> texts;
     for (const auto& p : m.patches) {
       KILN_TRY(std::string text, read_file(p.path));
       texts.push_back({p.name, std::move(text)});
     }
-    KILN_CHECK(patch::apply_series(tree, texts, 1));
+    KILN_TRY(patch::ApplyResult applied, patch::apply_series(tree, texts, 1));
+    notes = std::move(applied.notes);
   }
   KILN_CHECK(ensure_directory(dest.parent_path().empty() ? fs::path(".") : dest.parent_path()));
   fs::rename(tree, dest, ec);
@@ -96,7 +98,7 @@ Expected<void> prepare_tree(const manifest::Manifest& m, Fetching& fetching,
     if (ec) return Error::failed(cat("cannot create ", dest.string(), ": ", ec.message()));
   }
   fs::remove_all(scratch, ec);
-  return {};
+  return notes;
 }
 
 }  // namespace kiln::pipeline

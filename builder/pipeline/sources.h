@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cache/store.h"
 #include "core/expected.h"
@@ -43,9 +44,10 @@ Expected<fetch::Fetched> fetch_package(const manifest::Manifest& m, Fetching& fe
                                        const std::filesystem::path& checkout_dir);
 
 // Writes the patched source tree of `m` to `dest`, which must not exist. `scratch` is a directory
-// kiln may use for this (it is emptied). On failure `dest` does not exist.
-Expected<void> prepare_tree(const manifest::Manifest& m, Fetching& fetching,
-                            const std::filesystem::path& scratch,
-                            const std::filesystem::path& dest);
+// kiln may use for this (it is emptied). On failure `dest` does not exist. Returns the hunks that
+// applied away from their stated line (patch::ApplyResult::notes), for a patch's author to see.
+Expected<std::vector<std::string>> prepare_tree(const manifest::Manifest& m, Fetching& fetching,
+                                                const std::filesystem::path& scratch,
+                                                const std::filesystem::path& dest);
 
 }  // namespace kiln::pipeline

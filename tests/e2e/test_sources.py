@@ -4,7 +4,9 @@ work dir, nothing left in the cache."""
 
 import ast
 import io
+import json
 import os
+import shutil
 import subprocess
 import tarfile
 import unittest
@@ -150,6 +152,29 @@ class SourcesTest(SourceTestCase):
         self.kiln("prepare", "demo", "-o", str(self.tmp / "out"), check=0)
         self.assertEqual((self.tmp / "out" / "demo" / "__init__.py").read_text(), "VALUE = 3\n")
         self.assertTrue((self.tmp / "out" / "setup.py").exists())
+
+
+    def test_prepare_shows_hunks_applied_away_from_their_line(self):
+        # A patch made against another release: its hunk says line 3, the text is at line 1. It
+        # applies (exact context), and prepare says where, for the patch's author; a build says it
+        # with -v only.
+        data = self.good_sdist()
+        path = self.tmp / "demo-1.0.0.tar.gz"
+        path.write_bytes(data)
+        pdir = self.project / "patches" / "demo" / "1.0.0"
+        pdir.mkdir(parents=True)
+        (pdir / "0001-change.patch").write_text(
+            "Change the value.\n\n--- a/demo/__init__.py\n+++ b/demo/__init__.py\n@@ -3 +3 @@\n-VALUE = 1\n+VALUE = 3\n")
+        self.demo_manifest(f'path = "{path}"\nsha256 = "{sha256(data)}"', '[patches]\nseries = ["0001-change.patch"]\n')
+        note = "0001-change.patch: demo/__init__.py: hunk 1 applied at offset -2 (line 1)"
+        proc = self.kiln("prepare", "demo", "-o", str(self.tmp / "out"), check=0)
+        self.assertIn(f"kiln: {note}\n", proc.stderr)
+        self.assertEqual((self.tmp / "out" / "demo" / "__init__.py").read_text(), "VALUE = 3\n")
+        proc = self.kiln("--json", "prepare", "demo", "-o", str(self.tmp / "out2"), check=0)
+        self.assertEqual(json.loads(proc.stdout)["offsets"], [note])
+        self.assertNotIn(note, self.kiln("build", "demo", check=0).stderr)
+        shutil.rmtree(self.cache / "wheels")
+        self.assertIn(f"kiln: {note}\n", self.kiln("-v", "build", "demo", check=0).stderr)
 
 
 class PrepareCausalConv1dTest(KilnTestCase):
