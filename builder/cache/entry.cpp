@@ -22,6 +22,22 @@ Expected<std::string> string_field(const nlohmann::json& doc, const char* name) 
   return value;
 }
 
+// The caveats: absent is none; else an array of at most kMaxEntryCaveats string fields.
+Expected<std::vector<std::string>> caveats_field(const nlohmann::json& doc) {
+  std::vector<std::string> out;
+  auto it = doc.find("caveats");
+  if (it == doc.end()) return out;
+  if (!it->is_array() || it->size() > kMaxEntryCaveats)
+    return Error::failed(
+        cat("entry.json: 'caveats' is not an array of at most ", kMaxEntryCaveats, " strings"));
+  for (std::size_t i = 0; i < it->size(); ++i) {
+    nlohmann::json one = {{"caveats", (*it)[i]}};
+    KILN_TRY(std::string text, string_field(one, "caveats"));
+    out.push_back(std::move(text));
+  }
+  return out;
+}
+
 Expected<std::uint64_t> number_field(const nlohmann::json& doc, const char* name) {
   auto it = doc.find(name);
   if (it == doc.end()) return std::uint64_t{0};
@@ -56,6 +72,7 @@ Expected<EntryInfo> parse_entry_info(std::string_view text) {
   for (auto& [name, field] : strings) {
     KILN_TRY(*field, string_field(doc, name));
   }
+  KILN_TRY(e.caveats, caveats_field(doc));
   KILN_TRY(e.size, number_field(doc, "size"));
   KILN_TRY(std::uint64_t at, number_field(doc, "committed_at"));
   e.committed_at = static_cast<std::int64_t>(at);
@@ -75,6 +92,7 @@ nlohmann::json EntryInfo::to_json() const {
       {"from", &from}};
   for (const auto& [name, field] : strings)
     if (!field->empty()) j[name] = *field;
+  if (!caveats.empty()) j["caveats"] = caveats;
   j["size"] = size;
   j["committed_at"] = committed_at;
   return j;

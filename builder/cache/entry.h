@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -17,6 +18,7 @@ namespace kiln::cache {
 // Caps on entry.json: the whole document, and each string field.
 inline constexpr std::size_t kMaxEntryJsonBytes = 64 * 1024;
 inline constexpr std::size_t kMaxEntryFieldBytes = 1024;
+inline constexpr std::size_t kMaxEntryCaveats = 8;
 
 struct EntryInfo {
   std::string key;     // the build key (64 hex digits)
@@ -27,6 +29,9 @@ struct EntryInfo {
   std::string archs;              // canonical ("sm_90;sm_120"), "" for pure packages
   std::string from;               // the remote a hit came from, "" when built here
   std::int64_t committed_at = 0;  // seconds since the epoch
+  // A build's reasons its bytes may differ from the same build's elsewhere
+  // (pipeline::ItemResult::caveats): at most kMaxEntryCaveats strings like the others.
+  std::vector<std::string> caveats;
 
   nlohmann::json to_json() const;  // the fields that are set (strings non-empty)
   std::string text() const;        // to_json() as entry.json holds it
@@ -34,9 +39,10 @@ struct EntryInfo {
 
 // Reads an entry.json: a JSON object of at most kMaxEntryJsonBytes whose known fields have their
 // type (strings of at most kMaxEntryFieldBytes without control characters or invalid UTF-8;
-// `size` and `committed_at` non-negative integers), `wheel` a plain *.whl name and `sha256` 64
-// hex digits (the key, when present, is compared by the reader with the one it asked for). Unknown
-// fields are ignored (and never copied). An error says which field is wrong, in one line.
+// `size` and `committed_at` non-negative integers; `caveats` an array of such strings), `wheel` a
+// plain *.whl name and `sha256` 64 hex digits (the key, when present, is compared by the reader
+// with the one it asked for). Unknown fields are ignored (and never copied). An error says which
+// field is wrong, in one line.
 Expected<EntryInfo> parse_entry_info(std::string_view text);
 
 // A wheel file name an entry may name: a plain *.whl name (at most 255 bytes, no '/', not

@@ -401,6 +401,16 @@ Expected<void> check_before_commit(const fs::path& wheel_path, const manifest::M
   return {};
 }
 
+// `text` as an entry.json string may be (a caveat names the cache's path, which may hold any
+// byte): control characters shown, valid UTF-8, cut to the field's bound.
+std::string entry_text(const std::string& text) {
+  std::string out = terminal_text(text, /*keep_newlines=*/false);
+  if (out.size() <= cache::kMaxEntryFieldBytes) return out;
+  std::size_t n = cache::kMaxEntryFieldBytes - 3;
+  while (n > 0 && (static_cast<unsigned char>(out[n]) & 0xc0) == 0x80) --n;  // a character's start
+  return out.substr(0, n) + "...";
+}
+
 // A cache miss: sources, backend, wheel, validation, commit. The item's key lock is held. What
 // the build says of its bytes' reproducibility is added to `caveats`.
 Expected<cache::Entry> build_item(Run& run, const resolve::PlanItem& item,
@@ -454,6 +464,7 @@ Expected<cache::Entry> build_item(Run& run, const resolve::PlanItem& item,
   info.backend = std::string(m.backend->name);
   info.manifest_version = m.version;
   if (tc) info.archs = rt->target.archs.canonical();
+  for (const auto& c : caveats) info.caveats.push_back(entry_text(c));
   return run.store.commit(item.key, wheel_path, std::move(info));
 }
 
@@ -553,6 +564,7 @@ Expected<ItemResult> run_item(Run& run, const resolve::PlanItem& item) {
     KILN_CHECK(record_last(run, item, entry));
     ir.wheel = entry.wheel;
     ir.sha256 = entry.sha256;
+    ir.caveats = entry.info.caveats;  // the build's, as its entry recorded them
     if (run.options.explain) ir.why.push_back(why);
     ir.seconds = now() - started;
     return ir;

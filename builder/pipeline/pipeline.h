@@ -39,7 +39,8 @@ struct ItemResult {
   bool remote_hit = false;       // the wheel came from the remote cache (validated, then committed)
   std::vector<std::string> why;  // with --explain
   // A build's reasons its wheel's bytes may differ from the same build's elsewhere (its root at
-  // the cache's own path, nvcc outside a PID namespace); empty for a hit and a reproducible build.
+  // the cache's own path, nvcc outside a PID namespace), kept in its entry for later hits; empty
+  // for a reproducible build and for a remote hit (the remote's word is not taken).
   std::vector<std::string> caveats;
   double seconds = 0;
 };

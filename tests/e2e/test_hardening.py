@@ -250,6 +250,10 @@ cd {self.project}
                                              r"wheel embeds that path$")
         self.assertIn("kiln: warning: demo-1.0.0-py3-none-any.whl may differ from the same build elsewhere: "
                       f"built at {build}", proc.stderr)
+        # The entry keeps them: a hit on that wheel lists the same.
+        hit = json.loads(self.kiln("--json", "build", "demo", check=0).stdout)["items"][0]
+        self.assertTrue(hit["cache_hit"])
+        self.assertEqual(hit["caveats"], item["caveats"])
         # Where kiln has its namespace, a build has no caveat.
         shutil.rmtree(self.cache / "wheels")
         item = json.loads(self.kiln("--json", "build", "demo", check=0).stdout)["items"][0]

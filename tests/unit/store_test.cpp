@@ -196,6 +196,23 @@ TEST(Store, ObjectsRecordTheirSha256AndADamagedOneIsAMiss) {
 
 namespace kiln::cache {
 
+TEST(Store, AnEntryKeepsItsBuildsCaveats) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-store-").value();
+  Store store(dir.path() / "cache");
+  EntryInfo info;
+  info.caveats = {"nvcc ran outside a PID namespace", "built at /x"};
+  Entry e = store.commit(kKey, make_wheel(dir.path() / "out", "x-1.0-py3-none-any.whl", "w"), info)
+                .value();
+  EXPECT_EQ(e.info.caveats, info.caveats);
+  EXPECT_EQ(store.read_entry(kKey).entry.info.caveats, info.caveats);
+  // None: no field at all (entries of older kilns read the same).
+  fs::remove_all(dir.path() / "cache");
+  e = store.commit(kKey, make_wheel(dir.path() / "out2", "x-1.0-py3-none-any.whl", "w"), {})
+          .value();
+  EXPECT_EQ(read_file(e.dir / "entry.json").value().find("caveats"), std::string::npos);
+  EXPECT_TRUE(store.read_entry(kKey).entry.info.caveats.empty());
+}
+
 TEST(Store, ReadEntrySaysWhyAnEntryCannotBeUsed) {
   auto dir = TempDir::create(fs::temp_directory_path(), "kiln-store-").value();
   Store store(dir.path() / "cache");
@@ -243,6 +260,13 @@ TEST(Store, ReadEntrySaysWhyAnEntryCannotBeUsed) {
       {with("target", std::string(1025, 't')), "entry.json: 'target' is longer than 1024 bytes"},
       {with("committed_at", 1.5), "entry.json: 'committed_at' is not a non-negative integer"},
       {with("key", std::string(64, 'b')), "entry.json names another build key (bbbbbbbbbbbbbbbb)"},
+      {with("caveats", "one"), "entry.json: 'caveats' is not an array of at most 8 strings"},
+      {with("caveats", nlohmann::json(std::vector<std::string>(9, "c"))),
+       "entry.json: 'caveats' is not an array of at most 8 strings"},
+      {with("caveats", nlohmann::json::array({"fine", 2})),
+       "entry.json: 'caveats' is not a string"},
+      {with("caveats", nlohmann::json::array({"\x1b]0;title\x07"})),
+       "entry.json: 'caveats' holds a control character or invalid UTF-8"},
   };
   for (const auto& [text, reason] : cases) {
     SCOPED_TRACE(text);
