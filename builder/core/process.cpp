@@ -132,13 +132,15 @@ std::vector<std::string> unshare_prefix(const std::vector<std::string>& flags) {
   return prefix;
 }
 
-std::filesystem::path find_program(const std::string& name) {
+std::filesystem::path find_program(const std::string& name, const std::filesystem::path& except) {
   if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
   const char* path = std::getenv("PATH");
   if (!path) return {};
   for (const auto& dir : split(path, ":")) {
+    std::error_code ec;
+    if (!except.empty() && std::filesystem::canonical(dir, ec) == except) continue;
     std::filesystem::path candidate = std::filesystem::path(dir) / name;
-    if (::access(candidate.c_str(), X_OK) == 0 && !std::filesystem::is_directory(candidate))
+    if (::access(candidate.c_str(), X_OK) == 0 && !std::filesystem::is_directory(candidate, ec))
       return candidate;
   }
   return {};

@@ -82,8 +82,10 @@ Expected<std::string> run_capture(const std::vector<std::string>& argv);
 // set of flags by running `true` in them), else empty: a prefix for argv vectors.
 std::vector<std::string> unshare_prefix(const std::vector<std::string>& flags);
 
-// The full path of `name` on PATH (or `name` itself when it holds a '/'), or empty.
-std::filesystem::path find_program(const std::string& name);
+// The full path of `name` on PATH (or `name` itself when it holds a '/'), or empty; a PATH
+// directory that is `except` (compared canonically) is passed over.
+std::filesystem::path find_program(const std::string& name,
+                                   const std::filesystem::path& except = {});
 
 // "cmd arg 'arg with space'": for logs and error messages.
 std::string format_argv(const std::vector<std::string>& argv);

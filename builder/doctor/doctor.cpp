@@ -1,9 +1,6 @@
 #include "doctor/doctor.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <set>
 
@@ -175,14 +172,8 @@ std::string resolve_python(const std::string& name) {
   if (name.find('/') != std::string::npos) return name;
   fs::path skip = own_torchless_venv_bin();
   if (skip.empty()) return name;
-  const char* path = std::getenv("PATH");
-  for (const auto& dir : split(path ? path : "", ":")) {
-    std::error_code ec;
-    fs::path candidate = fs::path(dir) / name;
-    if (fs::canonical(dir, ec) == skip || ::access(candidate.c_str(), X_OK) != 0) continue;
-    return candidate.string();
-  }
-  return name;
+  fs::path found = find_program(name, skip);
+  return found.empty() ? name : found.string();
 }
 
 nlohmann::json static_checks(const nlohmann::json& report, const std::string& python) {

@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <optional>
 
 #include "core/fs.h"
 #include "core/lock.h"
+#include "core/strings.h"
 
 namespace kiln {
 void force_shell_chdir_for_tests(bool on);  // core/process.cpp
@@ -99,6 +101,27 @@ TEST(Process, KillGroupStopsChildren) {
 TEST(Process, TailLines) {
   EXPECT_EQ(tail_lines("a\nb\nc\n", 2), "b\nc\n");
   EXPECT_EQ(tail_lines("a\nb", 5), "a\nb");
+}
+
+TEST(Process, FindProgramPassesOverTheExceptedDirectoryAndDirectories) {
+  namespace fs = std::filesystem;
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-path-").value();
+  const fs::path root = fs::canonical(dir.path());
+  for (const char* d : {"dirs/tool", "own", "other"}) fs::create_directories(root / d);
+  for (const char* d : {"own", "other"})
+    write_file_atomic(root / d / "tool", "#!/bin/sh\n", 0755).value();
+  fs::create_directory_symlink(root / "own", root / "link");
+  const char* old = std::getenv("PATH");
+  const std::string saved = old ? old : "";
+  ::setenv(
+      "PATH",
+      cat((root / "dirs").string(), ":", (root / "link").string(), ":", (root / "other").string())
+          .c_str(),
+      1);
+  EXPECT_EQ(find_program("tool"), root / "link" / "tool");  // a directory named tool is not it
+  EXPECT_EQ(find_program("tool", root / "own"), root / "other" / "tool");  // through the link too
+  EXPECT_EQ(find_program("tool", root / "other"), root / "link" / "tool");
+  ::setenv("PATH", saved.c_str(), 1);
 }
 
 }  // namespace kiln
