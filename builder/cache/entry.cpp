@@ -7,12 +7,10 @@ namespace kiln::cache {
 
 namespace {
 
-// One string field: absent is "", anything but a bounded, printable UTF-8 string is an error.
-Expected<std::string> string_field(const nlohmann::json& doc, const char* name) {
-  auto it = doc.find(name);
-  if (it == doc.end()) return std::string();
-  if (!it->is_string()) return Error::failed(cat("entry.json: '", name, "' is not a string"));
-  const std::string& value = it->get_ref<const std::string&>();
+// The string value of field `name`: anything but a bounded, printable UTF-8 string is an error.
+Expected<std::string> string_value(const nlohmann::json& j, const char* name) {
+  if (!j.is_string()) return Error::failed(cat("entry.json: '", name, "' is not a string"));
+  const std::string& value = j.get_ref<const std::string&>();
   if (value.size() > kMaxEntryFieldBytes)
     return Error::failed(
         cat("entry.json: '", name, "' is longer than ", kMaxEntryFieldBytes, " bytes"));
@@ -20,6 +18,13 @@ Expected<std::string> string_field(const nlohmann::json& doc, const char* name) 
     return Error::failed(
         cat("entry.json: '", name, "' holds a control character or invalid UTF-8"));
   return value;
+}
+
+// One string field: absent is "", else its string_value.
+Expected<std::string> string_field(const nlohmann::json& doc, const char* name) {
+  auto it = doc.find(name);
+  if (it == doc.end()) return std::string();
+  return string_value(*it, name);
 }
 
 // The caveats: absent is none; else an array of at most kMaxEntryCaveats string fields.
@@ -30,9 +35,8 @@ Expected<std::vector<std::string>> caveats_field(const nlohmann::json& doc) {
   if (!it->is_array() || it->size() > kMaxEntryCaveats)
     return Error::failed(
         cat("entry.json: 'caveats' is not an array of at most ", kMaxEntryCaveats, " strings"));
-  for (std::size_t i = 0; i < it->size(); ++i) {
-    nlohmann::json one = {{"caveats", (*it)[i]}};
-    KILN_TRY(std::string text, string_field(one, "caveats"));
+  for (const auto& one : *it) {
+    KILN_TRY(std::string text, string_value(one, "caveats"));
     out.push_back(std::move(text));
   }
   return out;

@@ -86,6 +86,12 @@ std::vector<Expected<std::string>> run_dry_runs(
   return results;
 }
 
+// Whether nvcc compiles any of `units` (which then runs in nvcc's PID namespace).
+bool compiles_cuda(const std::vector<Unit>& units) {
+  return std::any_of(units.begin(), units.end(),
+                     [](const Unit& u) { return u.source.ends_with(".cu"); });
+}
+
 // What the planner needs: the units (with their sources' sizes), nvcc's dry runs and its arch
 // list, the PID namespace prefix.
 Expected<PlanInput> plan_input(const NativeContext& ctx, int slots) {
@@ -93,13 +99,11 @@ Expected<PlanInput> plan_input(const NativeContext& ctx, int slots) {
   input.ctx = &ctx;
   input.slots = slots;
   input.units = translation_units(ctx);
-  bool cuda = false;
   for (auto& u : input.units) {
     std::error_code ec;
     u.source_bytes = static_cast<double>(fs::file_size(ctx.root / "src" / u.source, ec));
-    cuda = cuda || u.source.ends_with(".cu");
   }
-  if (cuda) input.pid_prefix = nvcc_pid_namespace().prefix;
+  if (compiles_cuda(input.units)) input.pid_prefix = nvcc_pid_namespace().prefix;
   input.arch_list = canonical_arch_list(ctx.cuda.nvcc);
   input.dry_runs = dry_run_commands(ctx, input.units, input.arch_list);
   for (const auto& dir : input.dry_runs.directories) KILN_CHECK(ensure_directory(dir));
@@ -113,8 +117,7 @@ Expected<NativeResult> build_native(const NativeContext& ctx) {
   const int slots = ctx.jobs > 0 ? ctx.jobs : default_slots();
   KILN_CHECK(prepare_root(ctx));
   KILN_TRY(PlanInput input, plan_input(ctx, slots));
-  const bool cuda = std::any_of(input.units.begin(), input.units.end(),
-                                [](const auto& u) { return u.source.ends_with(".cu"); });
+  const bool cuda = compiles_cuda(input.units);
   StoreObjectCache objects(*ctx.cache);
   JobGraph graph = plan_jobs(std::move(input), objects);
   ProcessRunner runner;

@@ -56,6 +56,15 @@ std::string terminal_text(std::string_view s, bool keep_newlines) {
   return out.append(s.substr(copied));
 }
 
+std::string terminal_field(std::string_view text, std::size_t max_bytes) {
+  std::string out = terminal_text(text, /*keep_newlines=*/false);
+  if (out.size() <= max_bytes) return out;
+  std::size_t cut = max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xc0) == 0x80) --cut;
+  out.resize(cut);
+  return out + "…";
+}
+
 namespace {
 
 int terminal_columns() {

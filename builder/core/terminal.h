@@ -18,6 +18,10 @@ namespace kiln {
 // too (one field of a line, which must not start a forged line). The result is valid UTF-8.
 std::string terminal_text(std::string_view text, bool keep_newlines = true);
 
+// `text` as one field of a line (terminal_text without newlines); when that is longer than
+// `max_bytes`, cut at a character's start within them and marked "…" (3 bytes more).
+std::string terminal_field(std::string_view text, std::size_t max_bytes);
+
 // What a progress display (fetch's downloads, compile's jobs) draws with: a monotonic clock and a
 // writer, given by the caller so that tests run one without a terminal, and stderr's facts.
 using MonotonicClock = std::function<double()>;            // seconds

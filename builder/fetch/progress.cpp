@@ -17,16 +17,10 @@ std::string fixed1(double v) {
   return buf;
 }
 
-// A file name as one field of a terminal line (an index's file names are a stranger's):
-// through terminal_text, and a very long name cut at a character's start.
+// A file name as one field of a terminal line (an index's file names are a stranger's), a very
+// long one cut.
 std::string printable_name(std::string_view name) {
-  constexpr std::size_t kShown = 120;
-  std::string out = terminal_text(name, /*keep_newlines=*/false);
-  if (out.size() <= kShown) return out;
-  std::size_t cut = kShown;
-  while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xc0) == 0x80) --cut;
-  out.resize(cut);
-  return out + "…";
+  return terminal_field(name, 120);
 }
 
 }  // namespace

@@ -402,13 +402,9 @@ Expected<void> check_before_commit(const fs::path& wheel_path, const manifest::M
 }
 
 // `text` as an entry.json string may be (a caveat names the cache's path, which may hold any
-// byte): control characters shown, valid UTF-8, cut to the field's bound.
+// byte): control characters shown, valid UTF-8, within the field's bound ("…" is 3 bytes).
 std::string entry_text(const std::string& text) {
-  std::string out = terminal_text(text, /*keep_newlines=*/false);
-  if (out.size() <= cache::kMaxEntryFieldBytes) return out;
-  std::size_t n = cache::kMaxEntryFieldBytes - 3;
-  while (n > 0 && (static_cast<unsigned char>(out[n]) & 0xc0) == 0x80) --n;  // a character's start
-  return out.substr(0, n) + "...";
+  return terminal_field(text, cache::kMaxEntryFieldBytes - 3);
 }
 
 // A cache miss: sources, backend, wheel, validation, commit. The item's key lock is held. What

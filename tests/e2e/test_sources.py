@@ -126,46 +126,36 @@ class SourcesTest(SourceTestCase):
         self.hostile(buf.getvalue(), r"kiln: error: .*\.\./outside/evil", name="demo-1.0.0.zip")
 
     # -- patches -----------------------------------------------------------------------------
-    def test_patch_whose_context_does_not_match(self):
+    def patched_demo(self, hunk):
+        """The demo sdist as a local source with one patch, 0001-change.patch: `hunk` of
+        demo/__init__.py (which holds VALUE = 1)."""
         data = self.good_sdist()
         path = self.tmp / "demo-1.0.0.tar.gz"
         path.write_bytes(data)
         pdir = self.project / "patches" / "demo" / "1.0.0"
         pdir.mkdir(parents=True)
         (pdir / "0001-change.patch").write_text(
-            "Change the value.\n\n--- a/demo/__init__.py\n+++ b/demo/__init__.py\n@@ -1 +1 @@\n-VALUE = 2\n+VALUE = 3\n")
+            "Change the value.\n\n--- a/demo/__init__.py\n+++ b/demo/__init__.py\n" + hunk)
         self.demo_manifest(f'path = "{path}"\nsha256 = "{sha256(data)}"', '[patches]\nseries = ["0001-change.patch"]\n')
+
+    def test_patch_whose_context_does_not_match(self):
+        self.patched_demo("@@ -1 +1 @@\n-VALUE = 2\n+VALUE = 3\n")
         self.assert_fails_cleanly("prepare", "demo", "-o", str(self.tmp / "out"),
                                   message=r"kiln: error: patch 0001-change\.patch: demo/__init__\.py: hunk 1 .* does not apply",
                                   keep_verified=True)
         self.assertFalse((self.tmp / "out").exists())
 
     def test_prepare_applies_patches(self):
-        data = self.good_sdist()
-        path = self.tmp / "demo-1.0.0.tar.gz"
-        path.write_bytes(data)
-        pdir = self.project / "patches" / "demo" / "1.0.0"
-        pdir.mkdir(parents=True)
-        (pdir / "0001-change.patch").write_text(
-            "Change the value.\n\n--- a/demo/__init__.py\n+++ b/demo/__init__.py\n@@ -1 +1 @@\n-VALUE = 1\n+VALUE = 3\n")
-        self.demo_manifest(f'path = "{path}"\nsha256 = "{sha256(data)}"', '[patches]\nseries = ["0001-change.patch"]\n')
+        self.patched_demo("@@ -1 +1 @@\n-VALUE = 1\n+VALUE = 3\n")
         self.kiln("prepare", "demo", "-o", str(self.tmp / "out"), check=0)
         self.assertEqual((self.tmp / "out" / "demo" / "__init__.py").read_text(), "VALUE = 3\n")
         self.assertTrue((self.tmp / "out" / "setup.py").exists())
-
 
     def test_prepare_shows_hunks_applied_away_from_their_line(self):
         # A patch made against another release: its hunk says line 3, the text is at line 1. It
         # applies (exact context), and prepare says where, for the patch's author; a build says it
         # with -v only.
-        data = self.good_sdist()
-        path = self.tmp / "demo-1.0.0.tar.gz"
-        path.write_bytes(data)
-        pdir = self.project / "patches" / "demo" / "1.0.0"
-        pdir.mkdir(parents=True)
-        (pdir / "0001-change.patch").write_text(
-            "Change the value.\n\n--- a/demo/__init__.py\n+++ b/demo/__init__.py\n@@ -3 +3 @@\n-VALUE = 1\n+VALUE = 3\n")
-        self.demo_manifest(f'path = "{path}"\nsha256 = "{sha256(data)}"', '[patches]\nseries = ["0001-change.patch"]\n')
+        self.patched_demo("@@ -3 +3 @@\n-VALUE = 1\n+VALUE = 3\n")
         note = "0001-change.patch: demo/__init__.py: hunk 1 applied at offset -2 (line 1)"
         proc = self.kiln("prepare", "demo", "-o", str(self.tmp / "out"), check=0)
         self.assertIn(f"kiln: {note}\n", proc.stderr)

@@ -201,6 +201,14 @@ TEST(Strings, TerminalTextShowsTheControlsThatReorderText) {
             "\u200d\u0627\u05d0\u2013\u2065\u206a");
 }
 
+TEST(Strings, TerminalFieldIsOneLineCutAtACharactersStart) {
+  EXPECT_EQ(terminal_field("a\nb\x1b", 10), "a\\x0ab\\x1b");  // 10 bytes: kept whole
+  EXPECT_EQ(terminal_field("abcdefgh", 5), "abcde…");
+  // "é" is 2 bytes (0xc3 0xa9): a cut at byte 5 would split the third, so it goes at 4.
+  EXPECT_EQ(terminal_field("éééé", 5), "éé…");
+  EXPECT_EQ(terminal_field("éééé", 8), "éééé");
+}
+
 TEST(Strings, TerminalTextShowsBytesOfNoUtf8Character) {
   // The 8-bit CSI and other bytes 0x80-0xff outside a valid sequence: shown, never sent.
   EXPECT_EQ(terminal_text("a\x9b"
