@@ -1,6 +1,7 @@
 #include "cache/entry.h"
 
 #include "core/hash.h"
+#include "core/json.h"
 #include "core/strings.h"
 
 namespace kiln::cache {
@@ -64,7 +65,7 @@ bool is_plain_wheel_name(std::string_view name) {
 Expected<EntryInfo> parse_entry_info(std::string_view text) {
   if (text.size() > kMaxEntryJsonBytes)
     return Error::failed(cat("entry.json is larger than ", kMaxEntryJsonBytes, " bytes"));
-  nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json doc = parse_json(text);
   if (doc.is_discarded() || !doc.is_object())
     return Error::failed("entry.json is not a JSON object");
   EntryInfo e;

@@ -143,6 +143,7 @@ bool evict_one(const Store& store, Candidate& c, EvictResult& result) {
 }  // namespace
 
 Expected<EvictResult> Store::evict(const EvictPolicy& policy, std::time_t now) const {
+  KILN_CHECK(recognise());
   EvictResult result;
   std::vector<Candidate> all = scan(*this);
   if (policy.max_age) {
@@ -169,7 +170,7 @@ std::uint64_t Store::other_bytes() const {
   std::error_code ec;
   for (const auto& d : fs::directory_iterator(root_, ec)) {
     const std::string name = d.path().filename().string();
-    if (name == "wheels" || name == "objects") continue;
+    if (name == "wheels" || name == "objects" || name == "CACHEDIR.TAG") continue;
     total += tree_bytes(d.path());
   }
   return total;

@@ -15,6 +15,7 @@
 #include "core/fault.h"
 #include "core/fs.h"
 #include "core/hash.h"
+#include "core/json.h"
 #include "core/log.h"
 #include "core/strings.h"
 
@@ -226,6 +227,7 @@ Expected<void> Store::store_object(const std::string& key, std::string_view suff
 Expected<void> Store::write_object(const std::string& key, std::string_view suffix,
                                    std::string_view bytes) const {
   if (!is_sha256_hex(key)) return Error::failed(cat("not an object key: ", key));
+  (void)mark();  // what kiln writes is a kiln cache (a cache it may only read: the write says)
   fs::path path = object_path(key, suffix);
   KILN_CHECK(ensure_directory(path.parent_path()));
   return write_file_atomic(path, frame_entry(bytes));
@@ -345,6 +347,7 @@ ObjectsVerified Store::verify_objects() const {
 }
 
 Expected<Staging> Store::staging(std::string_view prefix) const {
+  (void)mark();  // every wheel, download and environment is staged: the cache is kiln's
   for (int attempt = 0; attempt < 100; ++attempt) {
     KILN_TRY(TempDir dir, TempDir::create(tmp_root(), prefix));
     int fd = ::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -449,7 +452,7 @@ std::optional<LastBuild> Store::read_last(const std::string& target,
                                           const std::string& normalized_name) const {
   auto text = read_last_file(last_root(), target, cat(normalized_name, ".json"));
   if (!text) return std::nullopt;
-  nlohmann::json doc = nlohmann::json::parse(*text, nullptr, false);
+  nlohmann::json doc = parse_json(*text);
   if (doc.is_discarded() || !doc.is_object()) return std::nullopt;
   LastBuild out;
   out.target = target;
@@ -582,6 +585,7 @@ Expected<void> Store::remove(const std::string& key) const {
 }
 
 Expected<GcResult> Store::gc(bool all) const {
+  KILN_CHECK(recognise());
   GcResult removed;
   std::error_code ec;
   // Staging leftovers: a live process holds the lock of its staging directory (see staging()), so
@@ -600,6 +604,8 @@ Expected<GcResult> Store::gc(bool all) const {
     auto n = fs::remove_all(path, rm);
     if (!rm) removed.items += static_cast<std::uint64_t>(n), removed.bytes += bytes;
   }
+  GcResult git = gc_git_mirrors();
+  removed.items += git.items, removed.bytes += git.bytes;
   // Object cache entries: with `all` every one; else the damaged ones (a build would only ever
   // remove one it needs again).
   for (const auto& rel : object_files()) {
@@ -616,6 +622,7 @@ Expected<GcResult> Store::gc(bool all) const {
   }
   if (all) {
     for (const auto& e : list()) {
+      (void)ensure_directory(lock_path(e.key).parent_path());
       auto lock = FileLock::try_acquire(lock_path(e.key), /*create=*/true);
       if (!lock) {  // never delete what a build holds
         log::info(cat("kept ", e.wheel.filename().string(), ": a build holds its key (",

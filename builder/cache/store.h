@@ -115,6 +115,17 @@ class Store {
   explicit Store(std::filesystem::path root) : root_(std::move(root)) {}
   const std::filesystem::path& root() const { return root_; }
 
+  // Marks the directory as a kiln cache, making it when missing: <cache>/CACHEDIR.TAG (the Cache
+  // Directory Tagging Specification) with kiln's line. Every command that writes a cache calls it
+  // first (pipeline::Fetching), and so do staging() and the object store, whoever calls them; a
+  // tag another tool wrote is left as it is.
+  Expected<void> mark() const;
+  // Whether gc and evict may act here: a cache with kiln's tag; one from before the tag when every
+  // top-level name is one kiln makes and a folder only kiln's cache has is there (it gets its tag
+  // now); a missing or empty directory (nothing to act on). Anything else is a BadInput error
+  // naming why: a path that happens to name another directory is never collected.
+  Expected<void> recognise() const;
+
   // The keys of <cache>/wheels, sorted (names beginning with '.' left out).
   std::vector<std::string> keys() const;
   // One entry as every reader takes it (a build's cache hit, ls, verify, gc, the index): the entry
@@ -145,8 +156,9 @@ class Store {
   ObjectsVerified verify_objects() const;
   // Removes a damaged entry so the next build rebuilds it.
   Expected<void> remove(const std::string& key) const;
-  // Removes staging leftovers (what <cache>/tmp holds that no live process has locked) and object
-  // cache entries no build would use (damaged, or stale); with `all`, every entry as well, except
+  // Removes staging leftovers (what <cache>/tmp holds that no live process has locked), what failed
+  // or killed git fetches left in <cache>/git, and object cache entries no build would use
+  // (damaged, or stale); with `all`, every entry as well, except
   // those a build holds the key's lock of (they are kept and named), and every object cache entry.
   Expected<GcResult> gc(bool all) const;
   // Removes the wheel entries and objects last used more than `policy.max_age` seconds before
@@ -260,10 +272,14 @@ class Store {
 
  private:
   std::filesystem::path entry_dir(const std::string& key) const { return wheels() / key; }
+  // gc's pass over <cache>/git (git_gc.cpp): mirrors that pin no commit, and temporary packs a
+  // killed fetch left, in mirrors no fetch holds.
+  GcResult gc_git_mirrors() const;
   // The local object cache entry alone.
   Expected<void> write_object(const std::string& key, std::string_view suffix,
                               std::string_view bytes) const;
   std::filesystem::path root_;
+  mutable bool marked_ = false;  // mark() succeeded once
   std::shared_ptr<SharedCache> shared_;
   mutable LocalStats local_stats_;
 };

@@ -9,6 +9,7 @@
 #include "cli/remote_option.h"
 #include "cli/usage.h"
 #include "core/error.h"
+#include "core/sandbox.h"
 #include "core/strings.h"
 #include "manifest/backend.h"
 #include "pipeline/pipeline.h"
@@ -112,7 +113,7 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
     std::string archs, index_url, backend;
     int jobs = 0;
     bool explain = false, offline = false, keep_build_root = false;
-    std::string expect_key;
+    std::string expect_key, sandbox;
     RemoteOption remote;
   };
   auto opts = std::make_shared<Options>();
@@ -143,6 +144,11 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
                  "Fail unless the plan is one item with this build key (a matrix job's check)");
   sub.add_flag("--keep-build-root", opts->keep_build_root,
                "Keep each package's build root (sources, objects, logs) instead of removing it");
+  sub.add_option("--sandbox", opts->sandbox,
+                 "Where a package's code runs: auto (sandboxed where namespaces may be made), "
+                 "required, off (default: $KILN_SANDBOX, the configuration's, else auto)")
+      ->check(CLI::IsMember({"auto", "required", "off"}))
+      ->type_name("MODE");
   return [&ctx, opts, archs_option, jobs] {
     require_archs_value(archs_option, opts->archs);
     auto targets = ctx.targets(opts->targets, opts->archs);
@@ -158,6 +164,7 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
     po.offline = ctx.offline(opts->offline);
     po.index_url = ctx.index_url(opts->index_url);
     po.keep_build_root = opts->keep_build_root;
+    po.sandbox = *parse_sandbox_mode(opts->sandbox.empty() ? ctx.defaults.sandbox : opts->sandbox);
     po.shared = open_shared_cache(opts->remote, po.cache);
     pipeline::Result result = pipeline::run(plan, po).value();
     if (ctx.json)

@@ -20,7 +20,7 @@ namespace {
 
 // The keys whose wheels `kiln serve` and `kiln index export` serve now (index::build_model's rule).
 std::set<std::string> served_keys(const cache::Store& store) {
-  std::map<std::string, std::string> metadata;
+  index::ScanMemo metadata;
   index::ScanResult scan = index::scan_cache(store.root(), metadata);
   index::IndexModel model = index::build_model(std::move(scan.entries));
   std::set<std::string> out;

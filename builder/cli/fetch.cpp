@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "core/strings.h"
 #include "fetch/print_sha256.h"
+#include "fetch/url.h"
 #include "init/toml_text.h"
 #include "pipeline/pins.h"
 #include "pipeline/sources.h"
@@ -55,14 +56,18 @@ std::string sha256sum_line(const fetch::NewPin& pin) {
 // The [source] table of a manifest that pins what `source` fetched (manifest.cpp's read_source:
 // pypi + file + sha256, url + sha256 + size, path + sha256), its strings TOML-encoded.
 std::string source_toml(const fetch::NewSource& source, const fetch::NewPin& pin) {
-  std::string out = init::toml_comment(source.text) + "[source]\n";
+  std::string out = init::toml_comment(fetch::redact_url(source.text)) + "[source]\n";
   switch (source.kind) {
     case fetch::NewSource::Kind::Pypi:
       out += cat("pypi = ", init::toml_string(source.release.name),
                  "\nfile = ", init::toml_string(pin.file), "\n");
       break;
     case fetch::NewSource::Kind::Url:
-      out += cat("url = ", init::toml_string(source.url), "\n");
+      // A manifest is shared: credentials in the URL stay out of it (and off the terminal).
+      if (fetch::without_userinfo(source.url) != source.url)
+        out +=
+            init::toml_comment("the URL's user info is left out: a manifest holds no credentials");
+      out += cat("url = ", init::toml_string(fetch::without_userinfo(source.url)), "\n");
       break;
     case fetch::NewSource::Kind::Path:
       out += cat("path = ", init::toml_string(source.path.string()), "\n");
@@ -83,11 +88,12 @@ int print_sha256(const Context& ctx, const std::vector<std::string>& sources,
   nlohmann::json out = nlohmann::json::array();
   for (const auto& source : parsed) {
     fetch::NewPin pin = fetch::fetch_new_source(fetching->context(), source).value();
-    out.push_back({{"source", source.text},
+    out.push_back({{"source", fetch::redact_url(source.text)},
                    {"file", pin.file},
                    {"sha256", pin.sha256},
                    {"size", pin.size},
-                   {"url", pin.url.empty() ? nlohmann::json(nullptr) : nlohmann::json(pin.url)},
+                   {"url", pin.url.empty() ? nlohmann::json(nullptr)
+                                           : nlohmann::json(fetch::redact_url(pin.url))},
                    {"path", pin.path.string()}});
     if (!ctx.json) std::cout << sha256sum_line(pin) << std::flush;
     log::raw(source_toml(source, pin));

@@ -17,6 +17,7 @@
 #include "core/fs.h"
 #include "core/log.h"
 #include "core/strings.h"
+#include "index/commands.h"
 #include "index/export.h"
 #include "index/scan.h"
 #include "pipeline/pipeline.h"
@@ -40,7 +41,7 @@ struct Options {
 
 // The entries of several caches, each key once (the first cache that has it).
 index::IndexModel merged_model(const std::vector<std::string>& caches) {
-  std::map<std::string, std::string> metadata;
+  index::ScanMemo metadata;
   std::vector<index::WheelEntry> entries;
   std::vector<std::string> skipped;
   std::set<std::string> keys;
@@ -77,7 +78,7 @@ index::IndexModel plan_model(Context& ctx, const Options& opts) {
   }
   if (po.shared)
     log::info(cat("took ", remote, " of ", keys.size(), " wheels from the remote cache"));
-  std::map<std::string, std::string> metadata;
+  index::ScanMemo metadata;
   index::ScanResult scan = index::scan_cache(po.cache, metadata);
   std::vector<index::WheelEntry> entries;
   for (auto& e : scan.entries)
@@ -98,16 +99,19 @@ void print_recipes(const index::IndexModel& model, const std::filesystem::path& 
   for (const auto& part : dir.relative_path())
     url += cat("/", index::percent_encode(part.string()));
   for (const auto& [name, t] : model.targets) {
-    std::string indexes = cat("--index ", url, "/", index::percent_encode(name), "/simple/");
-    if (auto it = routes.targets.find(name); it != routes.targets.end() && !it->second.url.empty())
-      indexes += cat(" --index ", it->second.url);
-    indexes += cat(" --default-index ", routes.fallback);
-    std::string packages = pinned_projects(t);
-    log::info(cat(name, ": uv pip install ", indexes, packages));
-    log::info(cat(name, ": pip: lock the hashes with uv pip compile --generate-hashes", indexes,
-                  " requirements.in -o requirements.txt, then pip install --require-hashes ",
-                  "--index-url ", url, "/", index::percent_encode(name), "/simple/",
-                  " --extra-index-url ", routes.fallback, " -r requirements.txt"));
+    std::string torch;
+    if (auto it = routes.targets.find(name); it != routes.targets.end()) torch = it->second.url;
+    index::ExportCommands c = index::export_commands(
+        t, cat(url, "/", index::percent_encode(name), "/simple/"), torch, routes.fallback);
+    auto uv = shell_command(c.uv), lock = shell_command(c.lock), pip = shell_command(c.pip);
+    if (!uv || !lock || !pip) {
+      log::warn(cat(name, ": no install commands: a word of them holds a control character"));
+      continue;
+    }
+    // One command a line, each pasted as it stands (a shell ignores what follows '#').
+    log::info(cat(name, ": ", *uv));
+    log::info(cat(name, ": ", *lock, "  # for pip: requirements.in names the projects above"));
+    log::info(cat(name, ": ", *pip));
   }
 }
 

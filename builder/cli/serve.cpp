@@ -21,6 +21,7 @@
 #include "core/log.h"
 #include "core/strings.h"
 #include "doctor/doctor.h"
+#include "index/commands.h"
 #include "index/scan.h"
 #include "index/server.h"
 
@@ -82,7 +83,7 @@ std::string host_port(const std::string& host, std::uint16_t port) {
 }
 
 struct Install {
-  std::string pip, uv;
+  std::string pip, uv;  // the lines, or "" when one cannot be printed faithfully
 };
 
 // The one command per client that installs a target's projects: kiln's index alone (kiln sends
@@ -90,10 +91,9 @@ struct Install {
 Install install_commands(const index::Target& t, const std::string& base, const std::string& host,
                          std::uint16_t port) {
   std::string index = cat(base, index::percent_encode(t.name), "/simple/");
-  std::string packages = pinned_projects(t);
-  std::string trusted = loopback(host) ? "" : cat(" --trusted-host ", host_port(host, port));
-  return {cat("pip install --index-url ", index, trusted, packages),
-          cat("uv pip install --index-url ", index, packages)};
+  index::InstallCommands c =
+      index::install_commands(t, index, loopback(host) ? "" : host_port(host, port));
+  return {shell_command(c.pip).value_or(""), shell_command(c.uv).value_or("")};
 }
 
 struct Banner {
@@ -134,8 +134,10 @@ void print_banner(const index::IndexModel& model, const Banner& banner,
   if (model.targets.empty())
     log::info("no wheels in the cache yet; builds appear here without a restart");
   for (const auto& [name, cmd] : banner.install) {
-    log::info(cat(name, ": ", cmd.pip));
-    log::info(cat(name, ": ", cmd.uv));
+    if (cmd.pip.empty() || cmd.uv.empty())
+      log::warn(cat(name, ": no install command: a word of it holds a control character"));
+    for (const auto& line : {cmd.pip, cmd.uv})
+      if (!line.empty()) log::info(cat(name, ": ", line));
   }
   if (routes.fallback.empty()) {
     log::info("--no-fallback: projects that are not kiln's are not found here");

@@ -10,7 +10,9 @@
 namespace kiln::cli {
 
 std::set<std::string, std::less<>> own_names(Context& ctx) {
-  std::set<std::string, std::less<>> names{"kiln"};
+  // kiln's own tool wheel is always kiln's to answer for, with or without <cache>/kiln-wheels/:
+  // redirected, `uvx --from kiln-wheels` would take whatever another index calls by that name.
+  std::set<std::string, std::less<>> names{"kiln-wheels"};
   auto add = [&](std::string name) {
     if (index::is_project_name(name)) names.insert(std::move(name));
   };
@@ -21,13 +23,6 @@ std::set<std::string, std::less<>> own_names(Context& ctx) {
     log::warn(cat("kiln's own project names: only the cache's (", e.what(), ")"));
   }
   return names;
-}
-
-std::string pinned_projects(const index::Target& target) {
-  std::string out;
-  for (const auto& [name, p] : target.projects)
-    out += cat(" ", name, p.versions.empty() ? "" : cat("==", p.versions.back()));
-  return out;
 }
 
 std::string default_fallback() {

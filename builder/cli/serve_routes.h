@@ -13,12 +13,8 @@
 
 namespace kiln::cli {
 
-// Every manifest's name (normalised) and kiln's own.
+// Every manifest's name (normalised) and kiln's own tool wheel's (kiln-wheels).
 std::set<std::string, std::less<>> own_names(Context& ctx);
-
-// " name==version …": each of a target's projects pinned to its newest served version, as the
-// install commands `kiln serve` and `kiln index export` print name them.
-std::string pinned_projects(const index::Target& target);
 
 // The index kiln resolves with (--index-url, $PIP_INDEX_URL, pip's config, PyPI), as an upstream.
 std::string default_fallback();

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/sandbox.h"
 #include "core/strings.h"
 #include "manifest/settings.h"
 #include "manifest/target.h"
@@ -28,9 +29,19 @@ fs::path home() {
 }
 
 // $XDG_CONFIG_HOME/kiln/config.toml (an absolute XDG_CONFIG_HOME only, as the spec says), else
-// ~/.config/kiln/config.toml; KILN_CONFIG names another file, KILN_CONFIG=/dev/null none.
-fs::path config_file() {
-  if (std::string f = env_value("KILN_CONFIG"); !f.empty()) return f;
+// ~/.config/kiln/config.toml, when it exists; KILN_CONFIG names another file, which must exist
+// (a mistyped path must not quietly give another cache to `kiln cache gc --all`), and
+// KILN_CONFIG=/dev/null none.
+std::optional<fs::path> config_file() {
+  if (std::string f = env_value("KILN_CONFIG"); !f.empty()) {
+    if (f == "/dev/null") return std::nullopt;
+    std::error_code ec;
+    if (!fs::is_regular_file(f, ec))
+      raise(Error::bad_input(cat("$KILN_CONFIG: ", printable_excerpt(f, 200),
+                                 fs::exists(f, ec) ? " is not a regular file" : " does not exist",
+                                 " (KILN_CONFIG=/dev/null: no configuration file)")));
+    return f;
+  }
   std::string xdg = env_value("XDG_CONFIG_HOME");
   fs::path base = !xdg.empty() && xdg.front() == '/' ? fs::path(xdg) : home() / ".config";
   return base / "kiln" / "config.toml";
@@ -93,6 +104,12 @@ void apply_environment(Defaults& d) {
   if (std::string v = env_value("KILN_TARGET"); !v.empty()) d.targets = split(v, ",", true);
   if (std::string v = env_value("KILN_JOBS"); !v.empty()) d.jobs = parse_jobs(v);
   if (const char* v = std::getenv("KILN_OFFLINE")) d.offline = parse_bool("KILN_OFFLINE", v);
+  if (std::string v = env_value("KILN_SANDBOX"); !v.empty()) {
+    if (!parse_sandbox_mode(v))
+      raise(Error::bad_input(cat("$KILN_SANDBOX: '", printable_excerpt(v, 40),
+                                 "' is not a sandbox mode (auto, required or off)")));
+    d.sandbox = v;
+  }
   if (std::string v = env_value("KILN_INDEX_URL"); !v.empty()) {
     if (!manifest::is_index_url(v))
       raise(Error::bad_input(cat("$KILN_INDEX_URL: '", printable_excerpt(v, 80),
@@ -105,10 +122,12 @@ void apply_environment(Defaults& d) {
 
 Defaults load_defaults() {
   Defaults d;
-  fs::path file = config_file();
-  manifest::UserConfig c = manifest::load_user_config(file, home()).value();
-  std::error_code ec;
-  if (fs::is_regular_file(file, ec)) d.config = file;
+  manifest::UserConfig c;
+  if (std::optional<fs::path> file = config_file()) {
+    c = manifest::load_user_config(*file, home()).value();
+    std::error_code ec;
+    if (fs::is_regular_file(*file, ec)) d.config = *file;
+  }
   d.cache = c.cache;
   d.manifests = c.manifests;
   d.patches = c.patches;
@@ -116,6 +135,7 @@ Defaults load_defaults() {
   d.jobs = c.jobs;
   d.offline = c.offline.value_or(false);
   d.index_url = c.index_url;
+  if (!c.sandbox.empty()) d.sandbox = c.sandbox;
   apply_environment(d);
   if (d.cache.empty()) d.cache = default_cache();
   if (d.manifests.empty()) d.manifests = default_manifests();

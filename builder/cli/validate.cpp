@@ -11,6 +11,7 @@
 #include "core/fs.h"
 #include "core/log.h"
 #include "core/process.h"
+#include "core/sandbox.h"
 #include "core/strings.h"
 #include "pipeline/validate_inputs.h"
 #include "validate/validate.h"
@@ -78,6 +79,7 @@ std::optional<manifest::Target> chosen_target(Context& ctx, const Args& args,
 
 int run_validate(Context& ctx, const Args& args) {
   validate::Options base = base_options(args);
+  base.sandbox = *parse_sandbox_mode(ctx.defaults.sandbox);
   std::optional<manifest::Target> target = chosen_target(ctx, args, base);
   std::vector<fs::path> wheels;
   for (const auto& p : args.paths) {

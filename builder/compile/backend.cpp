@@ -16,6 +16,7 @@ CompileBasics compile_basics(const BuildRequest& request) {
   b.archs = request.archs;
   b.jobs = request.jobs;
   b.manylinux = request.manylinux;
+  b.sandbox = request.sandbox;
   return b;
 }
 

@@ -15,6 +15,7 @@
 
 #include "cache/store.h"
 #include "compile/jobs.h"
+#include "compile/sandbox.h"
 #include "core/expected.h"
 #include "manifest/arch.h"
 #include "manifest/backend.h"
@@ -47,6 +48,7 @@ struct BuildRequest {
   struct Setuptools {
     std::filesystem::path env;  // the pinned environment (ensure_build_env)
   } setuptools;
+  SandboxMode sandbox = SandboxMode::Auto;  // where the package's code runs (compile/sandbox.h)
 };
 
 // What the compiling backends take from every request: the package, its build root, the
@@ -60,6 +62,7 @@ struct CompileBasics {
   manifest::ArchList archs;
   int jobs = 0;        // 0: one per core
   int manylinux = 28;  // the glibc minor of the wheel's floor (compat.h)
+  SandboxMode sandbox = SandboxMode::Auto;
 };
 CompileBasics compile_basics(const BuildRequest& request);  // request.toolchain must be set
 

@@ -9,6 +9,7 @@
 
 #include "core/fs.h"
 #include "core/hash.h"
+#include "core/json.h"
 #include "core/log.h"
 #include "core/strings.h"
 
@@ -137,7 +138,7 @@ std::optional<Deps> parse_candidate(const json& files) {
 }  // namespace
 
 std::optional<std::vector<Deps>> parse_manifest(std::string_view text) {
-  json doc = json::parse(text, nullptr, false);
+  json doc = parse_json(text);
   if (!doc.is_object() || doc.value("format", "") != kManifestFormat) return std::nullopt;
   auto it = doc.find("candidates");
   if (it == doc.end() || !it->is_array() || it->size() > kMaxCandidates) return std::nullopt;

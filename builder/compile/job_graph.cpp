@@ -255,7 +255,11 @@ Expected<void> stage_host_inputs(const nvcc::DevicePart& from, const nvcc::HostP
         cat(from.stub.string(), " does not include ", hp.fatbin_source.filename().string()));
   KILN_CHECK(write_file_atomic(hp.module_id, module_id));
   KILN_CHECK(write_file_atomic(hp.stub, nvcc::moved_stub(stub, from.stub, hp.stub)));
-  return write_file_atomic(hp.fatbin_source, reference);
+  KILN_CHECK(write_file_atomic(hp.fatbin_source, reference));
+  // The sandbox's, as if its own jobs had written them (fatbinary writes over the reference).
+  for (const auto& file : {hp.module_id, hp.stub, hp.fatbin_source})
+    KILN_CHECK(TreeLoan::lend_file(file));
+  return {};
 }
 
 class Planner {

@@ -17,6 +17,7 @@
 #include "core/log.h"
 #include "core/process.h"
 #include "core/strings.h"
+#include "core/terminal.h"
 
 namespace kiln::compile {
 
@@ -43,6 +44,12 @@ const std::vector<std::string>& step_argv(const Job& job, std::size_t step) {
 Expected<Child> spawn_step(const Job& job, std::size_t step) {
   ProcessSpec spec;
   spec.argv = step_argv(job, step);
+  if (job.sandbox) {
+    log::verbose(cat("$ ", format_argv(spec.argv), "  (sandboxed)"));
+    SandboxSpec sandbox = *job.sandbox;
+    for (const auto& [name, value] : job.env) sandbox.keep_env.push_back(name);
+    spec.argv = sandboxed(sandbox, spec.argv);
+  }
   spec.env_set = job.env;
   spec.env_unset = job.env_unset;
   spec.cwd = job.cwd;
@@ -50,7 +57,7 @@ Expected<Child> spawn_step(const Job& job, std::size_t step) {
   spec.log_file = job.log;
   spec.append_log = step > 0;
   spec.inherit_fds = job.inherit_fds;
-  log::verbose(cat("$ ", format_argv(spec.argv)));
+  if (!job.sandbox) log::verbose(cat("$ ", format_argv(spec.argv)));
   return spawn(spec);
 }
 
@@ -86,6 +93,16 @@ void stop_all(std::list<Running>& running) {
 
 }  // namespace
 
+Expected<std::int64_t> job_timeout_seconds() {
+  std::string text = env_value("KILN_JOB_TIMEOUT");
+  if (text.empty()) return 4 * 3600;
+  auto seconds = parse_duration(text);
+  if (!seconds || *seconds < 1 || *seconds > 7 * 86400)
+    return Error::bad_input(cat("KILN_JOB_TIMEOUT=", printable_excerpt(text, 40),
+                                ": expected a duration of 1s to 7d (e.g. 90s, 30m, 2h)"));
+  return *seconds;
+}
+
 int default_slots() {
   long n = ::sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? static_cast<int>(n) : 1;
@@ -113,6 +130,7 @@ class Runner {
   Runner(const std::vector<Job>& jobs, const RunnerOptions& options)
       : jobs_(jobs),
         slots_(options.slots > 0 ? options.slots : default_slots()),
+        timeout_(options.job_timeout_seconds),
         memory_(options.memory_gib > 0 ? options.memory_gib : available_memory_gib() * 0.9),
         state_(jobs.size(), 0),
         ask_again_(jobs.size(), 0),
@@ -124,6 +142,10 @@ class Runner {
 
   Expected<JobStats> run() {
     const double start = now();
+    if (timeout_ <= 0) {
+      KILN_TRY(std::int64_t seconds, job_timeout_seconds());
+      timeout_ = static_cast<double>(seconds);
+    }
     progress_->begin(jobs_, slots_);
     while (done_ < jobs_.size()) {
       if (interrupted()) {
@@ -206,6 +228,11 @@ class Runner {
     for (auto r = running_.begin(); r != running_.end();) {
       ProcessResult result;
       if (!r->child->poll(result)) {
+        if (now() - r->started > timeout_) {
+          Error late = overdue(jobs_[r->index]);
+          abort();
+          return late;
+        }
         ++r;
         continue;
       }
@@ -257,12 +284,26 @@ class Runner {
 
   static Error failure(const Job& job, std::size_t step, const ProcessResult& result) {
     auto text = read_file(job.log);
+    std::string limits;
+    if (job.sandbox) {
+      const SandboxLimits& l = job.sandbox->limits;
+      limits = cat("\n(in the sandbox, as nobody: at most ", l.processes,
+                   " processes (KILN_MAX_PROCESSES), ", l.files, " open files, ", l.file_size >> 20,
+                   " MiB a file (KILN_MAX_FILE_SIZE))");
+    }
     return Error::failed(cat(job.label, " failed (",
                              result.term_signal ? cat("signal ", result.term_signal)
                                                 : cat("exit ", result.exit_code),
                              "); log: ", job.log.string()),
                          cat("command: ", format_argv(step_argv(job, step)), "\n",
-                             tail_lines(text ? *text : std::string(), 25)));
+                             tail_lines(text ? *text : std::string(), 25), limits));
+  }
+
+  Error overdue(const Job& job) const {
+    auto text = read_file(job.log);
+    return Error::failed(cat(job.label, " ran past its deadline of ", format_seconds(timeout_),
+                             " (KILN_JOB_TIMEOUT) and was stopped; log: ", job.log.string()),
+                         tail_lines(text ? *text : std::string(), 25));
   }
 
   // Stops every running job and runs their `finally`.
@@ -274,6 +315,7 @@ class Runner {
 
   const std::vector<Job>& jobs_;
   const int slots_;
+  double timeout_;
   const double memory_;
   JobStats stats_;
   std::vector<int> state_;         // 0 waiting, 1 running, 2 done

@@ -5,10 +5,12 @@
 
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/expected.h"
+#include "core/sandbox.h"
 
 namespace kiln::compile {
 
@@ -46,6 +48,9 @@ struct Job {
   std::function<Expected<Gate>()> gate;
   // Runs once a job that ran has ended, however it ended (e.g. to release the lease).
   std::function<void()> finally;
+  // The sandbox its commands run in (core/sandbox.h), the job's own variables passed in too;
+  // none: they run as kiln's children.
+  std::shared_ptr<const SandboxSpec> sandbox;
 };
 
 struct JobStats {
@@ -68,7 +73,12 @@ struct RunnerOptions {
   int slots = 0;                        // 0: the number of cores
   double memory_gib = 0;                // 0: MemAvailable
   CompileProgress* progress = nullptr;  // what it shows; none: CompileProgress::to_stderr()
+  double job_timeout_seconds = 0;       // 0: job_timeout_seconds()
 };
+
+// How long one job may run before it is stopped and the build fails naming it: $KILN_JOB_TIMEOUT
+// (parse_duration's form, 1 s to 7 d), else 4 hours (a hung compiler is a real failure mode).
+Expected<std::int64_t> job_timeout_seconds();
 
 Expected<JobStats> run_jobs(const std::vector<Job>& jobs, const RunnerOptions& options);
 

@@ -15,6 +15,7 @@
 #include "compile/pid_namespace.h"
 #include "compile/pure.h"
 #include "compile/runner.h"
+#include "compile/sandbox.h"
 #include "compile/source_times.h"
 #include "core/clock.h"
 #include "core/fs.h"
@@ -27,16 +28,22 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A module kiln reads back from the build root (as its link left it, following no link).
+constexpr std::uint64_t kMaxModuleBytes = std::uint64_t(4) << 30;
+
 // The build root's fixed views the flags refer to (torch/, python/, cuda/), the floor's compat
-// headers, its output folders, and the sources' mtimes.
+// headers, its output folders, and the sources' mtimes. Each view points at the real path (the
+// sandbox holds real paths only; compilers record the view's name, not where it points).
 Expected<void> prepare_root(const NativeContext& ctx) {
   for (const auto& [link, target] :
        {std::pair<std::string, fs::path>{"torch", ctx.torch.root},
         std::pair<std::string, fs::path>{"python", ctx.python.include_dir},
         std::pair<std::string, fs::path>{"cuda", ctx.cuda.home}}) {
     std::error_code ec;
+    fs::path real = fs::canonical(target, ec);
+    if (ec) real = target;
     fs::remove(ctx.root / link, ec);
-    fs::create_directory_symlink(target, ctx.root / link, ec);
+    fs::create_directory_symlink(real, ctx.root / link, ec);
     if (ec)
       return Error::failed(cat("cannot link ", (ctx.root / link).string(), ": ", ec.message()));
   }
@@ -93,8 +100,8 @@ bool compiles_cuda(const std::vector<Unit>& units) {
 }
 
 // What the planner needs: the units (with their sources' sizes), nvcc's dry runs and its arch
-// list, the PID namespace prefix.
-Expected<PlanInput> plan_input(const NativeContext& ctx, int slots) {
+// list, the PID namespace prefix (none in a sandbox: its commands are each their PID 1).
+Expected<PlanInput> plan_input(const NativeContext& ctx, int slots, bool sandboxed) {
   PlanInput input;
   input.ctx = &ctx;
   input.slots = slots;
@@ -103,7 +110,7 @@ Expected<PlanInput> plan_input(const NativeContext& ctx, int slots) {
     std::error_code ec;
     u.source_bytes = static_cast<double>(fs::file_size(ctx.root / "src" / u.source, ec));
   }
-  if (compiles_cuda(input.units)) input.pid_prefix = nvcc_pid_namespace().prefix;
+  if (compiles_cuda(input.units) && !sandboxed) input.pid_prefix = nvcc_pid_namespace().prefix;
   input.arch_list = canonical_arch_list(ctx.cuda.nvcc);
   input.dry_runs = dry_run_commands(ctx, input.units, input.arch_list);
   for (const auto& dir : input.dry_runs.directories) KILN_CHECK(ensure_directory(dir));
@@ -113,16 +120,35 @@ Expected<PlanInput> plan_input(const NativeContext& ctx, int slots) {
 
 }  // namespace
 
-Expected<NativeResult> build_native(const NativeContext& ctx) {
-  const int slots = ctx.jobs > 0 ? ctx.jobs : default_slots();
+Expected<NativeResult> build_native(const NativeContext& given) {
+  const int slots = given.jobs > 0 ? given.jobs : default_slots();
+  // Every compile and the link in the build's sandbox, each its own PID 1 (nvcc keeps its id);
+  // objects made there are never taken for objects made outside one, nor the other way round.
+  KILN_TRY(BuildSandbox sandbox, build_sandbox(given, given.torch.root, {}));
+  NativeContext ctx = given;
+  if (sandbox.spec) ctx.object_salt += "\nsandboxed";
   KILN_CHECK(prepare_root(ctx));
-  KILN_TRY(PlanInput input, plan_input(ctx, slots));
+  KILN_TRY(PlanInput input, plan_input(ctx, slots, sandbox.spec.has_value()));
   const bool cuda = compiles_cuda(input.units);
   StoreObjectCache objects(*ctx.cache);
   JobGraph graph = plan_jobs(std::move(input), objects);
+  if (sandbox.spec) {
+    auto spec = std::make_shared<const SandboxSpec>(std::move(*sandbox.spec));
+    for (auto& planned : graph.jobs) planned.job.sandbox = spec;
+  }
   ProcessRunner runner;
-  KILN_TRY(NativeResult result, run_graph(std::move(graph), runner, slots, ctx.root_lock_fd));
-  if (cuda && !nvcc_pid_namespace().caveat.empty())
+  // The root is the sandbox's (nobody's, where kiln is root) while its jobs run.
+  std::optional<TreeLoan> loan;
+  for (const auto& dir : graph.directories) KILN_CHECK(ensure_directory(dir));  // lent too
+  if (sandbox.spec) {
+    KILN_TRY(TreeLoan lent, TreeLoan::lend(ctx.root));
+    loan.emplace(std::move(lent));
+  }
+  auto ran = run_graph(std::move(graph), runner, slots, ctx.root_lock_fd);
+  if (loan) KILN_CHECK(loan->give_back());
+  KILN_TRY(NativeResult result, std::move(ran));
+  if (!sandbox.caveat.empty()) result.caveats.push_back(sandbox.caveat);
+  if (cuda && !sandbox.spec && !nvcc_pid_namespace().caveat.empty())
     result.caveats.push_back(nvcc_pid_namespace().caveat);
   std::error_code ec;
   fs::remove_all(ctx.root / "keep", ec);  // the objects are built: nvcc's intermediates can go
@@ -153,7 +179,7 @@ class NativeBackend final : public Backend {
     out.objects_reused = built.objects_reused;
     out.caveats = std::move(built.caveats);
     for (const auto& mod : built.modules) {
-      KILN_TRY(std::string data, read_file(mod.file));
+      KILN_TRY(std::string data, read_file_beneath(request.root, mod.file, kMaxModuleBytes));
       out.files.push_back({mod.wheel_path, std::move(data), true});
       out.modules.push_back(mod.wheel_path);
     }

@@ -8,6 +8,7 @@
 #include "compile/backend.h"
 #include "compile/compat.h"
 #include "compile/pid_namespace.h"
+#include "compile/sandbox.h"
 #include "compile/source_times.h"
 #include "core/clock.h"
 #include "core/fs.h"
@@ -23,6 +24,11 @@ namespace kiln::compile {
 namespace fs = std::filesystem;
 
 namespace {
+
+// What kiln reads back from a build root the package's code wrote: the wheel pip made, ninja's
+// logs.
+constexpr std::uint64_t kMaxBuiltWheelBytes = std::uint64_t(4) << 30;
+constexpr std::uint64_t kMaxNinjaLogBytes = std::uint64_t(64) << 20;
 
 // pip and Python settings that would let a user's configuration into the build.
 const std::vector<std::string> kUnsetForPython = {
@@ -97,9 +103,27 @@ std::vector<fs::path> find_ninja_logs(const fs::path& build_dir) {
 // only compile archs (or pieces of one) in parallel, and the fat binary then holds the archs in
 // the order they finished, so one key made different bytes (the build is already one ninja job
 // per source, slots in parallel).
-std::string nvcc_wrapper(const fs::path& nvcc) {
-  std::vector<std::string> exec = nvcc_pid_namespace().prefix;
+//
+// In the build's sandbox, where kiln's own PID namespace prefix cannot run (no capability), nvcc
+// gets a user namespace and a PID namespace of its own (`unshare --user --map-root-user --pid`,
+// which needs none) where the kernel allows it; where not, it runs as it is and leaves `marker`,
+// and the build's caveats say so.
+std::string nvcc_wrapper(const fs::path& nvcc, bool sandboxed, const fs::path& marker) {
+  std::vector<std::string> prefix =
+      sandboxed
+          ? std::vector<std::string>{"unshare",      "--user", "--map-root-user", "--pid", "--fork",
+                                     "--kill-child", "--"}
+          : nvcc_pid_namespace().prefix;
+  std::vector<std::string> exec = prefix;
   exec.push_back(nvcc.string());
+  std::string fallback;
+  if (sandboxed) {
+    std::vector<std::string> probe = prefix;
+    probe.push_back("true");
+    fallback =
+        cat("if ! ", format_argv(probe), " 2>/dev/null; then\n  : > ", shell_quote(marker.string()),
+            "\n  exec ", shell_quote(nvcc.string()), " \"$@\"\nfi\n");
+  }
   return cat(
       "#!/bin/sh\n",
       "# Written by kiln for the setuptools backend: nvcc with named intermediates beside the "
@@ -114,7 +138,7 @@ std::string nvcc_wrapper(const fs::path& nvcc) {
       "  set -- \"$@\" \"$arg\"\n", "done\n",
       "if [ -n \"$out\" ]; then\n  mkdir -p \"$out.keep\" && set -- \"$@\" --keep --keep-dir "
       "\"$out.keep\"\nfi\n",
-      "exec ", format_argv(exec), " \"$@\"\n");
+      fallback, "exec ", format_argv(exec), " \"$@\"\n");
 }
 
 Expected<std::string> torch_cuda_arch_list(const manifest::ArchList& archs) {
@@ -224,18 +248,104 @@ Expected<void> ensure_build_env(const BuildEnvSpec& spec) {
   return {};
 }
 
+namespace {
+
+// The pip build's sandbox: besides the build's own (compile/sandbox.h), the environment, the
+// interpreter it was made from (its prefix: the standard library), and a torch of the target's
+// environment with the site-packages it imports from.
+Expected<BuildSandbox> setuptools_sandbox(const SetuptoolsContext& ctx) {
+  std::error_code ec;
+  fs::path interpreter = fs::canonical(ctx.python.executable, ec);
+  std::vector<fs::path> extra = {ctx.env, fs::canonical(ctx.env, ec)};
+  if (!interpreter.empty()) extra.push_back(interpreter.parent_path().parent_path());
+  if (!ctx.torch_root.empty()) extra.push_back(ctx.torch_root.parent_path());
+  return build_sandbox(ctx, ctx.torch_root, extra);
+}
+
+// Runs `job`; a sandboxed job with `root` its (nobody's, where kiln is root) while it runs.
+Expected<JobStats> run_sandboxed(const Job& job, const RunnerOptions& options,
+                                 const fs::path& root) {
+  if (!job.sandbox) return run_jobs({job}, options);
+  KILN_TRY(TreeLoan loan, TreeLoan::lend(root));
+  auto ran = run_jobs({job}, options);
+  KILN_CHECK(loan.give_back());
+  return ran;
+}
+
+// What each compile the package's ninja ran took (its .ninja_log files, kept with the job logs).
+void add_ninja_timings(const fs::path& root, JobStats& stats) {
+  for (const auto& log_path : find_ninja_logs(root / "src" / "build")) {
+    auto text = read_file_beneath(root, log_path, kMaxNinjaLogBytes);
+    if (!text) continue;
+    auto kept = write_file_atomic(
+        root / "logs" / cat("ninja_log.", log_path.parent_path().filename().string()), *text);
+    (void)kept;
+    const std::string dir = log_path.parent_path().string() + "/";
+    for (const auto& [output, seconds] : parse_ninja_log(*text)) {
+      std::string name = output.rfind(dir, 0) == 0 ? output.substr(dir.size()) : output;
+      stats.timings.push_back({cat("ninja ", name), seconds, 0, 0});
+    }
+  }
+}
+
+// The one wheel pip wrote into `dist`: its package files and extension modules into `result`.
+Expected<void> take_built_wheel(const SetuptoolsContext& ctx, const fs::path& dist,
+                                const fs::path& log, SetuptoolsResult& result) {
+  std::error_code ec;
+  std::vector<fs::path> wheels;
+  for (const auto& entry : fs::directory_iterator(dist, ec))
+    if (entry.path().extension() == ".whl") wheels.push_back(entry.path());
+  if (wheels.size() != 1)
+    return Error::failed(cat("pip wheel of ", ctx.manifest->name, " wrote ", wheels.size(),
+                             " wheels into ", dist.string(),
+                             ", expected one; log: ", log.string()));
+  result.built_wheel = wheels[0].filename().string();
+  // Read as the package's code left it, following no link (it may have made dist/ or the wheel
+  // one, to a file kiln can read and it cannot).
+  KILN_TRY(std::string bytes, read_file_beneath(ctx.root, wheels[0], kMaxBuiltWheelBytes));
+  KILN_TRY(auto files, wheel::read_wheel_files(std::move(bytes), result.built_wheel));
+  for (auto& e : files) {
+    std::string top = e.path.substr(0, e.path.find('/'));
+    if (top.size() < e.path.size() && top.ends_with(".dist-info")) continue;  // kiln writes its own
+    if (top.size() < e.path.size() && top.ends_with(".data"))
+      return Error::failed(
+          cat(result.built_wheel, " installs files outside the package (", e.path,
+              "): the setuptools backend ships packages and extension modules only"));
+    if (e.symlink) return Error::failed(cat(result.built_wheel, ": ", e.path, " is a symlink"));
+    bool elf = is_elf(e.data);
+    if (elf) result.modules.push_back(e.path);
+    if (e.path.ends_with(".pyc") || e.path.find("__pycache__/") != std::string::npos) continue;
+    result.files.push_back({e.path, std::move(e.data), elf || e.executable});
+  }
+  if (result.modules.empty())
+    return Error::failed(cat("the setuptools build of ", ctx.manifest->name,
+                             " wrote no extension module (", result.built_wheel,
+                             "); a pure-Python package wants backend = \"pure\""));
+  return {};
+}
+
+}  // namespace
+
 Expected<SetuptoolsResult> build_setuptools(const SetuptoolsContext& ctx) {
   KILN_TRY(std::string arch_list, torch_cuda_arch_list(ctx.archs));
   const int slots = ctx.jobs > 0 ? ctx.jobs : default_slots();
+  KILN_TRY(BuildSandbox sandbox, setuptools_sandbox(ctx));
+  // Written by the nvcc wrapper, inside the sandbox (where logs/ is read-only).
+  const fs::path outside_marker = ctx.root / "marks" / "nvcc-outside-pid-namespace";
+  KILN_CHECK(ensure_directory(outside_marker.parent_path()));
   // The environment through a fixed path: the torch headers' paths are recorded in the objects.
   std::error_code ec;
   fs::remove(ctx.root / "env", ec);
-  fs::create_directory_symlink(ctx.env, ctx.root / "env", ec);
+  fs::path env = fs::canonical(ctx.env, ec);  // a real path: the sandbox holds real paths only
+  if (ec) env = ctx.env;
+  fs::create_directory_symlink(env, ctx.root / "env", ec);
   if (ec)
     return Error::failed(cat("cannot link ", (ctx.root / "env").string(), ": ", ec.message()));
   const fs::path nvcc = ctx.root / "bin" / "nvcc";
   KILN_CHECK(ensure_directory(nvcc.parent_path()));
-  KILN_CHECK(write_file_atomic(nvcc, nvcc_wrapper(ctx.cuda.nvcc), 0755));
+  fs::remove(outside_marker, ec);
+  KILN_CHECK(write_file_atomic(
+      nvcc, nvcc_wrapper(ctx.cuda.nvcc, sandbox.spec.has_value(), outside_marker), 0755));
   const fs::path dist = ctx.root / "dist";
   fs::remove_all(dist, ec);
   KILN_CHECK(ensure_directory(dist));
@@ -243,7 +353,8 @@ Expected<SetuptoolsResult> build_setuptools(const SetuptoolsContext& ctx) {
   const char* path = std::getenv("PATH");
   Job job;
   job.label = cat("pip wheel ", ctx.manifest->name);
-  job.argv = network_prefix();
+  // The sandbox has no network of its own; unsandboxed, a network namespace where one may be made.
+  if (!sandbox.spec) job.argv = network_prefix();
   const std::vector<std::string> pip = {(ctx.root / "env" / "bin" / "python").string(),
                                         "-m",
                                         "pip",
@@ -288,52 +399,20 @@ Expected<SetuptoolsResult> build_setuptools(const SetuptoolsContext& ctx) {
   job.log = ctx.root / "logs" / "setuptools.log";
   job.weight = slots;
   job.memory_gib = 1;
+  if (sandbox.spec) job.sandbox = std::make_shared<const SandboxSpec>(std::move(*sandbox.spec));
   RunnerOptions options;
   options.slots = slots;
-  KILN_TRY(JobStats stats, run_jobs({job}, options));
+  KILN_TRY(JobStats stats, run_sandboxed(job, options, ctx.root));
 
   SetuptoolsResult result;
   result.stats = std::move(stats);
-  for (const auto& log_path : find_ninja_logs(ctx.root / "src" / "build")) {
-    auto text = read_file(log_path);
-    if (!text) continue;
-    // Kept with the job logs: what each compile took.
-    auto kept = write_file_atomic(
-        ctx.root / "logs" / cat("ninja_log.", log_path.parent_path().filename().string()), *text);
-    (void)kept;
-    const std::string dir = log_path.parent_path().string() + "/";
-    for (const auto& [output, seconds] : parse_ninja_log(*text)) {
-      std::string name = output.rfind(dir, 0) == 0 ? output.substr(dir.size()) : output;
-      result.stats.timings.push_back({cat("ninja ", name), seconds, 0, 0});
-    }
-  }
-
-  std::vector<fs::path> wheels;
-  for (const auto& entry : fs::directory_iterator(dist, ec))
-    if (entry.path().extension() == ".whl") wheels.push_back(entry.path());
-  if (wheels.size() != 1)
-    return Error::failed(cat("pip wheel of ", ctx.manifest->name, " wrote ", wheels.size(),
-                             " wheels into ", dist.string(),
-                             ", expected one; log: ", job.log.string()));
-  result.built_wheel = wheels[0].filename().string();
-  KILN_TRY(auto files, wheel::read_wheel_files(wheels[0]));
-  for (auto& e : files) {
-    std::string top = e.path.substr(0, e.path.find('/'));
-    if (top.size() < e.path.size() && top.ends_with(".dist-info")) continue;  // kiln writes its own
-    if (top.size() < e.path.size() && top.ends_with(".data"))
-      return Error::failed(
-          cat(result.built_wheel, " installs files outside the package (", e.path,
-              "): the setuptools backend ships packages and extension modules only"));
-    if (e.symlink) return Error::failed(cat(result.built_wheel, ": ", e.path, " is a symlink"));
-    bool elf = is_elf(e.data);
-    if (elf) result.modules.push_back(e.path);
-    if (e.path.ends_with(".pyc") || e.path.find("__pycache__/") != std::string::npos) continue;
-    result.files.push_back({e.path, std::move(e.data), elf || e.executable});
-  }
-  if (result.modules.empty())
-    return Error::failed(cat("the setuptools build of ", ctx.manifest->name,
-                             " wrote no extension module (", result.built_wheel,
-                             "); a pure-Python package wants backend = \"pure\""));
+  if (!sandbox.caveat.empty()) result.caveats.push_back(sandbox.caveat);
+  if (sandbox.spec ? fs::exists(outside_marker, ec) : !nvcc_pid_namespace().caveat.empty())
+    result.caveats.push_back(
+        "nvcc ran outside a PID namespace (unshare --pid is not permitted here): objects whose "
+        "code has anonymous namespaces differ between builds");
+  add_ninja_timings(ctx.root, result.stats);
+  KILN_CHECK(take_built_wheel(ctx, dist, job.log, result));
   return result;
 }
 
@@ -380,12 +459,13 @@ class SetuptoolsBackend final : public Backend {
     SetuptoolsContext ctx;
     static_cast<CompileBasics&>(ctx) = compile_basics(request);
     ctx.env = request.setuptools.env;
+    ctx.torch_root = request.toolchain->torch.root;
     KILN_TRY(SetuptoolsResult built, build_setuptools(ctx));
     BuildOutput out;
     out.files = std::move(built.files);
     out.modules = std::move(built.modules);
     out.stats = std::move(built.stats);
-    if (!nvcc_pid_namespace().caveat.empty()) out.caveats.push_back(nvcc_pid_namespace().caveat);
+    out.caveats = std::move(built.caveats);
     out.setuptools =
         wheel::SetuptoolsBuild{std::move(built.built_wheel), request.archs.torch_arch_list()};
     return out;

@@ -39,7 +39,8 @@ Expected<void> ensure_build_env(const BuildEnvSpec& spec);
 // The root (CompileBasics::root) depends only on the package's sources and holds src/ (the patched
 // tree); the environment is reached through <root>/env, so recorded paths are fixed.
 struct SetuptoolsContext : CompileBasics {
-  std::filesystem::path env;  // the environment's directory (ensure_build_env)
+  std::filesystem::path env;         // the environment's directory (ensure_build_env)
+  std::filesystem::path torch_root;  // the torch package directory the build compiles against
 };
 
 struct SetuptoolsResult {
@@ -47,13 +48,17 @@ struct SetuptoolsResult {
   std::vector<std::string> modules;      // those of them that are ELF files
   std::string built_wheel;               // the file name pip's build gave it
   JobStats stats;  // the pip process, then the compiles ninja recorded (seconds only)
+  std::vector<std::string> caveats;  // why its bytes may differ elsewhere (BuildOutput::caveats)
 };
 
 Expected<SetuptoolsResult> build_setuptools(const SetuptoolsContext& ctx);
 
 // The script the package's build runs as nvcc (PYTORCH_NVCC): `nvcc` with named intermediates,
-// in a PID namespace of its own, without the flags that make its output depend on timing.
-std::string nvcc_wrapper(const std::filesystem::path& nvcc);
+// in a PID namespace of its own, without the flags that make its output depend on timing. In a
+// sandbox (`sandboxed`) where no PID namespace may be made, nvcc runs without and `marker` is
+// left.
+std::string nvcc_wrapper(const std::filesystem::path& nvcc, bool sandboxed,
+                         const std::filesystem::path& marker);
 
 // TORCH_CUDA_ARCH_LIST for these archs; fails for what it cannot say (PTX alone, 'f' variants).
 Expected<std::string> torch_cuda_arch_list(const manifest::ArchList& archs);

@@ -63,6 +63,53 @@ Expected<std::string> read_file(const fs::path& path, std::uint64_t max_bytes) {
   return data;
 }
 
+Expected<std::string> read_beneath(int dir, std::string_view relative, std::uint64_t max_bytes) {
+  auto parts = split(relative, "/", false);
+  for (const auto& part : parts)
+    if (part.empty() || part == "." || part == "..")
+      return Error::failed(cat(relative, ": not a plain relative path"));
+  UniqueFd fd(::dup(dir));
+  int err = fd.get() < 0 ? errno : 0;
+  for (std::size_t i = 0; i < parts.size() && fd.get() >= 0; ++i) {
+    int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK;
+    if (i + 1 < parts.size()) flags |= O_DIRECTORY;
+    int next = ::openat(fd.get(), parts[i].c_str(), flags);
+    err = next < 0 ? errno : 0;
+    fd.reset(next);
+  }
+  if (fd.get() < 0)
+    return Error::failed(cat(relative, ": ",
+                             err == ELOOP || err == ENOTDIR
+                                 ? "a symbolic link or not a directory (not followed)"
+                                 : std::strerror(err)));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+    return Error::failed(cat(relative, ": not a regular file"));
+  if (static_cast<std::uint64_t>(st.st_size) > max_bytes)
+    return Error::failed(cat(relative, ": ", st.st_size, " bytes, over the limit of ", max_bytes));
+  std::string data(static_cast<std::size_t>(st.st_size), '\0');
+  std::size_t got = 0;
+  while (got < data.size()) {
+    ssize_t n = ::read(fd.get(), data.data() + got, data.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Error::failed(cat(relative, ": read failed"));
+    got += static_cast<std::size_t>(n);
+  }
+  return data;
+}
+
+Expected<std::string> read_file_beneath(const fs::path& root, const fs::path& path,
+                                        std::uint64_t max_bytes) {
+  const fs::path relative = path.lexically_normal().lexically_relative(root.lexically_normal());
+  if (relative.empty() || *relative.begin() == "..")
+    return Error::failed(cat(path.string(), " is not under ", root.string()));
+  UniqueFd dir(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir.get() < 0) return Error::failed(cat("cannot open ", root.string(), ": ", errno_text()));
+  auto data = read_beneath(dir.get(), relative.string(), max_bytes);
+  if (!data) return Error::failed(cat(root.string(), "/", data.error().message));
+  return data;
+}
+
 Expected<void> fsync_directory(const fs::path& dir) {
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return Error::failed(cat("cannot open directory ", dir.string(), ": ", errno_text()));

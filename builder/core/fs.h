@@ -21,6 +21,14 @@ std::uint64_t tree_bytes(const fs::path& path);
 // The same, for a file that must not be larger than `max_bytes` (an error names the limit).
 Expected<std::string> read_file(const fs::path& path, std::uint64_t max_bytes);
 
+// `relative` ('/'-separated, no empty, "." or ".." part) opened under the directory `dir` one
+// component at a time without following a link: a regular file of at most `max_bytes`, or why
+// not. For what a stranger's code may have made (a build root after its build, a site directory).
+Expected<std::string> read_beneath(int dir, std::string_view relative, std::uint64_t max_bytes);
+// The same for `path` under the directory `root` (`root` itself is opened as it is).
+Expected<std::string> read_file_beneath(const fs::path& root, const fs::path& path,
+                                        std::uint64_t max_bytes);
+
 // An owned file descriptor, closed when it dies.
 class UniqueFd {
  public:

@@ -130,9 +130,12 @@ Expected<void> bind_back(const std::string& aside, int dir, const std::vector<st
             ? ::mkdirat(dir, n.c_str(), 0700) == 0
             : UniqueFd(::openat(dir, n.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600))
                       .get() >= 0;
-    if (!made ||
-        ::mount((from + n).c_str(), ("/tmp/" + n).c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
-      return failure(cat("cannot bind /tmp/", n));
+    if (!made) return failure(cat("cannot bind /tmp/", n));
+    if (::mount((from + n).c_str(), ("/tmp/" + n).c_str(), nullptr, MS_BIND | MS_REC, nullptr) !=
+        0) {
+      if (errno != ENOENT) return failure(cat("cannot bind /tmp/", n));
+      ::unlinkat(dir, n.c_str(), S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0);  // gone meanwhile
+    }
   }
   return {};
 }

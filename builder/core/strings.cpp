@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "core/terminal.h"
+
 namespace kiln {
 
 std::vector<std::string> split(std::string_view text, std::string_view separators,
@@ -236,19 +238,33 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
 }
 
 std::string shell_quote(std::string_view word) {
-  bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) ||
-           std::string_view("-_./=:,+@%").find(c) != std::string_view::npos;
-  });
+  // zsh expands a word that starts with '=' (=cmd: its path); elsewhere '=' is plain.
+  bool plain =
+      !word.empty() && word.front() != '=' && std::all_of(word.begin(), word.end(), [](char c) {
+        return is_ascii_alnum(c) ||
+               std::string_view("-_./=:,+@%").find(c) != std::string_view::npos;
+      });
   if (plain) return std::string(word);
-  std::string out = "'";
-  for (char c : word) {
-    if (c == '\'')
-      out += "'\\''";
-    else
-      out += c;
+  if (word.empty()) return "''";
+  // Runs between apostrophes in single quotes, each apostrophe as \' (no empty '' pieces).
+  std::string out;
+  std::size_t at = 0;
+  while (at < word.size()) {
+    auto quote = std::min(word.find('\'', at), word.size());
+    if (quote > at) out += cat("'", word.substr(at, quote - at), "'");
+    if (quote < word.size()) out += "\\'";
+    at = quote + 1;
   }
-  return out + "'";
+  return out;
+}
+
+std::optional<std::string> shell_command(const std::vector<std::string>& argv) {
+  std::string line;
+  for (const auto& word : argv) {
+    if (terminal_text(word, /*keep_newlines=*/false) != word) return std::nullopt;
+    line += cat(line.empty() ? "" : " ", shell_quote(word));
+  }
+  return line;
 }
 
 }  // namespace kiln

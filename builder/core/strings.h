@@ -47,8 +47,16 @@ std::optional<std::uint64_t> parse_byte_size(std::string_view text);
 std::optional<std::int64_t> parse_duration(std::string_view text);
 // The candidate closest to `word` when it is close enough to be a likely typo, else "".
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
-// Quote a string for a shell line shown to a person (or in a script kiln writes: POSIX quoting).
+// Quote a string for a shell line shown to a person (or in a script kiln writes: POSIX quoting):
+// as it is when every character is one no POSIX shell, bash or zsh treats specially, else in single
+// quotes (a quote inside as '\''), where nothing is special.
 std::string shell_quote(std::string_view word);
+// The command line a person pastes into sh, dash, bash or zsh that runs exactly `argv`: every word
+// through shell_quote, joined by one space. Every command kiln prints is made here from its words,
+// never by joining text. nullopt when a word holds what a terminal would not show as itself (a
+// control character, a byte of no UTF-8 character, a bidirectional control: terminal_text): that
+// line could not be printed faithfully, and its caller says so instead.
+std::optional<std::string> shell_command(const std::vector<std::string>& argv);
 
 // ASCII classes, whatever the locale: [0-9], [a-z], [A-Za-z], [A-Za-z0-9], and isspace() of the C
 // locale (" \t\n\v\f\r", what a regular expression's \s matched).

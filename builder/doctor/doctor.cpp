@@ -4,9 +4,10 @@
 #include <filesystem>
 #include <set>
 
+#include "core/json.h"
 #include "core/process.h"
 #include "core/strings.h"
-#include "core/terminal.h"
+#include "doctor/report.h"
 #include "toolchain/torch.h"
 #include "validate/validate.h"
 
@@ -15,25 +16,6 @@ namespace kiln::doctor {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string str(const nlohmann::json& j, const char* key) {
-  if (!j.is_object()) return "";
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-bool flag(const nlohmann::json& j, const char* key) {
-  if (!j.is_object()) return false;
-  auto it = j.find(key);
-  return it != j.end() && it->is_boolean() && it->get<bool>();
-}
-
-const nlohmann::json& member(const nlohmann::json& j, const char* key) {
-  static const nlohmann::json null;
-  if (!j.is_object()) return null;
-  auto it = j.find(key);
-  return it != j.end() ? *it : null;
-}
 
 // A distribution to check: where its dist-info is, as doctor.py reported it.
 struct Installed {
@@ -62,14 +44,6 @@ std::vector<Installed> to_check(const nlohmann::json& report) {
   if (wheels.is_array())
     for (const auto& w : wheels) add(w, str(w, "name"), false, false);
   return out;
-}
-
-// A fast path's reasons as doctor.py gave them.
-std::vector<std::string> path_reasons(const nlohmann::json& path) {
-  std::vector<std::string> reasons;
-  for (const auto& r : member(path, "reasons"))
-    if (r.is_string()) reasons.push_back(r.get<std::string>());
-  return reasons;
 }
 
 // The CUDA runtime and math libraries of the NVIDIA wheels torch depends on (<site>/nvidia/*/lib
@@ -144,7 +118,7 @@ Expected<nlohmann::json> run_script(const Options& options) {
         "doctor.py under ", options.python, " failed (",
         result->term_signal ? cat("signal ", result->term_signal) : cat("exit ", result->exit_code),
         "; its errors are above)"));
-  auto doc = nlohmann::json::parse(result->output, nullptr, /*allow_exceptions=*/false);
+  auto doc = parse_json(result->output);
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("doctor_version"))
     return Error::failed(cat("doctor.py under ", options.python, " did not print its report"));
   return doc;
@@ -220,68 +194,6 @@ nlohmann::json static_checks(const nlohmann::json& report, const std::string& py
     out["mamba2_fast_path"] = {{"active", mamba2_reasons.empty()},
                                {"reasons", mamba2_reasons},
                                {"kernels", member(mamba2, "kernels")}};
-  return out;
-}
-
-namespace {
-
-// One line of verdicts per checked distribution: "gpu-target sm_90 pass, torch-abi fail: …".
-std::string verdicts(const nlohmann::json& item) {
-  if (item.contains("error")) return cat("not checked: ", str(item, "error"));
-  std::vector<std::string> parts;
-  for (const auto& c : member(item, "checks")) {
-    std::string id = str(c, "id"), verdict = str(c, "verdict");
-    if (id == "gpu-code" || (id == "installed" && verdict == "pass")) continue;
-    std::string head = str(c, "gpu").empty() ? id : cat(id, " ", str(c, "gpu"));
-    parts.push_back(verdict == "pass" || verdict == "skip"
-                        ? cat(head, " ", verdict)
-                        : cat(head, " ", verdict, ": ", str(c, "message")));
-  }
-  return join(parts, ", ");
-}
-
-}  // namespace
-
-std::string render_text(const nlohmann::json& report) {
-  // The report comes from the machine that ran doctor.py: its strings are shown one line each.
-  auto field = [](const std::string& text) { return terminal_text(text, /*keep_newlines=*/false); };
-  std::vector<std::pair<std::string, std::string>> rows;
-  for (const auto& row : member(report, "summary"))
-    if (row.is_array() && row.size() == 2 && row[0].is_string() && row[1].is_string())
-      rows.emplace_back(field(row[0].get<std::string>()), field(row[1].get<std::string>()));
-  const nlohmann::json& kiln = member(report, "kiln");
-  for (const auto& item : member(kiln, "installed"))
-    rows.emplace_back(field(cat(str(item, "name"), " (static)")), field(verdicts(item)));
-  std::size_t width = 0;
-  for (const auto& [label, text] : rows) width = std::max(width, label.size());
-  std::string out;
-  for (const auto& [label, text] : rows)
-    out += cat(label, std::string(width - label.size(), ' '), "  ", text, "\n");
-  // kiln's section, when there, decides: it adds the static verdicts to doctor.py's reasons.
-  auto path = [&](const char* key) -> const nlohmann::json& {
-    return kiln.is_object() && kiln.contains(key) ? member(kiln, key) : member(report, key);
-  };
-  auto line = [&](const char* label, const nlohmann::json& p) {
-    if (flag(p, "active")) return cat(label, ": active\n");
-    std::vector<std::string> reasons;
-    for (const auto& r : path_reasons(p)) reasons.push_back(field(r));
-    return cat(label, ": missing (", join(reasons, "; "), ")\n");
-  };
-  std::vector<std::string> missing;  // the paths' names, as doctor.py's commands_for keys them
-  out += line("fast path", path("fast_path"));
-  if (!flag(path("fast_path"), "active")) missing.push_back("fast_path");
-  if (path("mamba2_fast_path").is_object()) {
-    out += line("Mamba-2 fast path", path("mamba2_fast_path"));
-    if (!flag(path("mamba2_fast_path"), "active")) missing.push_back("mamba2_fast_path");
-  }
-  if (missing.empty()) return out;
-  // The commands that build and install what the missing paths need (an older doctor.py has
-  // only the Gated DeltaNet path's).
-  const nlohmann::json& next = member(report, "next");
-  const nlohmann::json& these = member(member(next, "commands_for"), join(missing, "+").c_str());
-  out += "next:\n";
-  for (const auto& c : these.is_array() ? these : member(next, "commands"))
-    if (c.is_string()) out += cat("  ", field(c.get<std::string>()), "\n");
   return out;
 }
 

@@ -21,6 +21,7 @@ import ctypes
 import itertools
 import json
 import os
+import shlex
 import subprocess
 import sys
 import sysconfig
@@ -194,7 +195,7 @@ def kiln_provenance(dist):
     text = read_text(os.path.join(dist["dist_info"], "kiln.json"))
     try:
         doc = json.loads(text) if text else None
-    except ValueError:
+    except (ValueError, RecursionError):  # a stranger's file: malformed, or nested too deep
         doc = None
     if not isinstance(doc, dict):
         return {"error": "kiln.json does not read"}
@@ -440,7 +441,7 @@ def probe(plan, timeout):
     for line in out[:MAX_PROBE_OUTPUT].decode("utf-8", "replace").splitlines():
         try:
             event = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # an imported module may print anything
             continue
         if not isinstance(event, dict) or "step" not in event:
             continue
@@ -645,25 +646,30 @@ def next_commands(report, server):
     def commands(packages):
         pip, uv = install_commands(index, packages)
         return [
-            "kiln target init --name %s --torch %s --index-url https://download.pytorch.org/whl/%s "
-            "--python-tags %s --archs '%s' --toolkit system" % (name, version, label, tag, archs),
-            "kiln build --target %s %s" % (name, " ".join(packages)),
-            "kiln serve --host 0.0.0.0",
+            ["kiln", "target", "init", "--name", name, "--torch", version, "--index-url",
+             "https://download.pytorch.org/whl/" + label, "--python-tags", tag, "--archs", archs,
+             "--toolkit", "system"],
+            ["kiln", "build", "--target", name] + packages,
+            ["kiln", "serve", "--host", "0.0.0.0"],
             pip,
             uv,
         ]
 
-    commands_for = {}
+    argv_for = {}
     for n in range(1, len(PATH_PACKAGES) + 1):
         for paths in itertools.combinations(PATH_PACKAGES, n):
             packages = [p for path in paths for p in PATH_PACKAGES[path]]
-            commands_for["+".join(paths)] = commands(list(dict.fromkeys(packages)))
+            argv_for["+".join(paths)] = commands(list(dict.fromkeys(packages)))
+    # The lines a person pastes: every word quoted (a torch version or a --server value may hold
+    # anything); `argv_for` keeps the words themselves, which kiln quotes again on its side.
+    commands_for = {k: [shell_line(argv) for argv in v] for k, v in argv_for.items()}
     pip, uv = commands_for["fast_path"][-2:]
     mamba_pip, mamba_uv = commands_for["mamba2_fast_path"][-2:]
     return {
         "target": name,
         "commands": commands_for["fast_path"],
         "commands_for": commands_for,
+        "argv_for": argv_for,
         "install": pip,
         "install_uv": uv,
         "install_mamba2": mamba_pip,
@@ -677,17 +683,29 @@ def missing_paths(report):
 
 
 def install_commands(index, packages):
-    """pip's and uv's command for `packages` from kiln's index alone (kiln sends what is not its
-    own upstream); pip skips a plain-http index on another host unless it is a trusted host."""
-    trusted = ""
-    parts = urllib.parse.urlsplit(index)
-    host = parts.hostname or ""
+    """pip's and uv's command (argv lists) for `packages` from kiln's index alone (kiln sends what
+    is not its own upstream); pip skips a plain-http index on another host unless it is a trusted
+    host."""
+    trusted = []
+    try:
+        parts = urllib.parse.urlsplit(index)
+        host = parts.hostname or ""
+    except ValueError:  # a --server value that is no URL: the command names it as given
+        parts, host = None, ""
     loopback = host == "localhost" or host.startswith("127.") or host == "::1"
-    if parts.scheme == "http" and host and not loopback:
-        trusted = " --trusted-host " + parts.netloc.rsplit("@", 1)[-1]
-    names = "".join(" " + p for p in packages)
-    return ("pip install --index-url %s%s%s" % (index, trusted, names),
-            "uv pip install --index-url %s%s" % (index, names))
+    if parts and parts.scheme == "http" and host and not loopback:
+        trusted = ["--trusted-host", parts.netloc.rsplit("@", 1)[-1]]
+    return (["pip", "install", "--index-url", index] + trusted + list(packages),
+            ["uv", "pip", "install", "--index-url", index] + list(packages))
+
+
+def shell_line(argv):
+    """The line that runs exactly `argv` in sh, dash, bash or zsh: each word as shlex.quote gives
+    it (a word it leaves bare that starts with '=' is quoted too: zsh expands =cmd)."""
+    def quote(word):
+        q = shlex.quote(word)
+        return "'%s'" % word if q == word and word.startswith("=") else q
+    return " ".join(quote(w) for w in argv)
 
 
 def describe(entry, label=None):

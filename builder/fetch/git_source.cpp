@@ -19,6 +19,8 @@
 #include "core/log.h"
 #include "core/strings.h"
 #include "fetch/backends.h"
+#include "fetch/git_pack_guard.h"
+#include "fetch/git_stream.h"
 #include "fetch/http.h"
 #include "fetch/ini.h"
 #include "fetch/lock.h"
@@ -39,10 +41,14 @@ using TreePtr = std::unique_ptr<git_tree, Freer<git_tree, git_tree_free>>;
 using BlobPtr = std::unique_ptr<git_blob, Freer<git_blob, git_blob_free>>;
 using RefPtr = std::unique_ptr<git_reference, Freer<git_reference, git_reference_free>>;
 
+// The most objects one fetched pack may hold (a kernel-sized history has about 10 million).
+constexpr std::uint32_t kMaxPackObjects = 20'000'000;
+
 void init_libgit2() {
   static std::once_flag once;
   std::call_once(once, [] {
     git_libgit2_init();
+    register_git_stream();
     // The bundle the HTTP client uses (a bad $SSL_CERT_FILE is its error to report).
     auto bundle = ca_bundle_file();
     std::string file = bundle ? *bundle : std::string();
@@ -64,6 +70,15 @@ std::string errno_text() {
   return std::strerror(errno);
 }
 
+// What every checkout of one fetch shares: the cache, --offline, and the limits of what a
+// remote may send (KILN_MAX_DOWNLOAD for the pack and any one object, the fetch's deadline).
+struct GitOptions {
+  const cache::Store& store;
+  bool offline = false;
+  std::uint64_t max_bytes = 0;
+  std::int64_t deadline_s = 0;
+};
+
 // Where a commit lives: its URL for messages, and an open mirror holding it.
 struct Pinned {
   std::string url;     // redacted, for messages
@@ -72,16 +87,32 @@ struct Pinned {
   bool fetched = false;  // network I/O was needed
 };
 
-Expected<RepoPtr> open_or_init_mirror(const fs::path& dir) {
+// Empties a mirror directory (its lock, on the directory itself, stays held).
+void empty_directory(const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) fs::remove_all(entry.path(), ec);
+}
+
+// Removes a mirror this process made and holds the lock of (another process waiting for the lock
+// sees the directory gone and takes a new one: DirLock).
+void remove_mirror(const fs::path& dir) {
+  empty_directory(dir);
+  std::error_code ec;
+  fs::remove(dir, ec);
+}
+
+Expected<RepoPtr> open_or_init_mirror(const fs::path& dir, bool& made) {
   git_repository* repo = nullptr;
   std::error_code ec;
+  made = false;
   if (fs::exists(dir / "HEAD", ec)) {
     if (git_repository_open_bare(&repo, dir.c_str()) == 0) return RepoPtr(repo);
     log::warn(cat("git mirror ", dir.string(), " is damaged (", git_why(), "); making it again"));
-    for (const auto& entry : fs::directory_iterator(dir, ec)) fs::remove_all(entry.path(), ec);
+    empty_directory(dir);
   }
   if (git_repository_init(&repo, dir.c_str(), /*is_bare=*/1) != 0)
     return Error::failed(cat("cannot create git mirror ", dir.string(), ": ", git_why()));
+  made = true;
   return RepoPtr(repo);
 }
 
@@ -92,13 +123,17 @@ bool has_commit(git_repository* repo, const git_oid& oid) {
   return true;
 }
 
-// One fetch; false (with the reason) when libgit2 fails.
-bool fetch_refspecs(git_repository* repo, const std::string& url,
-                    const std::vector<std::string>& refspecs, std::string& why) {
+// How a fetch ended: fetched; the remote could not be reached (or spoke no git); or it was
+// reached and did not send what was asked for.
+enum class FetchEnd { Fetched, Unreachable, Refused };
+
+// One fetch of `refspecs` from `url` into `repo`; `why` says what libgit2 said when it failed.
+FetchEnd fetch_refspecs(git_repository* repo, const std::string& url,
+                        const std::vector<std::string>& refspecs, std::string& why) {
   git_remote* raw = nullptr;
   if (git_remote_create_anonymous(&raw, repo, url.c_str()) != 0) {
     why = git_why();
-    return false;
+    return FetchEnd::Unreachable;
   }
   RemotePtr remote(raw);
   std::vector<char*> specs;
@@ -108,18 +143,56 @@ bool fetch_refspecs(git_repository* repo, const std::string& url,
   options.proxy_opts.type = GIT_PROXY_AUTO;
   options.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
   options.callbacks.transfer_progress = [](const git_indexer_progress*, void*) {
-    return interrupted() ? -1 : 0;
+    return interrupted() || GitDeadline::passed() ? -1 : 0;
   };
-  if (git_remote_fetch(remote.get(), &array, &options, "kiln: fetch") != 0) {
+  options.callbacks.sideband_progress = [](const char*, int, void*) {
+    return interrupted() || GitDeadline::passed() ? -1 : 0;
+  };
+  if (git_remote_connect(remote.get(), GIT_DIRECTION_FETCH, &options.callbacks, &options.proxy_opts,
+                         nullptr) != 0) {
     why = git_why();
-    return false;
+    return FetchEnd::Unreachable;
   }
-  return true;
+  if (git_remote_download(remote.get(), &array, &options) != 0 ||
+      git_remote_update_tips(remote.get(), &options.callbacks, 0, GIT_REMOTE_DOWNLOAD_TAGS_NONE,
+                             "kiln: fetch") != 0) {
+    why = git_why();
+    git_remote_disconnect(remote.get());
+    return FetchEnd::Refused;
+  }
+  git_remote_disconnect(remote.get());
+  return FetchEnd::Fetched;
 }
 
-// The mirror of `url`, holding `commit` (fetched when missing).
-Expected<Pinned> ensure_commit(const cache::Store& store, const std::string& url,
-                               const std::string& commit, bool offline) {
+// Fetches exactly `commit` from `from` (the manifest's URL, or its mirror) into the mirror `repo`:
+// only the pinned commit, never a fallback to every branch and tag, each pack checked by the
+// guard, the whole fetch within its deadline.
+Expected<void> fetch_commit(git_repository* repo, const GitOptions& o, const std::string& from,
+                            const std::string& commit, const std::string& shown) {
+  auto report = std::make_shared<PackGuardReport>();
+  PackLimits limits{o.max_bytes, o.max_bytes, kMaxPackObjects};
+  KILN_CHECK(guard_pack_writes(repo, limits, report));
+  GitDeadline deadline(o.deadline_s);
+  std::string why;
+  FetchEnd end = fetch_refspecs(repo, from, {cat("+", commit, ":refs/kiln/", commit)}, why);
+  if (interrupted()) return Error::interrupted();
+  if (!report->refused.empty())
+    return Error::failed(cat("cannot fetch ", shown, ": ", report->refused,
+                             " (KILN_MAX_DOWNLOAD raises the limit)"));
+  if (GitDeadline::passed())
+    return Error::failed(cat("cannot fetch ", shown, ": no whole answer within the deadline of ",
+                             o.deadline_s, " s (KILN_GIT_DEADLINE)"));
+  if (end == FetchEnd::Unreachable) return Error::failed(cat("cannot fetch ", shown, ": ", why));
+  if (end == FetchEnd::Refused)
+    return Error::failed(cat("commit ", commit, " not found in ", shown,
+                             " (it did not send that commit by its id: ", why, ")"));
+  return {};
+}
+
+// The mirror of `url`, holding `commit` (fetched when missing). A mirror this call made is
+// removed again when the fetch fails: nothing of a failed fetch stays in the cache.
+Expected<Pinned> ensure_commit(const GitOptions& o, const std::string& url,
+                               const std::string& commit) {
   init_libgit2();
   std::string shown = redact_url(url);
   if (commit.size() != 40 || !is_hex(commit) || lower(commit) != commit)
@@ -131,35 +204,27 @@ Expected<Pinned> ensure_commit(const cache::Store& store, const std::string& url
   // The git cache is keyed by the manifest's URL; a $KILN_GIT_MIRRORS mirror only serves the
   // bytes, which the commit id checks.
   KILN_TRY(std::string from, git_fetch_url(env_value("KILN_GIT_MIRRORS"), url));
-  fs::path dir = store.git_mirror(url);
+  fs::path dir = o.store.git_mirror(url);
   KILN_TRY(DirLock lock, DirLock::acquire(dir));
-  KILN_TRY(RepoPtr repo, open_or_init_mirror(dir));
+  bool made = false;
+  KILN_TRY(RepoPtr repo, open_or_init_mirror(dir, made));
   Pinned pinned{shown, commit, nullptr, false};
   if (!has_commit(repo.get(), oid)) {
-    if (offline)
+    if (o.offline) {
+      if (made) repo.reset(), remove_mirror(dir);
       return Error::failed(cat("commit ", commit, " of ", shown,
                                " is not in the git cache and --offline forbids fetching it"));
+    }
     if (from != url) shown = cat(shown, " (mirror ", redact_url(from), ")");
     log::info(cat("fetching ", shown));
     pinned.fetched = true;
-    // Servers that allow it (GitHub does) send just the commit's history; others need the
-    // branches and tags.
-    std::string why;
-    if (interrupted()) return Error::interrupted();
-    bool ok = fetch_refspecs(repo.get(), from, {cat("+", commit, ":refs/kiln/", commit)}, why);
-    if (!ok || !has_commit(repo.get(), oid)) {
-      log::verbose(
-          cat("fetching ", commit, " by id failed (", why, "); fetching branches and tags"));
-      std::string why_all;
-      bool all_ok =
-          !interrupted() &&
-          fetch_refspecs(repo.get(), from,
-                         {"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"}, why_all);
-      if (interrupted()) return Error::interrupted();
-      if (!all_ok) return Error::failed(cat("cannot fetch ", shown, ": ", why_all));
+    auto fetched = fetch_commit(repo.get(), o, from, commit, shown);
+    if (fetched && !has_commit(repo.get(), oid))
+      fetched = Error::failed(cat("commit ", commit, " not found in ", shown));
+    if (!fetched) {
+      if (made) repo.reset(), remove_mirror(dir);
+      return fetched.error();
     }
-    if (!has_commit(repo.get(), oid))
-      return Error::failed(cat("commit ", commit, " not found in ", shown));
     // Keep the commit reachable in the mirror whatever the remote's branches do later.
     git_reference* ref = nullptr;
     if (git_reference_create(&ref, repo.get(), cat("refs/kiln/", commit).c_str(), &oid, 1,
@@ -180,7 +245,21 @@ struct Gitlink {
 };
 
 Expected<void> write_blob(git_repository* repo, const git_oid* id, const fs::path& path, int mode,
-                          const Pinned& where) {
+                          const Pinned& where, std::uint64_t max_bytes) {
+  // Its size first, from the object's header: a blob past the limit is never read into memory.
+  git_odb* odb = nullptr;
+  std::size_t size_in_header = 0;
+  git_object_t type = GIT_OBJECT_INVALID;
+  int rc = git_repository_odb(&odb, repo);
+  if (rc == 0) rc = git_odb_read_header(&size_in_header, &type, odb, id);
+  git_odb_free(odb);
+  if (rc != 0)
+    return Error::failed(cat("commit ", where.commit, " of ", where.url, ": cannot read ",
+                             path.string(), ": ", git_why()));
+  if (size_in_header > max_bytes)
+    return Error::failed(cat("commit ", where.commit, " of ", where.url, ": ", path.string(),
+                             " is ", size_in_header, " bytes, over the limit of ", max_bytes,
+                             " bytes (KILN_MAX_DOWNLOAD raises it)"));
   git_blob* raw = nullptr;
   if (git_blob_lookup(&raw, repo, id) != 0)
     return Error::failed(cat("commit ", where.commit, " of ", where.url, ": cannot read ",
@@ -218,7 +297,7 @@ Expected<void> write_blob(git_repository* repo, const git_oid* id, const fs::pat
 
 // Writes `tree` into the existing directory `dir`; gitlinks (submodules) become empty directories.
 Expected<void> write_tree(git_repository* repo, const git_tree* tree, const fs::path& dir,
-                          const std::string& rel, const Pinned& where,
+                          const std::string& rel, const Pinned& where, std::uint64_t max_bytes,
                           std::vector<Gitlink>& gitlinks) {
   std::size_t count = git_tree_entrycount(tree);
   for (std::size_t i = 0; i < count; ++i) {
@@ -238,17 +317,17 @@ Expected<void> write_tree(git_repository* repo, const git_tree* tree, const fs::
           return Error::failed(cat("commit ", where.commit, " of ", where.url, ": cannot read ",
                                    relpath, ": ", git_why()));
         TreePtr sub(raw);
-        KILN_CHECK(write_tree(repo, sub.get(), path, relpath, where, gitlinks));
+        KILN_CHECK(write_tree(repo, sub.get(), path, relpath, where, max_bytes, gitlinks));
         break;
       }
       case GIT_FILEMODE_BLOB:
-        KILN_CHECK(write_blob(repo, git_tree_entry_id(entry), path, 0644, where));
+        KILN_CHECK(write_blob(repo, git_tree_entry_id(entry), path, 0644, where, max_bytes));
         break;
       case GIT_FILEMODE_BLOB_EXECUTABLE:
-        KILN_CHECK(write_blob(repo, git_tree_entry_id(entry), path, 0755, where));
+        KILN_CHECK(write_blob(repo, git_tree_entry_id(entry), path, 0755, where, max_bytes));
         break;
       case GIT_FILEMODE_LINK:
-        KILN_CHECK(write_blob(repo, git_tree_entry_id(entry), path, 0, where));
+        KILN_CHECK(write_blob(repo, git_tree_entry_id(entry), path, 0, where, max_bytes));
         break;
       case GIT_FILEMODE_COMMIT:
         if (::mkdir(path.c_str(), 0755) != 0)
@@ -325,12 +404,12 @@ std::string submodule_url(const std::string& super_url, const std::string& url) 
   return cat(base, "/", rest);
 }
 
-Expected<void> check_out(const cache::Store& store, bool offline, const std::string& url,
-                         const std::string& commit, const std::vector<std::string>& submodules,
-                         const fs::path& dir, bool& fetched);
+Expected<void> check_out(const GitOptions& o, const std::string& url, const std::string& commit,
+                         const std::vector<std::string>& submodules, const fs::path& dir,
+                         bool& fetched);
 
 // Checks out the listed submodules (paths, or names from .gitmodules) below `dir`.
-Expected<void> check_out_submodules(const cache::Store& store, bool offline, const std::string& url,
+Expected<void> check_out_submodules(const GitOptions& o, const std::string& url,
                                     const Pinned& where, const git_tree* tree,
                                     const std::vector<Gitlink>& gitlinks,
                                     const std::vector<std::string>& listed, const fs::path& dir,
@@ -362,10 +441,18 @@ Expected<void> check_out_submodules(const cache::Store& store, bool offline, con
     if (!info || info->url.empty())
       return Error::failed(cat("submodule '", link.path, "' of ", where.url, " at commit ",
                                where.commit, " has no url in .gitmodules"));
+    // A submodule of a remote superproject never names a local path (git refuses file-transport
+    // submodules by default, protocol.file.allow=user): the manifest's URL decides, before any
+    // mirror rewrites it.
+    std::string sub_url = submodule_url(url, info->url);
+    if (is_local_git_url(sub_url) && !is_local_git_url(url))
+      return Error::failed(cat("submodule '", link.path, "' of ", where.url, " at commit ",
+                               where.commit, " names a local repository (",
+                               printable_excerpt(redact_url(sub_url), 200),
+                               "): refused for a superproject that is not local"));
     char hex[GIT_OID_HEXSZ + 1] = {0};
     git_oid_tostr(hex, sizeof hex, &link.oid);
-    KILN_CHECK(check_out(store, offline, submodule_url(url, info->url), hex, nested,
-                         dir / link.path, fetched));
+    KILN_CHECK(check_out(o, sub_url, hex, nested, dir / link.path, fetched));
   }
   for (std::size_t i = 0; i < listed.size(); ++i)
     if (!used[i])
@@ -375,10 +462,10 @@ Expected<void> check_out_submodules(const cache::Store& store, bool offline, con
 }
 
 // Writes commit `commit` of `url` (and the listed submodules) into the existing empty `dir`.
-Expected<void> check_out(const cache::Store& store, bool offline, const std::string& url,
-                         const std::string& commit, const std::vector<std::string>& submodules,
-                         const fs::path& dir, bool& fetched) {
-  KILN_TRY(Pinned pinned, ensure_commit(store, url, commit, offline));
+Expected<void> check_out(const GitOptions& o, const std::string& url, const std::string& commit,
+                         const std::vector<std::string>& submodules, const fs::path& dir,
+                         bool& fetched) {
+  KILN_TRY(Pinned pinned, ensure_commit(o, url, commit));
   fetched = fetched || pinned.fetched;
   git_oid oid;
   git_oid_fromstr(&oid, commit.c_str());
@@ -392,9 +479,8 @@ Expected<void> check_out(const cache::Store& store, bool offline, const std::str
         cat("commit ", commit, " of ", pinned.url, ": cannot read its tree: ", git_why()));
   TreePtr tree(raw_tree);
   std::vector<Gitlink> gitlinks;
-  KILN_CHECK(write_tree(pinned.repo.get(), tree.get(), dir, "", pinned, gitlinks));
-  return check_out_submodules(store, offline, url, pinned, tree.get(), gitlinks, submodules, dir,
-                              fetched);
+  KILN_CHECK(write_tree(pinned.repo.get(), tree.get(), dir, "", pinned, o.max_bytes, gitlinks));
+  return check_out_submodules(o, url, pinned, tree.get(), gitlinks, submodules, dir, fetched);
 }
 
 class GitSource final : public Source {
@@ -419,8 +505,9 @@ class GitSource final : public Source {
     ::chmod(temp.path().c_str(), 0755);
     bool fetched = false;
     const Downloader& d = context_.downloader;
-    KILN_CHECK(check_out(d.store(), d.offline(), source_.url, source_.commit, source_.submodules,
-                         temp.path(), fetched));
+    KILN_TRY(std::int64_t deadline_s, git_deadline_seconds());
+    GitOptions o{d.store(), d.offline(), d.max_bytes(), deadline_s};
+    KILN_CHECK(check_out(o, source_.url, source_.commit, source_.submodules, temp.path(), fetched));
     if (::rename(temp.path().c_str(), checkout_dir.c_str()) != 0)
       return Error::failed(cat("cannot rename ", temp.path().string(), " to ",
                                checkout_dir.string(), ": ", errno_text()));

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/hash.h"
+#include "core/json.h"
 #include "core/strings.h"
 #include "fetch/url.h"
 
@@ -189,8 +190,7 @@ std::optional<std::string> http_link(std::string_view base, std::string_view ref
 Expected<std::vector<IndexFile>> parse_json_page(std::string_view text, const std::string& page_url,
                                                  LeftOut* left_out) {
   std::string shown = redact_url(page_url);
-  nlohmann::json j =
-      nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  nlohmann::json j = parse_json(text);
   if (j.is_discarded() || !j.is_object())
     return Error::failed(cat("index page ", shown, " is not valid PEP 691 JSON"));
   if (j.contains("meta") && j["meta"].is_object() && j["meta"].contains("api-version")) {

@@ -209,6 +209,29 @@ std::string redact_url(std::string_view url) {
   return compose(p);
 }
 
+std::string without_userinfo(std::string_view url) {
+  Parts p = parse(url);
+  if (!p.has_authority) return std::string(url);
+  std::size_t at = p.authority.rfind('@');
+  if (at == std::string::npos) return std::string(url);
+  p.authority = p.authority.substr(at + 1);
+  return compose(p);
+}
+
+bool is_local_git_url(std::string_view url) {
+  if (url.find("::") != std::string_view::npos && url.find("://") == std::string_view::npos)
+    return true;  // a remote helper's "<transport>::<address>" (ext:: runs a command)
+  if (auto scheme = url.find("://"); scheme != std::string_view::npos) {
+    std::string s = lower(url.substr(0, scheme));
+    return !(s == "http" || s == "https" || s == "git" || s == "ssh" || s == "git+ssh" ||
+             s == "ssh+git");
+  }
+  // scp-like: a ':' before any '/', after at least one character
+  std::size_t colon = url.find(':'), slash = url.find('/');
+  return !(colon != std::string_view::npos && colon > 0 &&
+           (slash == std::string_view::npos || colon < slash));
+}
+
 bool is_safe_filename(std::string_view name) {
   if (name.empty() || name == "." || name == ".." || name.size() > 255) return false;
   for (char c : name)

@@ -29,10 +29,19 @@ std::string file_url_path(std::string_view url);
 
 // The URL with any password in its user info replaced by "***", for messages and logs.
 std::string redact_url(std::string_view url);
+// The URL without its user info ("https://user:pw@host/x" -> "https://host/x"): what kiln writes
+// where others read it (a manifest's [source] lines).
+std::string without_userinfo(std::string_view url);
 
 // A name safe to use as one file name in a directory kiln owns: not empty, not "." or "..", no
 // '/', no NUL or other control characters, at most 255 bytes.
 bool is_safe_filename(std::string_view name);
+
+// Whether git reaches the repository `url` without a network transport: a path ("/srv/x.git",
+// "x", "~/x"), a file:// URL, or a transport that runs a command ("ext::…", "fd::…", any
+// "<helper>::…"). http(s)://, git://, ssh:// (git+ssh, ssh+git) and scp-like [user@]host:path are
+// remote.
+bool is_local_git_url(std::string_view url);
 
 // Where to fetch the git repository `url` from, by the rules of $KILN_GIT_MIRRORS (`spec`):
 // PREFIX=REPLACEMENT pairs separated by whitespace; the longest PREFIX that starts `url` is

@@ -11,6 +11,7 @@
 #include "core/hash.h"
 #include "core/markup.h"
 #include "core/strings.h"
+#include "manifest/specifier.h"
 #include "manifest/version.h"
 #include "wheel/metadata.h"
 
@@ -226,6 +227,18 @@ Expected<WheelName> servable(const WheelEntry& e) {
   if (!name) return name.error();
   if (!is_sha256_hex(e.sha256)) return Error::failed("sha256 is not 64 lowercase hex digits");
   if (e.metadata.empty()) return Error::failed(cat(e.filename, ": no core metadata"));
+  // What an installer reads from the file must be what the page offers it as: a file named
+  // 1!2.0 whose METADATA says 0.1.0 would be taken for a version it is not.
+  wheel::ParsedMetadata md = wheel::parse_metadata(e.metadata);
+  std::string md_name = md.first("Name"), md_version = md.first("Version");
+  if (manifest::normalize_name(md_name) != name->project)
+    return Error::failed(
+        cat(e.filename, ": its METADATA names the project '", printable_excerpt(md_name, 80), "'"));
+  manifest::Pep440Version file_v, md_v;
+  if (!manifest::parse_pep440(name->version, file_v) || !manifest::parse_pep440(md_version, md_v) ||
+      manifest::compare_pep440(file_v, md_v) != 0)
+    return Error::failed(cat(e.filename, ": its METADATA says Version ",
+                             printable_excerpt(md_version, 80), ", not ", name->version));
   return name;
 }
 

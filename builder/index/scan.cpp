@@ -162,9 +162,31 @@ Expected<std::string> read_wheel_metadata(const fs::path& wheel, std::string_vie
 
 namespace {
 
-// kiln's own wheels in <cache>/kiln-wheels/, for every target (kEveryTarget): regular files named
-// kiln_wheels-*.whl, hashed on each scan (a few MB), their METADATA read as an entry's is.
-void scan_kiln_wheels(const cache::Store& store, ScanResult& out) {
+// The METADATA of `wheel` (entry `e`, its sha256 known), read once per sha256.
+Expected<std::string> metadata_of(const fs::path& wheel, const WheelEntry& e, ScanMemo& memo) {
+  auto cached = memo.metadata.find(e.sha256);
+  if (cached == memo.metadata.end()) {
+    KILN_TRY(std::string md, read_wheel_metadata(wheel, e.filename));
+    cached = memo.metadata.emplace(e.sha256, std::move(md)).first;
+  }
+  return cached->second;
+}
+
+// kiln's own wheels in <cache>/kiln-wheels/, for every target (kEveryTarget): at most
+// kMaxKilnWheels regular files named kiln_wheels-*.whl of at most kMaxKilnWheelBytes each, in a
+// folder that is no link (the server opens it without following one), each hashed once per
+// identity, their METADATA read as an entry's is.
+void scan_kiln_wheels(const cache::Store& store, ScanResult& out, ScanMemo& memo) {
+  struct stat dir {};
+  if (::lstat(store.kiln_wheels().c_str(), &dir) != 0) return;
+  if (!S_ISDIR(dir.st_mode)) {
+    out.skipped.push_back(cat(store.kiln_wheels().string(),
+                              ": not a directory (a link is not "
+                              "followed): nothing of it served"));
+    return;
+  }
+  std::map<ScanMemo::FileIdentity, std::string> hashes;  // this scan's: what memo keeps next
+  std::size_t seen = 0;
   std::error_code ec;
   for (fs::directory_iterator it(store.kiln_wheels(), ec), end; !ec && it != end;
        it.increment(ec)) {
@@ -173,39 +195,61 @@ void scan_kiln_wheels(const cache::Store& store, ScanResult& out) {
     auto skip = [&](std::string_view why) {
       out.skipped.push_back(cat(it->path().string(), ": ", why));
     };
+    if (++seen > kMaxKilnWheels) {
+      skip(cat("more than ", kMaxKilnWheels, " wheels in the folder"));
+      continue;
+    }
     auto name = parse_wheel_filename(filename);
     if (!name || name->project != "kiln-wheels") {
       skip("not a kiln-wheels wheel");
       continue;
     }
-    if (!it->is_regular_file(ec) || it->is_symlink(ec)) {
+    struct stat st {};
+    if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
       skip("not a regular file");
       continue;
     }
+    if (static_cast<std::uint64_t>(st.st_size) > kMaxKilnWheelBytes) {
+      skip(cat("larger than ", kMaxKilnWheelBytes >> 20, " MiB"));
+      continue;
+    }
+    ScanMemo::FileIdentity id{
+        static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino),
+        static_cast<std::uint64_t>(st.st_size), to_ns(st.st_mtim), to_ns(st.st_ctim)};
+    std::string sha;
+    if (auto known = memo.kiln_wheels.find(id); known != memo.kiln_wheels.end()) {
+      sha = known->second;
+    } else if (auto hashed = sha256_file(it->path())) {
+      sha = *hashed;
+    } else {
+      skip(hashed.error().message);
+      continue;
+    }
+    hashes[id] = sha;
     WheelEntry e;
     e.target = std::string(kEveryTarget);
     e.key = "kiln-wheels";
     e.dir = store.kiln_wheels();
     e.filename = filename;
-    e.size = it->file_size(ec);
-    auto sha = sha256_file(it->path());
-    auto md = read_wheel_metadata(it->path(), filename);
-    if (!sha || !md) {
-      skip(sha ? md.error().message : sha.error().message);
+    e.size = static_cast<std::uint64_t>(st.st_size);
+    e.sha256 = sha;
+    auto md = metadata_of(it->path(), e, memo);
+    if (!md) {
+      skip(md.error().message);
       continue;
     }
-    e.sha256 = *sha;
     e.metadata = std::move(*md);
     out.entries.push_back(std::move(e));
   }
+  memo.kiln_wheels = std::move(hashes);
 }
 
 }  // namespace
 
-ScanResult scan_cache(const fs::path& cache_root, std::map<std::string, std::string>& metadata) {
+ScanResult scan_cache(const fs::path& cache_root, ScanMemo& memo) {
   ScanResult out;
   const cache::Store store(cache_root);
-  scan_kiln_wheels(store, out);
+  scan_kiln_wheels(store, out, memo);
   std::set<std::tuple<std::string, std::string, std::string>> last;  // (target, key, wheel)
   for (const auto& l : store.last_builds()) last.emplace(l.target, l.key, l.wheel);
   for (const auto& key : store.keys()) {
@@ -224,17 +268,12 @@ ScanResult scan_cache(const fs::path& cache_root, std::map<std::string, std::str
     e.sha256 = entry.sha256;
     e.size = entry.size;
     e.committed_at = entry.info.committed_at;
-    const fs::path& wheel = entry.wheel;
-    auto cached = metadata.find(e.sha256);
-    if (cached == metadata.end()) {
-      auto md = read_wheel_metadata(wheel, e.filename);
-      if (!md) {
-        out.skipped.push_back(cat("cache entry ", key, ": ", md.error().message));
-        continue;
-      }
-      cached = metadata.emplace(e.sha256, std::move(*md)).first;
+    auto md = metadata_of(entry.wheel, e, memo);
+    if (!md) {
+      out.skipped.push_back(cat("cache entry ", key, ": ", md.error().message));
+      continue;
     }
-    e.metadata = cached->second;
+    e.metadata = std::move(*md);
     e.last = last.count({e.target, e.key, e.filename}) > 0;
     out.entries.push_back(std::move(e));
   }
@@ -286,10 +325,10 @@ std::shared_ptr<const IndexModel> CacheIndex::current() {
     if (fresh(sig)) return model_;  // another thread rescanned meanwhile
   }
   auto started = steady_clock::now();
-  ScanResult scan = scan_cache(root_, metadata_);
+  ScanResult scan = scan_cache(root_, memo_);
   std::set<std::string> live;
   for (const auto& e : scan.entries) live.insert(e.sha256);
-  std::erase_if(metadata_, [&](const auto& kv) { return !live.count(kv.first); });
+  std::erase_if(memo_.metadata, [&](const auto& kv) { return !live.count(kv.first); });
   auto model = std::make_shared<IndexModel>(build_model(std::move(scan.entries)));
   model->skipped.insert(model->skipped.begin(), scan.skipped.begin(), scan.skipped.end());
 

@@ -53,16 +53,30 @@ class WheelVerifier {
 // The entries of a cache as the index sees them (kiln's own wheels of <cache>/kiln-wheels/ too, for
 // every target: kEveryTarget): only complete entries, as cache::Store::read_entry
 // reads them (entry.json present, the wheel a regular file of the recorded size, neither a symlink,
-// a sha256 recorded); METADATA read through `metadata`
-// (sha256 of the wheel -> METADATA bytes), which keeps what it reads. Unusable entries are
+// a sha256 recorded); METADATA and kiln's own wheels' hashes read through `memo`, which keeps
+// what it reads. Unusable entries are
 // returned in `skipped`. An entry that its package's last build for its target committed or hit
 // (cache::Store::last_builds, the same wheel file name) is marked `last`.
 struct ScanResult {
   std::vector<WheelEntry> entries;
   std::vector<std::string> skipped;
 };
-ScanResult scan_cache(const std::filesystem::path& cache_root,
-                      std::map<std::string, std::string>& metadata);
+// What a scan keeps for the next: METADATA by wheel sha256, and the sha256 of each file of
+// <cache>/kiln-wheels/ by its identity (a file that did not change is not hashed again).
+struct ScanMemo {
+  struct FileIdentity {
+    std::uint64_t dev = 0, ino = 0, size = 0;
+    std::int64_t mtime_ns = 0, ctime_ns = 0;
+    auto operator<=>(const FileIdentity&) const = default;
+  };
+  std::map<std::string, std::string> metadata;      // wheel sha256 -> METADATA bytes
+  std::map<FileIdentity, std::string> kiln_wheels;  // -> sha256
+};
+// <cache>/kiln-wheels/ holds a few of kiln's own wheels (a few MB each): at most this many files
+// are looked at, each at most this large; the rest is left out, and said so.
+inline constexpr std::size_t kMaxKilnWheels = 64;
+inline constexpr std::uint64_t kMaxKilnWheelBytes = std::uint64_t(256) << 20;
+ScanResult scan_cache(const std::filesystem::path& cache_root, ScanMemo& memo);
 
 // A model that follows the cache: current() costs a stat() of <cache>/wheels and one of
 // <cache>/last and rescans when either changed (cache entries appear and disappear by rename,
@@ -98,7 +112,7 @@ class CacheIndex {
   Signature signature_;
   bool settled_ = false;  // the directory had not changed for a while when last scanned
   std::chrono::steady_clock::time_point scanned_at_;
-  std::map<std::string, std::string> metadata_;  // wheel sha256 -> METADATA (scan_mutex_)
+  ScanMemo memo_;  // (scan_mutex_)
   std::set<std::string> reported_;
   std::vector<std::string> new_skipped_;
 };

@@ -243,15 +243,16 @@ std::string cuda_table(const TorchFacts& facts, const ToolkitChoice& tk) {
   return out;
 }
 
-// The command line that writes this target, for the file's first comment.
+// The command line that writes this target, for the file's first comment (its words quoted as a
+// shell reads them; a word kiln cannot print faithfully leaves the command out).
 std::string command_text(const IndexRequest& r) {
-  std::string c = cat("kiln target init --torch ", r.torch_version);
-  if (r.write_index) c += cat(" --index-url ", fetch::redact_url(r.torch_index));
-  if (!r.python_tags.empty()) c += cat(" --python-tags ", join(r.python_tags, ","));
-  c += cat(" --archs \"", r.archs, "\"");
-  if (!r.toolkit.empty()) c += cat(" --toolkit ", r.toolkit);
-  if (!r.name.empty()) c += cat(" --name ", r.name);
-  return c;
+  std::vector<std::string> argv = {"kiln", "target", "init", "--torch", r.torch_version};
+  if (r.write_index) argv.insert(argv.end(), {"--index-url", fetch::redact_url(r.torch_index)});
+  if (!r.python_tags.empty()) argv.insert(argv.end(), {"--python-tags", join(r.python_tags, ",")});
+  argv.insert(argv.end(), {"--archs", r.archs});
+  if (!r.toolkit.empty()) argv.insert(argv.end(), {"--toolkit", r.toolkit});
+  if (!r.name.empty()) argv.insert(argv.end(), {"--name", r.name});
+  return shell_command(argv).value_or("kiln target init");
 }
 
 // Comment lines: text that strangers wrote in part (metadata, file names) reaches the file only

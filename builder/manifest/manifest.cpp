@@ -240,9 +240,7 @@ void read_package(const SourceText& source, TableReader& pkg, Manifest& m) {
   if (!is_valid_version(m.version))
     pkg.fail("version",
              cat("bad version '", m.version, "': expected a PEP 440 version such as 1.6.1"));
-  m.summary = pkg.required_string("summary");
-  if (m.summary.find('\n') != std::string::npos)
-    pkg.fail("summary", "'package.summary' must be one line");
+  m.summary = pkg.required_string("summary");  // one line: string() refuses control characters
   m.license = pkg.required_string("license");
   if (auto problem = license_expression_problem(m.license); !problem.empty())
     pkg.fail("license", cat("bad license '", printable_excerpt(m.license), "': ", problem,

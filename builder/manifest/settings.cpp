@@ -48,8 +48,9 @@ std::string config_path(const TableReader& t, std::string_view key, const fs::pa
 
 UserConfig parse_user(const SourceText& source, const fs::path& dir, const fs::path& home) {
   toml::table root = parse_toml(source);
-  TableReader t(source, root, "",
-                {"cache", "manifests", "patches", "target", "jobs", "offline", "index-url"});
+  TableReader t(
+      source, root, "",
+      {"cache", "manifests", "patches", "target", "jobs", "offline", "index-url", "sandbox"});
   UserConfig c;
   c.cache = config_path(t, "cache", dir, home);
   c.manifests = config_path(t, "manifests", dir, home);
@@ -70,6 +71,9 @@ UserConfig parse_user(const SourceText& source, const fs::path& dir, const fs::p
   t.check_length("index-url", c.index_url, kMaxUrlBytes);
   if (!c.index_url.empty() && !is_index_url(c.index_url))
     t.fail("index-url", "expected an http(s):// URL of a package index");
+  c.sandbox = t.string("sandbox").value_or("");
+  if (!c.sandbox.empty() && c.sandbox != "auto" && c.sandbox != "required" && c.sandbox != "off")
+    t.fail("sandbox", "expected \"auto\", \"required\" or \"off\"");
   return c;
 }
 

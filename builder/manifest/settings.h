@@ -39,12 +39,14 @@ struct Settings {
 //   jobs = 8
 //   offline = false
 //   index-url = "https://mirror.example/simple/"
+//   sandbox = "required"                # auto (default), required or off
 struct UserConfig {
   std::string cache, manifests, patches;  // absolute, or "" when not set
   std::vector<std::string> targets;
   std::optional<int> jobs;
   std::optional<bool> offline;
   std::string index_url;
+  std::string sandbox;  // "auto", "required", "off", or "" when not set
 };
 
 // Reads `file` (no file: nothing set); `home` expands a leading "~/". Unknown keys, wrong types and

@@ -1,6 +1,7 @@
 #define TOML_IMPLEMENTATION
 #include "manifest/toml_reader.h"
 
+#include <cstdio>
 #include <sstream>
 
 #include "core/strings.h"
@@ -37,6 +38,16 @@ std::string_view type_name(const toml::node& node) {
 
 Position position_of(const toml::source_region& region) {
   return Position{static_cast<int>(region.begin.line), static_cast<int>(region.begin.column)};
+}
+
+// The first C0 control character (NUL, newline, escape, …) or DEL in `value`, if any: no value
+// of a manifest, a target or a configuration file holds one. A NUL would cut a path where the C
+// library reads it (`cache = "/victim/\u0000"` named /victim/ to `kiln cache gc`); the others
+// reach terminals, file names and printed commands.
+std::optional<unsigned char> control_character(std::string_view value) {
+  for (char c : value)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return static_cast<unsigned char>(c);
+  return std::nullopt;
 }
 
 }  // namespace
@@ -125,11 +136,22 @@ void TableReader::check_lengths(std::string_view key, const std::vector<std::str
               cat("an entry of '", qualified(key), "' is longer than ", max, " bytes"));
 }
 
+void TableReader::check_text(std::string_view key, std::string_view value, Position at) const {
+  if (auto c = control_character(value)) {
+    char code[8];
+    std::snprintf(code, sizeof code, "U+%04X", static_cast<unsigned>(*c));
+    fail_at(source_, at,
+            cat("'", qualified(key), "' holds the control character ", code,
+                " (no value here may hold one)"));
+  }
+}
+
 std::optional<std::string> TableReader::string(std::string_view key) const {
   const toml::node* n = node(key);
   if (!n) return std::nullopt;
   if (!n->is_string()) wrong_type(key, "a string");
   check_length(key, n->as_string()->get(), kMaxStringBytes);
+  check_text(key, n->as_string()->get(), position(key));
   return std::string(n->as_string()->get());
 }
 
@@ -166,6 +188,7 @@ std::optional<std::vector<std::string>> TableReader::strings(std::string_view ke
     out.emplace_back(element.as_string()->get());
   }
   check_lengths(key, out, kMaxStringBytes);
+  for (std::size_t i = 0; i < out.size(); ++i) check_text(key, out[i], element_position(key, i));
   return out;
 }
 

@@ -55,6 +55,10 @@ class TableReader {
   void check_lengths(std::string_view key, const std::vector<std::string>& values,
                      std::size_t max) const;
 
+  // A located failure when `value` (the string at `key`, at `at`) holds a C0 control character
+  // or DEL. string() and strings() check every value they return.
+  void check_text(std::string_view key, std::string_view value, Position at) const;
+
   const SourceText& source() const { return source_; }
   std::string qualified(std::string_view key) const;
 

@@ -90,6 +90,7 @@ BuildRoot::~BuildRoot() {
 }
 
 cache::GcResult remove_abandoned_build_roots(const cache::Store& store) {
+  if (!store.recognise()) return {};  // not a kiln cache: nothing of it is kiln's to remove
   const fs::path dir = store.build_roots();
   std::error_code ec;
   std::vector<std::string> names;

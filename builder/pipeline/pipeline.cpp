@@ -6,6 +6,7 @@
 
 #include "cache/store.h"
 #include "compile/backend.h"
+#include "compile/sandbox.h"
 #include "compile/setuptools.h"
 #include "core/clock.h"
 #include "core/fs.h"
@@ -300,6 +301,7 @@ Expected<compile::BuildRequest> build_request(Run& run, const compile::Backend& 
   request.native.root_lock_fd = build_root.lock_fd();
   request.native.shards = item.shards;
   request.native.object_salt = item.object_salt;
+  request.sandbox = run.options.sandbox;
   compile::Preparation prep;
   prep.target = &rt.target;
   prep.build_env = &run.plan.build_env;
@@ -447,6 +449,7 @@ Expected<cache::Entry> build_item(Run& run, const resolve::PlanItem& item,
   caveats.insert(caveats.end(), built.caveats.begin(), built.caveats.end());
   KILN_CHECK(finish_spec(item, *rt, tc, std::move(built), spec, provenance));
   spec.metadata.version = spec.version;
+  for (const auto& c : caveats) provenance.caveats.push_back(entry_text(c));
   spec.provenance_json = wheel::provenance_text(provenance);
 
   KILN_TRY(cache::Staging staging, run.store.staging("wheel-"));
@@ -482,6 +485,9 @@ std::string refuse_shared_wheel(Run& run, const resolve::PlanItem& item,
   if (!provenance) return provenance.error().message;
   if (provenance->build_key != item.key)
     return cat("its kiln.json names another build key (", provenance->build_key.substr(0, 16), ")");
+  if (m.backend->compiles && compile::will_sandbox(run.options.sandbox) &&
+      compile::says_not_sandboxed(provenance->caveats))
+    return "it was built unsandboxed, and this build runs sandboxed";
   const resolve::ResolvedTarget* rt = target_of(run.plan, item.target_name);
   const Toolchain* tc = nullptr;
   if (m.backend->compiles) {
@@ -565,6 +571,15 @@ Expected<ItemResult> run_item(Run& run, const resolve::PlanItem& item) {
     ir.seconds = now() - started;
     return ir;
   };
+  if (hit && run.options.build && m.backend->compiles &&
+      compile::will_sandbox(run.options.sandbox) &&
+      compile::says_not_sandboxed(hit->info.caveats)) {
+    // A wheel whose package's code ran unsandboxed is built again, sandboxed, in its place.
+    log::warn(cat("cache entry ", item.key.substr(0, 16), " of ", m.name,
+                  " was built unsandboxed; it is built again in the sandbox"));
+    KILN_CHECK(run.store.remove(item.key));
+    hit.reset();
+  }
   if (hit) {
     ir.cache_hit = true;
     return taken(*hit, "cache hit: nothing changed");

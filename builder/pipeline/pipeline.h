@@ -12,6 +12,7 @@
 #include "cache/store.h"
 #include "compile/jobs.h"
 #include "core/expected.h"
+#include "core/sandbox.h"
 #include "resolve/plan.h"
 
 namespace kiln::pipeline {
@@ -29,6 +30,9 @@ struct Options {
   // false: take wheels only (the local cache, then the remote); an item in neither is an error
   // (`kiln index export` of a plan).
   bool build = true;
+  // Where the compiling backends run a package's code (compile/sandbox.h). A build that will run
+  // sandboxed takes no wheel built unsandboxed (its caveats say so) as a hit, local or remote.
+  SandboxMode sandbox = SandboxMode::Auto;
 };
 
 struct ItemResult {

@@ -25,6 +25,9 @@ Expected<std::unique_ptr<Fetching>> Fetching::create(const fs::path& cache, bool
   KILN_TRY(fetch::IndexSetting index, fetch::configured_index(index_url));
   auto fetching =
       std::unique_ptr<Fetching>(new Fetching(fetch::make_curl_client(), cache, offline, index.url));
+  // What kiln writes into is marked as kiln's cache; a cache this process may only read is no
+  // error here (what it then cannot write fails with its own message).
+  (void)fetching->store_.mark();
   if (const char* limit = std::getenv("KILN_MAX_DOWNLOAD"); limit && *limit) {
     auto bytes = parse_byte_size(limit);
     if (!bytes || *bytes == 0)

@@ -1,5 +1,6 @@
 #include "toolchain/python.h"
 
+#include "core/json.h"
 #include "core/process.h"
 #include "core/strings.h"
 
@@ -38,7 +39,7 @@ Expected<PythonInfo> probe_python(const std::string& interpreter) {
   if (!out)
     return Error::failed(cat("cannot query Python '", interpreter, "': ", out.error().message),
                          out.error().detail);
-  nlohmann::json j = nlohmann::json::parse(*out, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json j = parse_json(*out);
   if (j.is_discarded() || !j.is_object())
     return Error::failed(cat("unexpected answer from Python '", interpreter, "'"),
                          tail_lines(*out, 5));

@@ -74,13 +74,14 @@ CheckResult check_imports(const LoadedWheel& wheel);
 // Only when options.import_with is set.
 CheckResult check_import(const LoadedWheel& wheel, const Options& options);
 
-// A result helper: the verdict is the worst of what was added.
+// A result helper: the verdict is the worst of what was added; each line at most 1 KiB (a longer
+// one is cut, its size said).
 class Findings {
  public:
   explicit Findings(std::string id) { result_.id = std::move(id); }
   void fail(std::string line) { add(Verdict::Fail, std::move(line)); }
   void warn(std::string line) { add(Verdict::Warn, std::move(line)); }
-  void note(std::string line) { result_.details.push_back(std::move(line)); }
+  void note(std::string line);
   nlohmann::json& data() { return result_.data; }
   bool failed() const { return verdict_ == Verdict::Fail; }
   // The message is the first failure (or warning) with a count of the others, else `ok_message`.

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/fs.h"
+#include "core/json.h"
 #include "core/process.h"
 #include "core/strings.h"
 #include "validate/checks.h"
@@ -117,12 +118,69 @@ void add_top_level_modules(Installed& installed) {
   }
 }
 
+// What `python` reads when it starts (its prefixes and sys.path, asked of it: a .pth file may
+// add any directory), for the sandbox to hold read-only.
+Expected<std::vector<fs::path>> python_paths(const std::string& python) {
+  ProcessSpec spec;
+  spec.argv = {python, "-c",
+               "import json, sys; print(json.dumps([sys.prefix, sys.base_prefix, *sys.path]))"};
+  spec.env_set = {{"PYTHONNOUSERSITE", "1"}};
+  spec.env_unset = {"PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP"};
+  auto r = run_process(spec);
+  if (!r || !r->ok())
+    return Error::failed(
+        cat("cannot ask ", python, " for its paths", r ? cat(": ", tail_lines(r->output, 2)) : ""));
+  auto parsed = parse_json(trim(tail_lines(r->output, 1)));
+  std::vector<fs::path> paths = {fs::path(python).parent_path().parent_path()};
+  if (!parsed.is_array()) return Error::failed(cat(python, " did not say its paths"));
+  std::error_code ec;
+  for (const auto& p : parsed) {
+    if (!p.is_string() || paths.size() > 64) continue;
+    fs::path path = fs::path(p.get<std::string>()).lexically_normal();
+    // Not the whole host, nor its kernel's and devices' views (the sandbox has its own).
+    bool host = path == "/" || path_within(path, "/proc") || path_within(path, "/sys") ||
+                path_within(path, "/dev");
+    if (path.is_absolute() && !host && fs::exists(path, ec)) paths.push_back(path);
+  }
+  return paths;
+}
+
+// The import's argv: in the sandbox (the Python's paths and `dir` read-only), unless `mode` is
+// off or (auto) no sandbox can be made here, which `f` notes.
+Expected<std::vector<std::string>> import_argv(std::vector<std::string> argv,
+                                               const std::string& python, const fs::path& dir,
+                                               SandboxMode mode, Findings& f) {
+  if (mode == SandboxMode::Off) {
+    f.note("not sandboxed: KILN_SANDBOX=off");
+    return argv;
+  }
+  if (const auto& available = sandbox_available(); !available) {
+    if (mode == SandboxMode::Required)
+      return Error::failed(cat("the import's sandbox cannot be made here (",
+                               available.error().message, "), and KILN_SANDBOX=required"));
+    f.note(cat("not sandboxed: ", available.error().message));
+    return argv;
+  }
+  SandboxSpec spec;
+  KILN_TRY(spec.read_only, python_paths(python));
+  spec.read_only.push_back(dir);
+  spec.keep_env = {"PATH", "LANG", "LC_ALL", "PYTHONNOUSERSITE", "PYTHONDONTWRITEBYTECODE"};
+  return sandboxed(spec, argv);
+}
+
 // Runs kScript with `python` in `dir` and reads its report: each module imported, or why not.
-CheckResult import_modules(const std::string& python, const fs::path& dir, const fs::path& root,
+CheckResult import_modules(const Options& options, const fs::path& dir, const fs::path& root,
                            const std::set<std::string>& modules, Findings& f) {
+  const std::string& python = options.import_with;
   ProcessSpec spec;
   spec.argv = {python, "-c", kScript, root.string()};
   spec.argv.insert(spec.argv.end(), modules.begin(), modules.end());
+  auto argv = import_argv(std::move(spec.argv), python, dir, options.sandbox, f);
+  if (!argv) {
+    f.fail(argv.error().message);
+    return f.finish("");
+  }
+  spec.argv = std::move(*argv);
   spec.cwd = dir;
   spec.env_set = {{"PYTHONNOUSERSITE", "1"}, {"PYTHONDONTWRITEBYTECODE", "1"}};
   spec.env_unset = {"PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP"};
@@ -139,14 +197,19 @@ CheckResult import_modules(const std::string& python, const fs::path& dir, const
   }
   std::string line = result->output.substr(marker + 12);
   line = line.substr(0, line.find('\n'));
-  auto parsed = nlohmann::json::parse(line, nullptr, false);
+  auto parsed = parse_json(line);
   if (parsed.is_discarded() || !parsed.is_array()) {
     f.fail(cat("unreadable report from ", python));
     return f.finish("");
   }
   std::vector<std::string> ok;
   for (const auto& r : parsed) {
-    std::string name = r.at(0).get<std::string>(), error = r.at(1).get<std::string>();
+    // The modules imported print too: a line of theirs that looks like the report is no report.
+    if (!r.is_array() || r.size() != 2 || !r[0].is_string() || !r[1].is_string()) {
+      f.fail(cat("unreadable report from ", python));
+      return f.finish("");
+    }
+    std::string name = r[0].get<std::string>(), error = r[1].get<std::string>();
     if (error.empty())
       ok.push_back(name);
     else
@@ -168,12 +231,15 @@ CheckResult check_import(const LoadedWheel& w, const Options& options) {
     f.fail(dir.error().message);
     return f.finish("");
   }
+  // Read by nobody, in the sandbox (mkdtemp made it the caller's alone).
+  std::error_code ec;
+  fs::permissions(dir->path(), fs::perms(0755), ec);
   const fs::path root = dir->path() / "site-packages";
   Installed installed = install(w, root, f);
   add_top_level_modules(installed);
   if (f.failed()) return f.finish("");
   if (installed.modules.empty()) return skipped(id, "no importable modules");
-  return import_modules(options.import_with, dir->path(), root, installed.modules, f);
+  return import_modules(options, dir->path(), root, installed.modules, f);
 }
 
 }  // namespace kiln::validate

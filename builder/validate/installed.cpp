@@ -6,9 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstring>
 
+#include "core/fs.h"
 #include "core/hash.h"
 #include "core/strings.h"
 #include "manifest/limits.h"
@@ -28,24 +28,6 @@ constexpr std::uint64_t kMaxElfBytes = 2ull << 30;
 constexpr std::uint64_t kMaxElfTotal = 8ull << 30;
 constexpr std::size_t kMaxElfFiles = 512;
 
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-  void reset(int fd) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_;
-};
-
 // A RECORD path kiln reads: relative, no empty, "." or ".." component, no control character.
 bool safe_relative(std::string_view path) {
   if (path.empty() || path.size() > kMaxPathBytes || path.front() == '/') return false;
@@ -54,41 +36,6 @@ bool safe_relative(std::string_view path) {
   for (const auto& part : split(path, "/", /*skip_empty=*/false))
     if (part.empty() || part == "." || part == "..") return false;
   return true;
-}
-
-// Opens `relative` (a safe_relative path) under the directory `dir` without following links; the
-// file must be a regular file of at most `max_bytes`. Its bytes, or why not.
-Expected<std::string> read_beneath(int dir, std::string_view relative, std::uint64_t max_bytes) {
-  auto parts = split(relative, "/", false);
-  Fd fd(::dup(dir));
-  int err = fd.get() < 0 ? errno : 0;
-  for (std::size_t i = 0; i < parts.size() && fd.get() >= 0; ++i) {
-    int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK;
-    if (i + 1 < parts.size()) flags |= O_DIRECTORY;
-    int next = ::openat(fd.get(), parts[i].c_str(), flags);
-    err = next < 0 ? errno : 0;
-    fd.reset(next);
-  }
-  if (fd.get() < 0)
-    return Error::failed(cat(relative, ": ",
-                             err == ELOOP || err == ENOTDIR
-                                 ? "a symbolic link or not a directory (not followed)"
-                                 : std::strerror(err)));
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
-    return Error::failed(cat(relative, ": not a regular file"));
-  if (static_cast<std::uint64_t>(st.st_size) > max_bytes)
-    return Error::failed(cat(relative, ": ", st.st_size, " bytes, over the limit of ", max_bytes));
-  std::string data;
-  data.resize(static_cast<std::size_t>(st.st_size));
-  std::size_t got = 0;
-  while (got < data.size()) {
-    ssize_t n = ::read(fd.get(), data.data() + got, data.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Error::failed(cat(relative, ": read failed"));
-    got += static_cast<std::size_t>(n);
-  }
-  return data;
 }
 
 bool shared_object_name(std::string_view path) {
@@ -202,7 +149,7 @@ Expected<Report> validate_installed(const fs::path& site, const std::string& dis
   w.dist_info = dist_info;
   w.path = site / dist_info;
   w.filename = dist_info;
-  Fd dir(::open(site.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd dir(::open(site.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir.get() < 0)
     return Error::bad_input(cat(site.string(), ": not a directory (", std::strerror(errno), ")"));
   struct stat st {};

@@ -27,7 +27,7 @@ Expected<Report> validate_wheel(const std::filesystem::path& path, const Options
 std::string render_text(const Report& report, bool verbose) {
   std::ostringstream out;
   // Every field may quote the wheel's own bytes: shown one line each, no control character.
-  auto field = [](std::string_view text) { return terminal_text(text, /*keep_newlines=*/false); };
+  auto field = [](std::string_view text) { return terminal_field(text, 4096); };
   out << field(report.wheel.filename().string()) << ": " << (report.ok() ? "ok" : "FAILED") << "\n";
   std::size_t width = 0;
   for (const auto& c : report.checks) width = std::max(width, c.id.size());

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/expected.h"
+#include "core/sandbox.h"
 #include "manifest/arch.h"
 #include "toolchain/torch.h"
 #include "wheel/provenance.h"
@@ -56,8 +57,11 @@ struct Options {
   std::string torch_problem;  // when no torch could be had: the reason, shown by the skip
   // Where to find the CUDA runtime and the C/C++ runtime libraries; empty: default_library_dirs().
   std::vector<std::filesystem::path> library_dirs;
-  // A Python (with torch) to import the wheel's modules with: adds the "import" check.
+  // A Python (with torch) to import the wheel's modules with: adds the "import" check, which runs
+  // in the build's sandbox (core/sandbox.h: the Python, its paths and the wheel read-only, no
+  // network, nobody) as `sandbox` says.
   std::string import_with;
+  SandboxMode sandbox = SandboxMode::Auto;
   // The sdist's own metadata (from the download cache, through the provenance): "metadata"
   // reports how the wheel's differs beyond what kiln adds. Absent: the comparison is skipped
   // with `upstream_note` as the reason.

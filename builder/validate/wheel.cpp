@@ -4,6 +4,7 @@
 
 #include "core/hash.h"
 #include "core/strings.h"
+#include "core/terminal.h"
 #include "manifest/limits.h"
 #include "manifest/version.h"
 #include "validate/checks.h"
@@ -36,7 +37,25 @@ const CheckResult* Report::find(const std::string& id) const {
   return nullptr;
 }
 
+namespace {
+
+// A finding quotes the wheel's bytes at times (a field's value): a line of at most this many bytes
+// (cut at a character's start, its whole size said), in every report (text, --json, JUnit).
+constexpr std::size_t kMaxFindingBytes = 1024;
+
+std::string bounded(std::string line) {
+  if (line.size() <= kMaxFindingBytes) return line;
+  return cat(terminal_field(line, kMaxFindingBytes), " (", line.size(), " bytes)");
+}
+
+}  // namespace
+
+void Findings::note(std::string line) {
+  result_.details.push_back(bounded(std::move(line)));
+}
+
 void Findings::add(Verdict v, std::string line) {
+  line = bounded(std::move(line));
   if (v == Verdict::Fail) {
     verdict_ = Verdict::Fail;
     fails_.push_back(line);

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/json.h"
 #include "core/strings.h"
 
 namespace kiln::wheel {
@@ -197,6 +198,7 @@ Provenance read_provenance(const json& j) {
     st->read("built_wheel", p.setuptools->built_wheel);
     st->read("torch_cuda_arch_list", p.setuptools->torch_cuda_arch_list);
   }
+  top.read("caveats", p.caveats);
   return p;
 }
 
@@ -230,6 +232,7 @@ json to_json(const Provenance& p) {
   if (p.setuptools)
     j["setuptools"] = {{"built_wheel", p.setuptools->built_wheel},
                        {"torch_cuda_arch_list", p.setuptools->torch_cuda_arch_list}};
+  if (!p.caveats.empty()) j["caveats"] = p.caveats;
   return j;
 }
 
@@ -246,7 +249,7 @@ Expected<Provenance> provenance_from_json(const json& j) {
 }
 
 Expected<Provenance> parse_provenance(std::string_view text) {
-  json j = json::parse(text.begin(), text.end(), nullptr, false);
+  json j = parse_json(text);
   if (j.is_discarded()) return Error::bad_input("kiln.json is not valid JSON");
   return provenance_from_json(j);
 }

@@ -92,6 +92,10 @@ struct Provenance {
   std::optional<BuiltPlatform> platform;
   // The setuptools backend's only.
   std::optional<SetuptoolsBuild> setuptools;
+  // Why the bytes may differ from the same build's elsewhere, and that its code ran unsandboxed
+  // ("not sandboxed: …"); written only when there are any (a reproducible, sandboxed build's
+  // kiln.json is as before).
+  std::vector<std::string> caveats;
 
   InputFacts facts;  // from `inputs`, filled by parse_provenance (not written)
 };

@@ -4,8 +4,9 @@
 
 namespace kiln::wheel {
 
-Expected<std::vector<ReadEntry>> read_wheel_files(const std::filesystem::path& path) {
-  KILN_TRY(archive::ZipReader zip, archive::ZipReader::open(path));
+namespace {
+
+Expected<std::vector<ReadEntry>> entries_of(const archive::ZipReader& zip) {
   std::vector<ReadEntry> files;
   for (const auto& e : zip.entries()) {
     if (e.is_directory()) continue;
@@ -13,6 +14,19 @@ Expected<std::vector<ReadEntry>> read_wheel_files(const std::filesystem::path& p
     files.push_back({e.name, std::move(data), e.is_executable(), e.is_symlink()});
   }
   return files;
+}
+
+}  // namespace
+
+Expected<std::vector<ReadEntry>> read_wheel_files(const std::filesystem::path& path) {
+  KILN_TRY(archive::ZipReader zip, archive::ZipReader::open(path));
+  return entries_of(zip);
+}
+
+Expected<std::vector<ReadEntry>> read_wheel_files(std::string data, std::string name) {
+  KILN_TRY(archive::ZipReader zip,
+           archive::ZipReader::from_bytes(std::move(data), std::move(name)));
+  return entries_of(zip);
 }
 
 Expected<std::optional<std::string>> read_wheel_file(

@@ -24,6 +24,8 @@ struct ReadEntry {
 
 // Every file of the wheel at `path`, in the zip's order; directories are skipped.
 Expected<std::vector<ReadEntry>> read_wheel_files(const std::filesystem::path& path);
+// The same for a wheel held in memory; `name` is used in messages.
+Expected<std::vector<ReadEntry>> read_wheel_files(std::string data, std::string name);
 
 // The contents of the first file whose path `matches` (nullopt when none does), reading no other
 // member (a wheel's kiln.json without inflating its libraries): a text file of a wheel that may

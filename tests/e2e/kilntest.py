@@ -1,5 +1,6 @@
 """Helpers for end-to-end tests: run the real kiln binary in a temporary copy of the project."""
 
+import gzip
 import hashlib
 import io
 import os
@@ -78,6 +79,30 @@ class KilnTestCase(unittest.TestCase):
             self.assertIsNone(proc.poll(), log.read_text())
             time.sleep(0.05)
         self.fail("kiln serve did not start:\n" + log.read_text())
+
+    def in_private_tmp(self, script, check=True):
+        """Runs `script` (sh) as root in a mount namespace of its own whose /tmp is a tmpfs holding
+        the real /tmp's entries (bound back in) but its kiln-build, so that what the script plants
+        in /tmp nobody else sees."""
+        if os.geteuid() != 0 or subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
+            self.skipTest("needs root and unshare -m")
+        prologue = """set -e
+mount --rbind /tmp /mnt
+mount -t tmpfs tmpfs /tmp
+for e in /mnt/* /mnt/.[!.]* /mnt/..?*; do
+  [ -e "$e" ] || [ -L "$e" ] || continue
+  n=${e#/mnt/}
+  [ "$n" = kiln-build ] && continue
+  if [ -L "$e" ]; then ln -s "$(readlink "$e")" "/tmp/$n"
+  elif [ -d "$e" ]; then mkdir "/tmp/$n" && mount --rbind "$e" "/tmp/$n"
+  else touch "/tmp/$n" && mount --bind "$e" "/tmp/$n"; fi
+done
+"""
+        proc = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", prologue + script],
+                              capture_output=True, text=True, timeout=1800)
+        if check:
+            self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        return proc
 
     def fresh_cache(self, name):
         """A cache with no wheels or objects that shares downloads, sysroots and the setuptools
@@ -175,9 +200,10 @@ class SourceTestCase(KilnTestCase):
         (d / "1.0.0.toml").write_text(MANIFEST.format(source=source, patches=patches))
 
     def sdist(self, members):
-        """A tar.gz built from (TarInfo, bytes) pairs."""
+        """A tar.gz built from (TarInfo, bytes) pairs; the same bytes for the same members (gzip's
+        header holds no time)."""
         buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w:gz") as t:
+        with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as gz, tarfile.open(fileobj=gz, mode="w") as t:
             for info, data in members:
                 t.addfile(info, io.BytesIO(data) if data is not None else None)
         return buf.getvalue()
@@ -212,6 +238,8 @@ class SourceTestCase(KilnTestCase):
         for p in self.cache.rglob("*"):
             rel = p.relative_to(self.cache)
             if not p.is_file() or p.name.endswith(".part") or p.name.endswith(".lock") or rel.parts[0] == "locks":
+                continue
+            if rel.parts == ("CACHEDIR.TAG",):  # the mark of a kiln cache, written first
                 continue
             if keep_verified and rel.parts[0] in ("downloads", "git"):
                 continue

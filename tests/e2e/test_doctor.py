@@ -95,7 +95,7 @@ class DoctorTest(KilnTestCase):
         # Only the H200: the target is for sm_90; a driver without GPUs says why.
         _, doc = self.doctor_json("--python", "python3", devices="NVIDIA H200:9.0")
         self.assertTrue(doc["next"]["target"].endswith("-sm90"), doc["next"])
-        self.assertIn("--archs '9.0'", doc["next"]["commands"][0])
+        self.assertIn("--archs 9.0", doc["next"]["commands"][0])
         _, doc = self.doctor_json("--python", "python3", init=100)
         self.assertEqual(doc["driver"]["error"], "cuInit: no CUDA-capable device is detected (CUresult 100)")
 
@@ -121,7 +121,7 @@ class DoctorTest(KilnTestCase):
         self.assertRegex(out, r"(?m)^mamba-ssm +not installed$")
         self.assertIn("  kiln target init --name cu130-torch2.11-cp311-sm90 --torch 2.11.0+cu130 "
                       "--index-url https://download.pytorch.org/whl/cu130 --python-tags cp311 "
-                      "--archs '9.0' --toolkit system\n", out)
+                      "--archs 9.0 --toolkit system\n", out)
         self.assertIn("  kiln build --target cu130-torch2.11-cp311-sm90 causal-conv1d "
                       "flash-linear-attention mamba-ssm\n", out)
         self.assertIn("  pip install --index-url http://builder:8000/cu130-torch2.11-cp311-sm90/simple/ "

@@ -136,7 +136,7 @@ class FaultTest(KilnTestCase):
         script = f"""
             "$KILN" build big-wheel >{out}/w.out 2>{out}/w.err; echo $? >{out}/w.rc
             "$KILN" build big-sdist >{out}/d.out 2>{out}/d.err; echo $? >{out}/d.rc
-            (cd "$MNT" && find . -type f ! -path './locks/*' | sort) >{out}/left
+            (cd "$MNT" && find . -type f ! -path './locks/*' ! -path ./CACHEDIR.TAG | sort) >{out}/left
             "$KILN" cache verify >/dev/null 2>{out}/v1.err; echo $? >{out}/v1.rc
             mount -o remount,size=64m "$MNT"
             "$KILN" --json build big-wheel big-sdist >{out}/ok.out 2>{out}/ok.err; echo $? >{out}/ok.rc

@@ -73,7 +73,8 @@ class GitMirrorTest(SourceTestCase):
         self.assert_fails_cleanly("prepare", "demo", "-o", str(out), code=1, keep_verified=True,
                                   env=self.mirror_env(f"{self.tmp}/evil/"),
                                   message=rf"kiln: error: commit {self.commit} not found in "
-                                          rf"{UNREACHABLE}demo\.git \(mirror {self.tmp}/evil/demo\.git\)$")
+                                          rf"{UNREACHABLE}demo\.git \(mirror {self.tmp}/evil/demo\.git\) "
+                                          r"\(it did not send that commit by its id: ")
         self.assertFalse(out.exists())
 
     def test_git_insteadof_in_the_users_git_config(self):

@@ -390,7 +390,7 @@ class LastMileTest(LastMileCase):
         self.assertEqual({n: r["version"] for n, r in compiled.items()},
                          {n: r["version"] for n, r in resolved.items()})
 
-        self.assert_no_own_requests(up, set(kiln_projects) | {"kiln"})
+        self.assert_no_own_requests(up, set(kiln_projects) | {"kiln-wheels"})
         self.assertLessEqual(UPSTREAM_NAMES, set(up.project_requests()))
         text = served.log.read_text()
         self.assertRegex(text, r"kiln: 127\.0\.0\.1 GET /default/simple/torch/ 307 ")
@@ -431,7 +431,7 @@ class LastMileTest(LastMileCase):
                 self.assertFalse((self.dist_info(env_dir, project) / "kiln.json").exists())
         self.assertEqual((site_packages(uv_venv) / "torch" / "version.py").read_text().splitlines()[0],
                          '__version__ = "2.11.1"')
-        self.assert_no_own_requests(up, set(pins) | {"kiln"})
+        self.assert_no_own_requests(up, set(pins) | {"kiln-wheels"})
 
     # --- (b) kiln doctor's next commands --------------------------------------------------------
 
@@ -485,7 +485,7 @@ class LastMileTest(LastMileCase):
         text = served.log.read_text()
         self.assertRegex(text, rf"GET /{re.escape(DOCTOR_TARGET)}/simple/(causal-conv1d|flash-linear-attention)/ 200 ")
         self.assertNotRegex(text, rf"GET /{re.escape(DOCTOR_TARGET)}/simple/\S+ 404 ")
-        self.assert_no_own_requests(up, set(OWN) | {"kiln", "kiln-demo"})
+        self.assert_no_own_requests(up, set(OWN) | {"kiln-wheels", "kiln-demo"})
         for name in OWN:
             self.assertEqual(self.page_json(f"{index}{name}/")["files"], [])
         status, headers, _ = http_get(f"{index}torch/")
@@ -500,7 +500,7 @@ class LastMileTest(LastMileCase):
             _, resolved = resolve(swapped)
             self.assertEqual(set(resolved), requested, how)
             self.assert_resolution(resolved, default, kiln_projects, [up], requested, how)
-        self.assert_no_own_requests(up, set(kiln_projects) | {"kiln"})
+        self.assert_no_own_requests(up, set(kiln_projects) | {"kiln-wheels"})
 
         # A plain-http server on another host: pip is told to trust it (host:port); https needs nothing.
         nxt = self.doctor_next(python, "http://builder.example:8000")
@@ -540,7 +540,7 @@ class LastMileTest(LastMileCase):
             for project in needs - {"setuptools"}:
                 self.assertIn(project, got, env_dir)
                 self.assertFalse((self.dist_info(env_dir, project) / "kiln.json").exists())
-        self.assert_no_own_requests(up, {"causal-conv1d", "mamba-ssm", "kiln"})
+        self.assert_no_own_requests(up, {"causal-conv1d", "mamba-ssm", "kiln-wheels"})
 
     # --- (c) a target with its own torch index -------------------------------------------------
 
@@ -633,8 +633,8 @@ class LastMileTest(LastMileCase):
         # --no-fallback: other names are 404; kiln's own names are always kiln's.
         served = self.serve(cache, "--no-fallback")
         self.assertNotIn("unbuilt-e2e", served.ready["install"])
-        own_empty = [("default", "kiln"), ("unbuilt-e2e", "causal-conv1d"), ("unbuilt-e2e", "kiln-demo"),
-                     ("unbuilt-e2e", "flash-linear-attention"), ("unbuilt-e2e", "kiln")]
+        own_empty = [("default", "kiln-wheels"), ("unbuilt-e2e", "causal-conv1d"), ("unbuilt-e2e", "kiln-demo"),
+                     ("unbuilt-e2e", "flash-linear-attention"), ("unbuilt-e2e", "kiln-wheels")]
         for target, name in own_empty + [("default", "causal-conv1d")]:
             url = f"{served.index(target)}{name}/"
             status, headers, body = http_get(url, {"Accept": JSON_TYPE})
@@ -655,8 +655,9 @@ class LastMileTest(LastMileCase):
 
         # A redirect: 307, no-store, the upstream's normalised name.
         served = self.serve(cache, "--fallback-url", up.url)
+        # "kiln" is another project's name on PyPI (kiln's own wheel is kiln-wheels): not kiln's.
         for path, name in (("torch/", "torch"), ("Typing_Extensions/", "typing-extensions"),
-                           ("zope.interface/", "zope-interface")):
+                           ("zope.interface/", "zope-interface"), ("kiln/", "kiln")):
             status, headers, body = http_get(f"{served.index('default')}{path}")
             self.assertEqual(status, 307, path)
             self.assertEqual(headers.get("cache-control"), "no-store", path)
@@ -761,7 +762,7 @@ class LastMileTest(LastMileCase):
             ran.setdefault(source, set()).add(head[0])
         self.assertEqual(ran, {"scripts/run": {"pip", "uv"}, "docs/serve.md": {"pip", "uv"}},
                          f"commands found: {commands}; not run: {skipped}")
-        self.assert_no_own_requests(up, set().union(*projects.values()) | {"kiln"})
+        self.assert_no_own_requests(up, set().union(*projects.values()) | {"kiln-wheels"})
 
     # --- (g) the static export with uv's first-index strategy ----------------------------------
 
@@ -782,7 +783,7 @@ class LastMileTest(LastMileCase):
 
         # Every target's export has a page for each of kiln's names (its own and its manifests'
         # packages): empty where it has no files.
-        names = {"kiln", *(p.name for p in (self.project / "manifests").iterdir()
+        names = {"kiln-wheels", *(p.name for p in (self.project / "manifests").iterdir()
                            if p.is_dir() and p.name not in ("targets", "tools"))}
         targets = sorted(p.parent.name for p in out.glob("*/simple"))
         self.assertIn("default", targets)
@@ -795,7 +796,7 @@ class LastMileTest(LastMileCase):
                 self.assertEqual(bool(page["files"]), "<a " in html_page, (target, name))
                 if page["files"]:
                     projects[target][name] = {f["filename"]: f["hashes"]["sha256"] for f in page["files"]}
-        self.assertEqual(projects["default"].get("kiln"), None)
+        self.assertEqual(projects["default"].get("kiln-wheels"), None)
         for name in OWN:
             self.assertIn(name, projects["default"])
 
@@ -822,7 +823,7 @@ class LastMileTest(LastMileCase):
                                "uv (the export on a web server)")
         # A name of kiln's without files: uv stops at the export's empty page.
         for idx in (args[args.index("--index") + 1], index):
-            proc, _ = self.uv_compile(["--index", idx, "--default-index", up.url, "kiln"], check=False)
+            proc, _ = self.uv_compile(["--index", idx, "--default-index", up.url, "kiln-wheels"], check=False)
             self.assertNotEqual(proc.returncode, 0)
         self.assert_no_own_requests(up, names)
 

@@ -106,7 +106,7 @@ class ServeNetworkTest(LastMileCase):
         text = served.log.read_text()
         self.assertRegex(text, rf"kiln: {re.escape(client_addr)} GET /default/simple/causal-conv1d/ 200 ")
         self.assertRegex(text, rf"kiln: {re.escape(client_addr)} GET /default/simple/torch/ 307 ")
-        self.assert_no_own_requests(up, set(kiln_projects) | {"kiln"})
+        self.assert_no_own_requests(up, set(kiln_projects) | {"kiln-wheels"})
 
         # Without --trusted-host pip will not use a plain-http index on another host.
         i = candidates[0].index("--trusted-host")

@@ -127,9 +127,9 @@ class StrangersTest(SourceTestCase):
 
     # -- a hostile remote cache ---------------------------------------------------------------
     def pure_demo(self):
-        self.served.joinpath("demo-1.0.0.tar.gz").write_bytes(self.good_sdist())
+        data = self.good_sdist()  # once: an sdist made again in another second has other bytes
+        self.served.joinpath("demo-1.0.0.tar.gz").write_bytes(data)
         base = self.server()
-        data = self.good_sdist()
         self.demo_manifest(f'url = "{base}/demo-1.0.0.tar.gz"\nsha256 = "{sha256(data)}"')
         return json.loads(self.kiln("--json", "resolve", "demo", check=0).stdout)["items"][0]["key"]
 

@@ -36,7 +36,8 @@ nlohmann::json sample(bool active) {
     "doctor_version": 1,
     "summary": [["python", "/usr/bin/python3 3.12.3 (cp312), glibc 2.39"],
                 ["gpu 0", "NVIDIA H200, sm_90 (compute capability 9.0)"]],
-    "next": {"commands": ["kiln target init --name t", "kiln serve --host 0.0.0.0"]}
+    "next": {"argv_for": {"fast_path": [["kiln", "target", "init", "--name", "t"],
+                                        ["kiln", "serve", "--host", "0.0.0.0"]]}}
   })j");
   r["fast_path"] = {{"active", active}, {"reasons", nlohmann::json::array()}};
   if (!active) r["fast_path"]["reasons"].push_back("causal_conv1d not installed: uv pip install x");
@@ -92,16 +93,19 @@ TEST(Doctor, RendersTheMamba2FastPathBesideTheGatedDeltaNetOne) {
             "  kiln target init --name t\n"
             "  kiln serve --host 0.0.0.0\n");
   // The next commands are those doctor.py wrote for the paths that are missing.
-  r["next"]["commands_for"] = {{"fast_path", {"build gdn"}},
-                               {"mamba2_fast_path", {"build mamba"}},
-                               {"fast_path+mamba2_fast_path", {"build both"}}};
+  auto one = [](const char* a, const char* b) {
+    return nlohmann::json::array({nlohmann::json::array({a, b})});
+  };
+  r["next"]["argv_for"] = {{"fast_path", one("build", "gdn")},
+                           {"mamba2_fast_path", one("build", "mamba")},
+                           {"fast_path+mamba2_fast_path", one("build", "both")}};
   EXPECT_CONTAINS(render_text(r), "next:\n  build mamba\n");
   r["fast_path"] = {{"active", false}, {"reasons", {"b"}}};
   EXPECT_CONTAINS(render_text(r), "next:\n  build both\n");
   r["mamba2_fast_path"]["active"] = true;
   EXPECT_CONTAINS(render_text(r), "next:\n  build gdn\n");
-  r["next"]["commands_for"] = {{"fast_path", "not a list"}};  // then the Gated DeltaNet path's
-  EXPECT_CONTAINS(render_text(r), "next:\n  kiln target init --name t\n");
+  r["next"]["argv_for"] = {{"fast_path", "not a list"}};  // nothing doctor.py's text could forge
+  EXPECT_TRUE(render_text(r).ends_with("next:\n")) << render_text(r);
   // kiln's section decides both lines when it has them.
   r = sample(false);
   r["mamba2_fast_path"] = {{"active", false}, {"reasons", {"doctor.py's"}}};
@@ -116,11 +120,32 @@ TEST(Doctor, RendersTheMamba2FastPathBesideTheGatedDeltaNetOne) {
             "  kiln target init --name t\n"
             "  kiln serve --host 0.0.0.0\n");
   // ... and which next commands: its static checks found mamba-ssm built for other GPUs.
-  r["next"]["commands_for"] = {{"fast_path", {"build gdn"}},
-                               {"fast_path+mamba2_fast_path", {"build both"}}};
+  r["next"]["argv_for"] = {{"fast_path", one("build", "gdn")},
+                           {"fast_path+mamba2_fast_path", one("build", "both")}};
   r["kiln"]["mamba2_fast_path"] = {{"active", false}, {"reasons", {"mamba-ssm gpu-target: no"}}};
   EXPECT_CONTAINS(render_text(r),
                   "Mamba-2 fast path: missing (mamba-ssm gpu-target: no)\nnext:\n  build both\n");
+}
+
+// The next commands are printed from their words, each quoted: a torch version or a --server
+// value in them runs nothing when the line is pasted; a word a terminal would not show as itself,
+// or a command that is no list of words, is left out and counted.
+TEST(Doctor, PrintsTheNextCommandsFromTheirWordsQuoted) {
+  nlohmann::json r = sample(false);
+  r["next"]["argv_for"]["fast_path"] = nlohmann::json::parse(R"j([
+      ["pip", "install", "--index-url", "http://h/;touch${IFS}/tmp/x;echo/simple/", "causal-conv1d"],
+      ["kiln", "target", "init", "--torch", "2.11.0$(id)", "--archs", "<the GPUs' archs>"],
+      ["kiln", "a\u001b[2Jb"],
+      "pip install x; rm -rf ~",
+      ["kiln", 3],
+      []])j");
+  EXPECT_CONTAINS(
+      render_text(r),
+      "next:\n"
+      "  pip install --index-url 'http://h/;touch${IFS}/tmp/x;echo/simple/' causal-conv1d\n"
+      "  kiln target init --torch '2.11.0$(id)' --archs '<the GPUs'\\'' archs>'\n"
+      "  (4 commands of the report left out: not a list of words, or a word with a "
+      "control character)\n");
 }
 
 TEST(Doctor, StaticChecksKeepDoctorPyReasonsAndAddTheirOwn) {
@@ -194,14 +219,21 @@ TEST(Doctor, RunsDoctorPyWithTheInterpreter) {
   EXPECT_CONTAINS(report["driver"]["error"].get<std::string>(),
                   "cannot load /nonexistent/libcuda.so.1");
   EXPECT_CONTAINS(report["next"]["commands"].back().get<std::string>(),
-                  "uv pip install --index-url http://builder:8000/");
+                  "uv pip install --index-url 'http://builder:8000/");  // quoted: <XYZ> in it
+  // The words of each command beside its line (kiln prints them quoted by itself).
+  const nlohmann::json& argv = report["next"]["argv_for"]["fast_path"];
+  ASSERT_EQ(argv.size(), 5u);
+  EXPECT_EQ(argv[3][0], "pip");
+  EXPECT_EQ(
+      argv[3][3],
+      report["next"]["target"].get<std::string>().insert(0, "http://builder:8000/") + "/simple/");
   // The build and install commands for each set of missing paths name each package once.
   const nlohmann::json& both = report["next"]["commands_for"]["fast_path+mamba2_fast_path"];
   ASSERT_EQ(both.size(), 5u);
   EXPECT_TRUE(
       both[1].get<std::string>().ends_with(" causal-conv1d flash-linear-attention mamba-ssm"));
   EXPECT_TRUE(report["next"]["commands_for"]["mamba2_fast_path"][4].get<std::string>().ends_with(
-      "/simple/ causal-conv1d mamba-ssm"));
+      "/simple/' causal-conv1d mamba-ssm"));
   EXPECT_EQ(report["next"]["commands_for"]["fast_path"], report["next"]["commands"]);
   o.python = "/nonexistent/python3";
   auto bad = run_script(o);

@@ -80,6 +80,15 @@ TEST(FetchUrl, RedactsPasswords) {
   EXPECT_EQ(redact_url("https://host.example/a@b"), "https://host.example/a@b");
 }
 
+// What `kiln fetch --print-sha256 URL` writes for a manifest holds no credentials at all.
+TEST(FetchUrl, WithoutUserinfo) {
+  EXPECT_EQ(without_userinfo("http://user:SECRET@host:8080/a/b.tar.gz?x=1#f"),
+            "http://host:8080/a/b.tar.gz?x=1#f");
+  EXPECT_EQ(without_userinfo("https://token@host.example/x"), "https://host.example/x");
+  EXPECT_EQ(without_userinfo("https://host.example/a@b"), "https://host.example/a@b");
+  EXPECT_EQ(without_userinfo("file:///tmp/a@b"), "file:///tmp/a@b");
+}
+
 TEST(FetchUrl, SafeFileNames) {
   EXPECT_TRUE(is_safe_filename("torch-2.11.0-cp311-cp311-manylinux_2_28_x86_64.whl"));
   EXPECT_TRUE(is_safe_filename("a b+c.tar.gz"));

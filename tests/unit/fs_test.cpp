@@ -30,6 +30,33 @@ TEST(Fs, UncommittedAtomicFileLeavesNothing) {
   EXPECT_TRUE(fs::is_empty(dir.path()));
 }
 
+// What a stranger's code left in a build root is read without following a link anywhere on the
+// way: a link to a file outside, a directory that is a link, a path leaving the root.
+TEST(Fs, ReadBeneathFollowsNoLink) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-fs-").value();
+  const fs::path root = dir.path() / "root", outside = dir.path() / "secret";
+  write_file_atomic(outside, "host secret").value();
+  write_file_atomic(root / "dist" / "ok.whl", "wheel bytes").value();
+  EXPECT_EQ(read_file_beneath(root, root / "dist" / "ok.whl", 100).value(), "wheel bytes");
+  EXPECT_EQ(read_file_beneath(root, root / "dist" / "." / "ok.whl", 100).value(), "wheel bytes");
+  fs::create_symlink(outside, root / "dist" / "link.whl");
+  fs::create_directory_symlink(dir.path(), root / "up");
+  for (const fs::path& p : {root / "dist" / "link.whl", root / "up" / "secret"}) {
+    auto r = read_file_beneath(root, p, 100);
+    ASSERT_FALSE(r) << p;
+    EXPECT_NE(r.error().message.find("a symbolic link or not a directory (not followed)"),
+              std::string::npos)
+        << r.error().message;
+  }
+  auto up = read_file_beneath(root, root / ".." / "secret", 100);
+  ASSERT_FALSE(up);
+  EXPECT_NE(up.error().message.find("is not under"), std::string::npos) << up.error().message;
+  auto big = read_file_beneath(root, root / "dist" / "ok.whl", 4);
+  ASSERT_FALSE(big);
+  EXPECT_NE(big.error().message.find("over the limit of 4"), std::string::npos);
+  EXPECT_FALSE(read_file_beneath(root, root / "dist", 100));  // not a regular file
+}
+
 TEST(Fs, TempDirRemovesItself) {
   fs::path kept;
   {

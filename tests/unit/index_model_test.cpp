@@ -30,7 +30,11 @@ WheelEntry entry(std::string target, std::string key, std::string filename, std:
   e.size = 100;
   e.committed_at = at;
   e.dir = "/nonexistent/" + e.key;
-  e.metadata = metadata.empty() ? metadata_text("x", "1") : metadata;
+  // By default the METADATA the file name implies (the index checks one against the other).
+  auto name = parse_wheel_filename(e.filename);
+  e.metadata = !metadata.empty() ? metadata
+               : name            ? metadata_text(name->distribution, name->version)
+                                 : metadata_text("x", "1");
   return e;
 }
 
@@ -212,7 +216,7 @@ TEST(IndexScan, ServesOnlyCompleteEntriesInsideTheCache) {
   fs::path resized = add_entry(cache, "resized", "default", "resized-1.0-py3-none-any.whl", 10);
   std::ofstream(resized / "resized-1.0-py3-none-any.whl", std::ios::app) << "more";
 
-  std::map<std::string, std::string> cache_md;
+  ScanMemo cache_md;
   ScanResult scan = scan_cache(cache, cache_md);
   ASSERT_EQ(scan.entries.size(), 1u);
   EXPECT_EQ(scan.entries[0].key, "good");
@@ -229,7 +233,7 @@ TEST(IndexScan, ServesOnlyCompleteEntriesInsideTheCache) {
   EXPECT_NE(all.find("cache entry resized: resized-1.0-py3-none-any.whl: size"), std::string::npos)
       << all;
   EXPECT_EQ(all.find("incomplete"), std::string::npos);
-  EXPECT_EQ(cache_md.size(), 1u);  // METADATA kept by the wheel's sha256
+  EXPECT_EQ(cache_md.metadata.size(), 1u);  // METADATA kept by the wheel's sha256
 
   // open_wheel refuses symlinks and wrong sizes, and names that are not plain.
   EXPECT_FALSE(open_wheel(linked, "linked-1.0-py3-none-any.whl", fs::file_size(outside)));
@@ -287,7 +291,7 @@ TEST(IndexScan, ALastRecordWhoseEntryIsGoneIsSkipped) {
   store.record_last({"other", "demo", sha256_hex("never"), file, "pure", nullptr}).value();
   CacheIndex live(cache);
   auto served = [&]() -> std::vector<std::string> {
-    std::map<std::string, std::string> md;
+    ScanMemo md;
     ScanResult scan = scan_cache(cache, md);
     EXPECT_TRUE(scan.skipped.empty()) << join(scan.skipped, "\n");
     IndexModel model = build_model(std::move(scan.entries));
@@ -355,6 +359,83 @@ TEST(IndexScan, KilnsOwnWheelIsOnEveryTarget) {
   auto fd = open_wheel(own, name, fs::file_size(own / name));
   ASSERT_TRUE(fd);
   ::close(*fd);
+}
+
+}  // namespace kiln::index
+
+namespace kiln::index {
+
+// A served file must be what its METADATA says: a file name claiming 1!2.0 over METADATA of 0.1.0
+// (or another project's name) is left out, and said so; the same rule for the cache's entries.
+TEST(IndexModel, AFileIsServedOnlyAsWhatItsMetadataSays) {
+  std::vector<WheelEntry> entries = {
+      entry("default", "k1", "demo-1!2.0-py3-none-any.whl", 10, metadata_text("demo", "0.1.0")),
+      entry("default", "k2", "demo-1.0-py3-none-any.whl", 10, metadata_text("other", "1.0")),
+      entry("default", "k3", "demo-01.0-py3-none-any.whl", 10, metadata_text("Demo", "1.0")),
+      entry("default", "k4", "demo-2.0-py3-none-any.whl", 10, metadata_text("demo", "not a v"))};
+  IndexModel model = build_model(std::move(entries));
+  const Project& p = model.target("default")->projects.at("demo");
+  ASSERT_EQ(p.files.size(), 1u);  // PEP 440 compares 01.0 and 1.0 equal, and names normalised
+  EXPECT_EQ(p.files[0].filename, "demo-01.0-py3-none-any.whl");
+  std::string skipped = join(model.skipped, "\n");
+  EXPECT_NE(skipped.find("demo-1!2.0-py3-none-any.whl: its METADATA says Version 0.1.0, not 1!2.0"),
+            std::string::npos)
+      << skipped;
+  EXPECT_NE(skipped.find("demo-1.0-py3-none-any.whl: its METADATA names the project 'other'"),
+            std::string::npos);
+  EXPECT_NE(skipped.find("demo-2.0-py3-none-any.whl: its METADATA says Version not a v"),
+            std::string::npos);
+}
+
+// <cache>/kiln-wheels/: a folder that is a link serves nothing (the server would not follow it);
+// at most kMaxKilnWheels files, each at most kMaxKilnWheelBytes (a 4 GiB sparse file once took
+// every rescan seconds); a file is hashed once per identity, again after it changed.
+TEST(IndexScan, KilnWheelsAreBoundedAndHashedOncePerIdentity) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-index-").value();
+  fs::path cache = dir.path() / "cache";
+  fs::path own = cache::Store(cache).kiln_wheels();
+  const std::string name = "kiln_wheels-0.1.0-py3-none-manylinux_2_28_x86_64.whl";
+  write_wheel(own, name, metadata_text("kiln-wheels", "0.1.0", ""));
+  ScanMemo memo;
+  ScanResult first = scan_cache(cache, memo);
+  ASSERT_EQ(first.entries.size(), 1u);
+  ASSERT_EQ(memo.kiln_wheels.size(), 1u);
+  EXPECT_EQ(memo.kiln_wheels.begin()->second, sha256_file(own / name).value());
+  // The memo's hash is what the next scan takes for an unchanged file (not read again)...
+  memo.kiln_wheels.begin()->second = std::string(64, 'f');
+  EXPECT_EQ(scan_cache(cache, memo).entries.at(0).sha256, std::string(64, 'f'));
+  // ... and a changed file is hashed anew.
+  write_wheel(own, name, metadata_text("kiln-wheels", "0.1.0", ">=3.8"));
+  EXPECT_EQ(scan_cache(cache, memo).entries.at(0).sha256, sha256_file(own / name).value());
+
+  // Too large (sparse: no disk used): left out, and said so.
+  const std::string big = "kiln_wheels-0.2.0-py3-none-manylinux_2_28_x86_64.whl";
+  { std::ofstream(own / big) << "x"; }
+  fs::resize_file(own / big, kMaxKilnWheelBytes + 1);
+  ScanResult r = scan_cache(cache, memo);
+  EXPECT_EQ(r.entries.size(), 1u);
+  EXPECT_NE(join(r.skipped, "\n").find(cat(big, ": larger than 256 MiB")), std::string::npos)
+      << join(r.skipped, "\n");
+  fs::remove(own / big);
+  // More files than the cap: the rest left out.
+  for (std::size_t i = 0; i < kMaxKilnWheels + 3; ++i)
+    std::ofstream(own / cat("x", i, ".whl")) << "x";
+  r = scan_cache(cache, memo);
+  EXPECT_EQ(std::count_if(r.skipped.begin(), r.skipped.end(),
+                          [](const std::string& s) {
+                            return s.find("more than 64 wheels in the folder") != s.npos;
+                          }),
+            4);
+
+  // The folder itself a link: nothing served from it.
+  fs::path cache2 = dir.path() / "cache2";
+  fs::create_directories(cache2);
+  fs::create_directory_symlink(own, cache::Store(cache2).kiln_wheels());
+  ScanMemo memo2;
+  r = scan_cache(cache2, memo2);
+  EXPECT_TRUE(r.entries.empty());
+  EXPECT_NE(join(r.skipped, "\n").find("kiln-wheels: not a directory (a link is not followed)"),
+            std::string::npos);
 }
 
 }  // namespace kiln::index

@@ -8,6 +8,8 @@
 #include "core/fs.h"
 #include "core/hash.h"
 #include "core/strings.h"
+#include "manifest/settings.h"
+#include "manifest/target.h"
 #include "manifest/toml_reader.h"
 
 namespace kiln::manifest {
@@ -81,6 +83,42 @@ TEST_F(ManifestTest, ValidManifestParses) {
   ASSERT_EQ(m.extensions.size(), 1u);
   EXPECT_EQ(m.extensions[0].sources.size(), 2u);
   EXPECT_EQ(m.extra_dependencies, (std::vector<std::string>{"einops", "torch"}));
+}
+
+// No string of a manifest, a target or the user's configuration holds a C0 control character or
+// DEL: a NUL in the configuration's `cache` once cut the path where gc read it, so that
+// `kiln cache gc` emptied the directory named before it. Each is a located error.
+TEST_F(ManifestTest, NoStringHoldsAControlCharacter) {
+  EXPECT_NE(error_of(edit(R"(summary = "A demo extension")", R"(summary = "A demo\u0000")"))
+                .find("manifests/demo/1.0.0.toml:4:11: 'package.summary' holds the control "
+                      "character U+0000 (no value here may hold one)"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of(edit(R"(["-O3"])", R"(["-O3", "-D\u001b[2J"])"))
+          .find(
+              "1.0.0.toml:23:22: 'build.extension.nvcc-flags' holds the control character U+001B"),
+      std::string::npos);
+  EXPECT_NE(error_of(edit(R"(summary = "A demo extension")", "summary = \"\"\"A\nB\"\"\""))
+                .find("'package.summary' holds the control character U+000A"),
+            std::string::npos);
+  EXPECT_NE(error_of(edit(R"(name = "demo_cuda")", R"(name = "demo\u007f")")).find("U+007F"),
+            std::string::npos);
+  auto target = parse_target("[target]\ndescription = \"\\t\"\n", "t", "targets/t.toml");
+  ASSERT_FALSE(target);
+  EXPECT_NE(target.error().message.find("targets/t.toml:2:15: 'target.description' holds the "
+                                        "control character U+0009"),
+            std::string::npos)
+      << target.error().message;
+  for (const char* text : {"cache = \"/victim/\\u0000\"\n", "cache = \"\\u0000\"\n",
+                           "target = [\"default\", \"x\\u0000\"]\n", "patches = \"\\r\"\n"}) {
+    fs::path file = root() / "config.toml";
+    std::ofstream(file) << text;
+    auto config = load_user_config(file, root());
+    ASSERT_FALSE(config) << text;
+    EXPECT_EQ(config.error().kind, ErrorKind::BadInput);
+    EXPECT_NE(config.error().message.find("holds the control character"), std::string::npos)
+        << config.error().message;
+  }
 }
 
 TEST_F(ManifestTest, CanonicalIgnoresCommentsAndLayout) {

@@ -18,7 +18,7 @@ TEST(Setuptools, NvccWrapperDropsThreads) {
   write_file_atomic(fake, cat("#!/bin/sh\nprintf '%s\\n' \"$@\" > ", args.string(), "\n"), 0755)
       .value();
   const fs::path wrapper = dir.path() / "wrapper";
-  write_file_atomic(wrapper, nvcc_wrapper(fake), 0755).value();
+  write_file_atomic(wrapper, nvcc_wrapper(fake, false, {}), 0755).value();
   const fs::path obj = dir.path() / "a.o";
   run_capture({wrapper.string(), "-O3", "--threads", "4", "-t2", "-lineinfo", "-t", "8",
                "--threads=3", "--split-compile", "2", "-split-compile=4", "-c", "a b.cu", "-o",
@@ -28,6 +28,25 @@ TEST(Setuptools, NvccWrapperDropsThreads) {
             (std::vector<std::string>{"-O3", "-lineinfo", "-c", "a b.cu", "-o", obj.string(),
                                       "--keep", "--keep-dir", obj.string() + ".keep"}));
   EXPECT_TRUE(fs::is_directory(obj.string() + ".keep"));
+  // In a sandbox: nvcc in a user and PID namespace of its own where the kernel allows one (here:
+  // the arguments arrive the same), else as it is, with the marker left for the caveat.
+  const fs::path marker = dir.path() / "outside";
+  write_file_atomic(wrapper, nvcc_wrapper(fake, true, marker), 0755).value();
+  run_capture({wrapper.string(), "-c", "x.cu", "-o", obj.string()}).value();
+  EXPECT_EQ(split(read_file(args).value(), "\n"),
+            (std::vector<std::string>{"-c", "x.cu", "-o", obj.string(), "--keep", "--keep-dir",
+                                      obj.string() + ".keep"}));
+  std::string text = read_file(wrapper).value();
+  EXPECT_NE(text.find("if ! unshare --user --map-root-user --pid --fork --kill-child -- true"),
+            std::string::npos)
+      << text;
+  const fs::path stub = dir.path() / "bin";
+  write_file_atomic(stub / "unshare", "#!/bin/sh\nexit 1\n", 0755).value();
+  run_capture({"env", cat("PATH=", stub.string(), ":/usr/bin:/bin"), wrapper.string(), "-c", "y.cu",
+               "-o", obj.string()})
+      .value();
+  EXPECT_TRUE(fs::exists(marker));
+  EXPECT_EQ(split(read_file(args).value(), "\n").at(1), "y.cu");
 }
 
 TEST(Setuptools, TorchCudaArchList) {

@@ -693,3 +693,133 @@ TEST(StoreEvict, NeverFollowsALinkOutOfTheCache) {
 }
 
 }  // namespace kiln::cache
+
+namespace kiln::cache {
+
+// gc and evict act only on a kiln cache: one kiln marked (CACHEDIR.TAG with kiln's line), or one
+// from before the tag whose every top-level name is kiln's (it is marked then). A path that names
+// another directory (a typo, a NUL-cut configuration value) is refused and left as it was.
+TEST(Store, OnlyAKilnCacheIsCollected) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-store-").value();
+  // Missing or empty: nothing to act on, no error, nothing made.
+  EXPECT_TRUE(Store(dir.path() / "missing").gc(true));
+  EXPECT_FALSE(fs::exists(dir.path() / "missing"));
+  fs::create_directories(dir.path() / "empty");
+  EXPECT_TRUE(Store(dir.path() / "empty").evict({}, std::time(nullptr)));
+  EXPECT_FALSE(fs::exists(dir.path() / "empty" / "CACHEDIR.TAG"));
+
+  // Somebody's directory: refused by gc, evict and the build roots' gc; nothing removed.
+  fs::path victim = dir.path() / "victim";
+  fs::create_directories(victim / "tmp");
+  fs::create_directories(victim / "wheels" / kKey);
+  std::ofstream(victim / "tmp" / "notes") << "mine";
+  std::ofstream(victim / "wheels" / kKey / "data") << "mine";
+  std::ofstream(victim / "thesis.tex") << "mine";
+  Store foreign(victim);
+  auto gc = foreign.gc(true);
+  ASSERT_FALSE(gc);
+  EXPECT_EQ(gc.error().kind, ErrorKind::BadInput);
+  EXPECT_NE(gc.error().message.find(cat(victim.string(),
+                                        " is not a kiln cache: no CACHEDIR.TAG of kiln's, and it "
+                                        "holds 'thesis.tex', which kiln never makes")),
+            std::string::npos)
+      << gc.error().message;
+  EvictPolicy all;
+  all.max_bytes = 0;
+  EXPECT_FALSE(foreign.evict(all, std::time(nullptr)));
+  EXPECT_TRUE(fs::exists(victim / "tmp" / "notes"));
+  EXPECT_TRUE(fs::exists(victim / "wheels" / kKey / "data"));
+  EXPECT_FALSE(fs::exists(victim / "CACHEDIR.TAG"));
+  // Only kiln's names, but none of the folders only a kiln cache has: refused too.
+  fs::path bare = dir.path() / "bare";
+  fs::create_directories(bare / "tmp");
+  fs::create_directories(bare / "build");
+  EXPECT_NE(Store(bare).gc(false).error().message.find("it has none of kiln's folders"),
+            std::string::npos);
+  // Another tool's tag does not make a kiln cache.
+  std::ofstream(bare / "CACHEDIR.TAG") << "Signature: 8a477f597d28d172789f06886806bc55\n";
+  EXPECT_FALSE(Store(bare).gc(false));
+
+  // A cache from before the tag (kiln's layout only): collected, and marked.
+  fs::path legacy = dir.path() / "legacy";
+  Store old(legacy);
+  old.commit(kKey, make_wheel(dir.path() / "o", "x-1.0-py3-none-any.whl", "x"), {}).value();
+  fs::create_directories(legacy / "downloads");
+  std::ofstream(legacy / ".gitkeep");
+  EXPECT_EQ(old.gc(true).value().items, 1u);
+  std::string tag = read_file(legacy / "CACHEDIR.TAG", 4096).value();
+  EXPECT_TRUE(tag.starts_with("Signature: 8a477f597d28d172789f06886806bc55\n")) << tag;
+  EXPECT_NE(tag.find("created by kiln"), std::string::npos);
+  // A marked cache is kiln's whatever else a user put in it.
+  std::ofstream(legacy / "README") << "notes";
+  EXPECT_TRUE(old.gc(true));
+  EXPECT_TRUE(fs::exists(legacy / "README"));
+  // A cache whose shared parts are links to another cache's (downloads/, sysroots/): kiln's.
+  fs::path sharing = dir.path() / "sharing";
+  fs::create_directories(sharing);
+  fs::create_directory_symlink(legacy / "downloads", sharing / "downloads");
+  EXPECT_TRUE(Store(sharing).gc(false));
+  EXPECT_TRUE(fs::exists(sharing / "CACHEDIR.TAG"));
+
+  // mark() makes the directory and the tag, once; a tag link is never followed or replaced.
+  fs::path fresh = dir.path() / "fresh";
+  Store(fresh).mark().value();
+  EXPECT_EQ(read_file(fresh / "CACHEDIR.TAG", 4096).value(), tag);
+  Store(fresh).mark().value();
+  fs::path linked = dir.path() / "linked";
+  fs::create_directories(linked);
+  fs::create_symlink(dir.path() / "victim" / "thesis.tex", linked / "CACHEDIR.TAG");
+  Store(linked).mark().value();
+  EXPECT_TRUE(fs::is_symlink(linked / "CACHEDIR.TAG"));
+  EXPECT_EQ(read_file(victim / "thesis.tex", 4096).value(), "mine");
+  EXPECT_FALSE(Store(linked).recognise());  // a link is no tag: a file 'CACHEDIR.TAG' only
+}
+
+}  // namespace kiln::cache
+
+namespace kiln::cache {
+
+// gc reclaims what a failed or killed git fetch left in <cache>/git: a mirror that pins no commit,
+// a temporary pack in one that does; a mirror a fetch holds, and names that are not kiln's, stay.
+TEST(Store, GcReclaimsWhatFailedGitFetchesLeft) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-store-").value();
+  Store store(dir.path() / "cache");
+  store.mark().value();
+  const std::string pin(40, 'c');
+  fs::path pinned = store.git_mirror("https://example.org/pinned.git");
+  fs::path packed = store.git_mirror("https://example.org/packed.git");
+  fs::path failed = store.git_mirror("https://example.org/failed.git");
+  fs::path held = store.git_mirror("https://example.org/held.git");
+  for (const fs::path& m : {pinned, packed, failed, held}) {
+    fs::create_directories(m / "objects" / "pack");
+    fs::create_directories(m / "refs" / "kiln");
+    std::ofstream(m / "HEAD") << "ref: refs/heads/main\n";
+  }
+  std::ofstream(pinned / "refs" / "kiln" / pin) << pin << "\n";
+  std::ofstream(pinned / "objects" / "pack" / "pack-1.pack") << "pack";
+  std::ofstream(pinned / "objects" / "pack" / "pack_git2_a1b2c3") << std::string(1000, 'x');
+  std::ofstream(packed / "packed-refs") << "# pack-refs with: peeled\n"
+                                        << pin << " refs/kiln/" << pin << "\n";
+  std::ofstream(failed / "objects" / "pack" / "pack_git2_zzzzzz") << std::string(5000, 'x');
+  std::ofstream(held / "objects" / "pack" / "pack_git2_yyyyyy") << "x";
+  fs::create_directories(store.root() / "git" / "notes");  // not a mirror's name: left alone
+  GcResult removed;
+  {
+    auto lock = FileLock::try_acquire(held);  // a fetch in progress
+    ASSERT_TRUE(lock);
+    removed = store.gc(false).value();
+  }
+  EXPECT_EQ(removed.items, 2u);  // the failed mirror (one entry), the temporary pack
+  EXPECT_GE(removed.bytes, 6000u);
+  EXPECT_FALSE(fs::exists(failed));
+  EXPECT_FALSE(fs::exists(pinned / "objects" / "pack" / "pack_git2_a1b2c3"));
+  EXPECT_TRUE(fs::exists(pinned / "objects" / "pack" / "pack-1.pack"));
+  EXPECT_TRUE(fs::exists(packed / "HEAD"));
+  EXPECT_TRUE(fs::exists(held / "objects" / "pack" / "pack_git2_yyyyyy"));
+  EXPECT_TRUE(fs::exists(store.root() / "git" / "notes"));
+  // Once the fetch let go, its mirror goes too (it pins nothing).
+  EXPECT_EQ(store.gc(false).value().items, 1u);
+  EXPECT_FALSE(fs::exists(held));
+}
+
+}  // namespace kiln::cache

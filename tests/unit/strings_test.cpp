@@ -27,6 +27,26 @@ TEST(Strings, ShellQuote) {
   EXPECT_EQ(shell_quote("plain-arg"), "plain-arg");
   EXPECT_EQ(shell_quote("has space"), "'has space'");
   EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
+  // No empty '' pieces (glibc's wordexp splits ''\''' in two): an apostrophe alone is \'.
+  EXPECT_EQ(shell_quote("'"), "\\'");
+  EXPECT_EQ(shell_quote("'a b'"), "\\''a b'\\'");
+  EXPECT_EQ(shell_quote("a=b"), "a=b");
+  EXPECT_EQ(shell_quote("=cmd"), "'=cmd'");  // zsh would expand it to cmd's path
+  EXPECT_EQ(shell_quote(""), "''");
+}
+
+// Every command kiln prints is made from its words: a URL may hold what RFC 3986 allows
+// (;$&'()*+,=), and only the quoting keeps it one word (an index URL with ;touch${IFS}/tmp/x;echo
+// passed kiln's URL check and ran when the printed line was pasted).
+TEST(Strings, ShellCommandQuotesEveryWordAndRefusesWhatATerminalWouldChange) {
+  EXPECT_EQ(shell_command({"uv", "pip", "install", "--index-url",
+                           "http://h/;touch${IFS}/tmp/x;echo", "a==1.0+cu130"}),
+            "uv pip install --index-url 'http://h/;touch${IFS}/tmp/x;echo' a==1.0+cu130");
+  EXPECT_EQ(shell_command({"kiln", "--archs", "<the GPUs' archs>", "$(id)", "`id`", "a b", "*"}),
+            "kiln --archs '<the GPUs'\\'' archs>' '$(id)' '`id`' 'a b' '*'");
+  EXPECT_EQ(shell_command({}), "");
+  for (const char* bad : {"a\nb", "\x1b[2J", "a\rb", "\xff", "a\u202eb", "\x7f"})
+    EXPECT_FALSE(shell_command({"pip", bad})) << bad;
 }
 
 }  // namespace kiln

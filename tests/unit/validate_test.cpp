@@ -462,6 +462,13 @@ TEST_F(Validate, LongMetadataFieldsFailTheMetadataCheck) {
     Report version = meta("Metadata-Version: 2.4", "Metadata-Version: 2." + std::string(size, '1'));
     EXPECT_CONTAINS(said(version, "metadata"), "Metadata-Version '2." + std::string(58, '1') +
                                                    "...' is not a known core metadata version");
+    // Whatever a finding quotes, no line of the report is longer than 1 KiB and its size note
+    // (a 2.5 MB field was once printed in one line).
+    for (const Report* r : {&dist, &marker, &python, &name, &summary, &header, &version})
+      for (const auto& c : r->checks) {
+        EXPECT_LE(c.message.size(), 1100u) << c.id;
+        for (const auto& d : c.details) EXPECT_LE(d.size(), 1100u) << c.id;
+      }
   }
   // Under the cap: the requirement is checked (in one pass).
   Report ok =
@@ -827,6 +834,16 @@ TEST_F(Validate, ImportsOfTheWheelsOwnModules) {
             "warn: sortpkg/other.cpython-311-x86_64-linux-gnu.so does not export PyInit_other: "
             "Python could not import it under its file name (kiln's rule for its own wheels: a "
             "warning for others)");
+  // A module name of 2.5 MB: the finding quotes it cut to 1 KiB, its size said (it was once one
+  // 4 MB line of the report).
+  Report huge = run(write(
+      "huge",
+      {{"sortpkg/__init__.py", "import sortpkg." + std::string(2500 << 10, 'x') + "\n", false}},
+      tag));
+  const CheckResult& imports = check(huge, "imports");
+  EXPECT_CONTAINS(imports.message, " bytes)");
+  EXPECT_LE(imports.message.size(), 1100u);
+  for (const auto& d : imports.details) EXPECT_LE(d.size(), 1100u);
 }
 
 TEST_F(Validate, ImportsAcrossWheelsSharingANamespace) {

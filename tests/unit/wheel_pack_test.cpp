@@ -116,6 +116,28 @@ TEST_F(PackTest, RefusesWhatIsNotAWheelTree) {
   fs::path no_wheel = tree("no-wheel");
   fs::remove(no_wheel / "tool-1.0+g12.dist-info/WHEEL");
   EXPECT_NE(message(no_wheel).find("WHEEL: missing"), std::string::npos);
+
+  // A version kiln's own validate, pip and uv would refuse in the file name is refused here: not
+  // PEP 440, or not its normalised form (the name a wheel's file must carry).
+  int n = 0;
+  for (const auto& [version, why] : std::vector<std::pair<std::string, std::string>>{
+           {"1 0", "is not a normalised PEP 440 version"},
+           {"1$(id)", "is not a normalised PEP 440 version"},
+           {"..", "is not a normalised PEP 440 version"},
+           {"1.0.0-rc1", "not <name>-<version>.dist-info"},
+           {"1.0RC1", "is not a normalised PEP 440 version (write 1.0rc1)"},
+           {"v1.0", "(write 1.0)"}}) {
+    fs::path dir = root() / cat("v", n++);
+    put(dir, cat("tool-", version, ".dist-info/METADATA"),
+        cat("Metadata-Version: 2.1\nName: tool\nVersion: ", version, "\n"));
+    put(dir, cat("tool-", version, ".dist-info/WHEEL"),
+        "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n");
+    EXPECT_NE(message(dir).find(why), std::string::npos) << version << ": " << message(dir);
+  }
+  fs::path bad_name = root() / "bad-name";
+  put(bad_name, "_tool-1.0.dist-info/METADATA",
+      "Metadata-Version: 2.1\nName: _tool\nVersion: 1.0\n");
+  EXPECT_NE(message(bad_name).find("not <name>-<version>.dist-info"), std::string::npos);
   // Nothing was written for any of them.
   for (const auto& e : fs::directory_iterator(root())) EXPECT_NE(e.path().extension(), ".whl");
 }
