@@ -19,7 +19,7 @@ import zipfile
 from pathlib import Path
 
 from kilntest import KILN, SHARED_CACHE, SourceTestCase
-from test_sandbox import MODULE, NATIVE
+from test_sandbox import write_native
 
 # What setup.py tries, in one run: who it is, the planted root-only file, a fork bomb (the test's
 # own cap: never unbounded on a shared machine), then it hangs until its deadline.
@@ -65,14 +65,7 @@ class IdentityTest(SourceTestCase):
         """A native package whose C++ file #includes `path`, and another that .incbin's it."""
         for name, payload in (("include", f'#include "{path}"'),
                               ("incbin", f'__asm__(".section .rodata\\n.incbin \\"{path}\\"\\n.previous");')):
-            src = self.tmp / f"src-{name}"
-            (src / name).mkdir(parents=True, exist_ok=True)
-            (src / name / "__init__.py").write_text("")
-            (src / "ext.cpp").write_text(MODULE.format(payload=payload, module=name))
-            (src / "kernel.cu").write_text("__global__ void kiln_fixture_kernel(int* x) { *x = 1; }\n")
-            d = self.project / "manifests" / name
-            d.mkdir(parents=True, exist_ok=True)
-            (d / "1.0.0.toml").write_text(NATIVE.format(name=name, src=src, module=name))
+            write_native(self.project, self.tmp, name, payload)
 
     def plant(self):
         """The root-only secret in the torch sysroot of the default target's wheel for python3 (the

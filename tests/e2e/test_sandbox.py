@@ -102,6 +102,21 @@ if not os.path.lexists("build/temp.kiln-links/.ninja_log"):  # pip runs setup.py
 '''
 
 
+def write_native(project, tmp, name, payload):
+    """A native package `name` (its sources under `tmp`, its manifest in `project`) whose one C++
+    file holds `payload`; written again over an earlier one. Returns its source directory."""
+    module = name.replace("-", "_")
+    src = tmp / f"src-{name}"
+    (src / module).mkdir(parents=True, exist_ok=True)
+    (src / module / "__init__.py").write_text("")
+    (src / "ext.cpp").write_text(MODULE.format(payload=payload, module=module))
+    (src / "kernel.cu").write_text("__global__ void kiln_fixture_kernel(int* x) { *x = 1; }\n")
+    d = project / "manifests" / name
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "1.0.0.toml").write_text(NATIVE.format(name=name, src=src, module=module))
+    return src
+
+
 def serve_socket(sock, answer):
     """Answers `answer` to every connection on `sock` (an ssh agent, a Redis), in a thread."""
     def loop():
@@ -130,17 +145,7 @@ class SandboxTest(SourceTestCase):
         self.secret_file.chmod(0o600)
 
     def native(self, name, payload):
-        """A native package `name` whose one C++ file holds `payload`."""
-        module = name.replace("-", "_")
-        src = self.tmp / f"src-{name}"
-        (src / module).mkdir(parents=True)
-        (src / module / "__init__.py").write_text("")
-        (src / "ext.cpp").write_text(MODULE.format(payload=payload, module=module))
-        (src / "kernel.cu").write_text("__global__ void kiln_fixture_kernel(int* x) { *x = 1; }\n")
-        d = self.project / "manifests" / name
-        d.mkdir(parents=True, exist_ok=True)
-        (d / "1.0.0.toml").write_text(NATIVE.format(name=name, src=src, module=module))
-        return src
+        return write_native(self.project, self.tmp, name, payload)
 
     def leaked(self, *roots, texts=(), sources=()):
         """Files under `roots` holding the secret (or one of `texts`), besides the `sources` of
