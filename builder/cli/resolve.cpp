@@ -11,8 +11,7 @@
 #include "core/log.h"
 #include "core/strings.h"
 #include "manifest/backend.h"
-#include "manifest/specifier.h"
-#include "manifest/version.h"
+#include "packaging/specifier.h"
 #include "resolve/plan.h"
 
 namespace kiln::cli {
@@ -33,14 +32,14 @@ constexpr std::size_t kGithubMatrixLimit = 256;
 // manifest that failed to load is named on stderr and left out.
 std::vector<std::string> every_version(const manifest::Repository& repo,
                                        const std::vector<std::string>& names) {
-  std::vector<manifest::Requirement> wanted;
+  std::vector<packaging::Requirement> wanted;
   for (const auto& n : names) {
-    manifest::Requirement r = manifest::parse_requirement(n).value();
+    packaging::Requirement r = packaging::parse_requirement(n).value();
     repo.select(r.name).value();  // an unknown package: its error (with the nearest name)
     wanted.push_back(std::move(r));
   }
   auto selected = [&](const std::string& normalized) {
-    return std::find_if(wanted.begin(), wanted.end(), [&](const manifest::Requirement& r) {
+    return std::find_if(wanted.begin(), wanted.end(), [&](const packaging::Requirement& r) {
              return r.normalized == normalized;
            }) != wanted.end();
   };

@@ -5,7 +5,7 @@
 #include "core/strings.h"
 #include "fetch/index_config.h"
 #include "init/torch_requirements.h"
-#include "manifest/version.h"
+#include "packaging/name.h"
 
 namespace kiln::cli {
 
@@ -17,8 +17,8 @@ std::set<std::string, std::less<>> own_names(Context& ctx) {
     if (index::is_project_name(name)) names.insert(std::move(name));
   };
   try {
-    for (const auto& m : ctx.repository().manifests()) add(manifest::normalize_name(m.name));
-    for (const auto& b : ctx.repository().broken()) add(manifest::normalize_name(b.package));
+    for (const auto& m : ctx.repository().manifests()) add(packaging::normalize_name(m.name));
+    for (const auto& b : ctx.repository().broken()) add(packaging::normalize_name(b.package));
   } catch (const KilnError& e) {
     log::warn(cat("kiln's own project names: only the cache's (", e.what(), ")"));
   }

@@ -9,7 +9,10 @@
 #include "core/log.h"
 #include "core/strings.h"
 #include "fetch/url.h"
-#include "manifest/version.h"
+#include "packaging/name.h"
+#include "packaging/specifier.h"
+#include "packaging/version.h"
+#include "packaging/wheel_name.h"
 
 namespace kiln::fetch {
 
@@ -31,11 +34,10 @@ Expected<NewSource> parse_pypi_source(std::string_view text, std::string_view re
     return Error::bad_input(cat("SOURCE '", printable_excerpt(text, 120),
                                 "': expected pypi:NAME==VERSION, one exact release"));
   };
-  auto parsed = manifest::parse_requirement(requirement);
+  auto parsed = packaging::parse_requirement(requirement);
   if (!parsed) return bad();
   const auto& specs = parsed->specifiers.specifiers();
-  if (specs.size() != 1 || specs[0].op != "==" || specs[0].wildcard ||
-      !specs[0].version.local.empty())
+  if (specs.size() != 1 || specs[0].op != "==" || specs[0].wildcard || specs[0].version.has_local())
     return bad();
   NewSource s;
   s.kind = NewSource::Kind::Pypi;
@@ -58,16 +60,15 @@ std::optional<std::string> sdist_version(std::string_view filename, std::string_
     }
   for (std::size_t dash = stem.find('-'); dash != std::string_view::npos;
        dash = stem.find('-', dash + 1))
-    if (manifest::normalize_name(stem.substr(0, dash)) == project)
+    if (packaging::normalize_name(stem.substr(0, dash)) == project)
       return std::string(stem.substr(dash + 1));
   return std::nullopt;
 }
 
 // Whether `version` (as written in a file name) is the release `source` names.
 bool is_release(const NewSource& source, const std::string& version) {
-  manifest::Pep440Version v;
-  return manifest::parse_pep440(version, v) &&
-         source.release.specifiers.specifiers()[0].matches(v, version);
+  auto v = packaging::Version::parse(version);
+  return v && source.release.specifiers.specifiers()[0].matches(*v, version);
 }
 
 // What a project page holds for one release, for picking its sdist and for the errors.
@@ -93,9 +94,8 @@ ReleaseFiles release_files(const std::vector<IndexFile>& files, const NewSource&
         out.versions.push_back(*version);
       continue;
     }
-    std::vector<std::string> parts = split(f.filename, "-", /*skip_empty=*/false);
-    if (f.filename.ends_with(".whl") && parts.size() >= 3 &&
-        manifest::normalize_name(parts[0]) == project && is_release(source, parts[1]))
+    auto wheel = packaging::parse_wheel_file_name(f.filename);
+    if (wheel && wheel->project == project && is_release(source, wheel->version))
       out.others.push_back(f.filename);
   }
   return out;

@@ -10,7 +10,7 @@
 
 #include "core/expected.h"
 #include "fetch/source.h"
-#include "manifest/specifier.h"
+#include "packaging/specifier.h"
 
 namespace kiln::fetch {
 
@@ -18,10 +18,10 @@ namespace kiln::fetch {
 struct NewSource {
   enum class Kind { Pypi, Url, Path };
   Kind kind = Kind::Pypi;
-  std::string text;               // the argument as given
-  manifest::Requirement release;  // Pypi: NAME==VERSION (name as written, one "==" specifier)
-  std::string url;                // Url: http://, https:// or file://, as given
-  std::filesystem::path path;     // Path: absolute
+  std::string text;                // the argument as given
+  packaging::Requirement release;  // Pypi: NAME==VERSION (name as written, one "==" specifier)
+  std::string url;                 // Url: http://, https:// or file://, as given
+  std::filesystem::path path;      // Path: absolute
 };
 
 // "pypi:NAME==VERSION" (one exact release), an http://, https:// or file:// URL, or the path of a

@@ -5,7 +5,7 @@
 #include "fetch/backends.h"
 #include "fetch/simple_index.h"
 #include "fetch/url.h"
-#include "manifest/version.h"
+#include "packaging/name.h"
 
 namespace kiln::fetch {
 
@@ -32,11 +32,11 @@ std::unique_ptr<Source> make_pypi_source(const manifest::Source& source, Context
 }
 
 Expected<std::vector<IndexFile>> read_project_page(Context& context, const std::string& project) {
-  if (!manifest::is_valid_project_name(project))
+  if (!packaging::is_valid_project_name(project))
     return Error::bad_input(cat("bad project name '", project, "'"));
   std::string index = context.index_url;
   if (index.empty() || index.back() != '/') index += '/';
-  std::string page_url = cat(index, manifest::normalize_name(project), "/");
+  std::string page_url = cat(index, packaging::normalize_name(project), "/");
   KILN_TRY(HttpResponse page, context.downloader.get_text(page_url, {{"Accept", kSimpleAccept}}));
   if (page.status == 404)
     return Error::failed(cat("project '", project, "' is not on the index ", redact_url(index),
@@ -64,7 +64,7 @@ Expected<Fetched> fetch_index_file(Context& context, const std::string& project,
     return Fetched{*cached, false, sha256, false};
   if (downloader.offline())
     return downloader.offline_error(filename.empty() ? project : filename, sha256);
-  if (!manifest::is_valid_project_name(project))
+  if (!packaging::is_valid_project_name(project))
     return Error::bad_input(cat("bad project name '", project, "'"));
 
   std::string shown_index = redact_url(context.index_url);

@@ -8,7 +8,7 @@
 
 #include "core/hash.h"
 #include "core/strings.h"
-#include "manifest/version.h"
+#include "packaging/name.h"
 
 namespace kiln::index {
 
@@ -519,7 +519,7 @@ Response handle(const Request& req, const IndexModel& model, const HandlerOption
     return page(req, target->page.html, target->page.html_etag, target->page.json,
                 target->page.json_etag);
   }
-  std::string project_name = manifest::normalize_name(seg[2]);
+  std::string project_name = packaging::normalize_name(seg[2]);
   auto pit = target->projects.find(project_name);
   bool here = pit != target->projects.end();
   if (!here && !is_own(project_name, model, options.routes))

@@ -11,8 +11,8 @@
 #include "core/hash.h"
 #include "core/markup.h"
 #include "core/strings.h"
-#include "manifest/specifier.h"
-#include "manifest/version.h"
+#include "packaging/name.h"
+#include "packaging/version.h"
 #include "wheel/metadata.h"
 
 namespace kiln::index {
@@ -45,24 +45,6 @@ bool all_of(std::string_view text, const char* extra) {
 
 std::string etag_of(std::string_view body) {
   return cat('"', sha256_hex(body).substr(0, 32), '"');
-}
-
-// PEP 440 order on the public part when both are canonical, then the local label as text.
-bool version_less(const std::string& a, const std::string& b) {
-  auto split_local = [](const std::string& v) {
-    auto plus = v.find('+');
-    return plus == std::string::npos ? std::make_pair(v, std::string())
-                                     : std::make_pair(v.substr(0, plus), v.substr(plus + 1));
-  };
-  auto [pa, la] = split_local(a);
-  auto [pb, lb] = split_local(b);
-  if (manifest::is_valid_version(pa) && manifest::is_valid_version(pb)) {
-    int c = manifest::compare_versions(pa, pb);
-    if (c != 0) return c < 0;
-  } else if (pa != pb) {
-    return pa < pb;
-  }
-  return std::tie(la, a) < std::tie(lb, b);
 }
 
 const char* kHtmlHead =
@@ -136,31 +118,17 @@ Page render_project(const Project& p) {
 
 }  // namespace
 
-Expected<WheelName> parse_wheel_filename(std::string_view filename) {
+Expected<packaging::WheelFileName> index_wheel_name(std::string_view filename) {
   auto bad = [&](std::string_view why) {
-    return Error::bad_input(cat("wheel file name '", filename, "': ", why));
+    return Error::bad_input(cat("wheel file name '", printable_excerpt(filename), "': ", why));
   };
   if (filename.size() > 255) return bad("longer than 255 bytes");
-  if (filename.size() <= 4 || filename.substr(filename.size() - 4) != ".whl")
-    return bad("does not end with .whl");
-  auto parts = split(filename.substr(0, filename.size() - 4), "-", /*skip_empty=*/false);
-  if (parts.size() != 5 && parts.size() != 6) return bad("expected 5 or 6 '-'-separated parts");
-  WheelName w;
-  w.distribution = parts[0];
-  w.version = parts[1];
-  if (parts.size() == 6) w.build = parts[2];
-  if (!all_of(w.distribution, "_.") ||
-      !std::isalnum(static_cast<unsigned char>(w.distribution.front())))
-    return bad("invalid distribution name");
-  if (!all_of(w.version, ".+!_")) return bad("invalid version");
-  if (!w.build.empty() &&
-      (!all_of(w.build, "_.") || !std::isdigit(static_cast<unsigned char>(w.build.front()))))
-    return bad("invalid build tag");
-  for (std::size_t i = parts.size() - 3; i < parts.size(); ++i)
-    if (!all_of(parts[i], "_.")) return bad("invalid compatibility tag");
-  w.project = manifest::normalize_name(w.distribution);
-  w.tags = cat(parts[parts.size() - 3], "-", parts[parts.size() - 2], "-", parts[parts.size() - 1]);
-  return w;
+  std::string_view stem =
+      filename.substr(0, filename.size() - (filename.ends_with(".whl") ? 4 : 0));
+  if (!stem.empty() && !all_of(stem, "._+!-")) return bad("holds a character besides ._+!-");
+  if (!stem.empty() && !std::isalnum(static_cast<unsigned char>(stem.front())))
+    return bad("the name does not start with a letter or digit");
+  return packaging::parse_wheel_file_name(filename);
 }
 
 bool is_valid_target_name(std::string_view name) {
@@ -202,7 +170,7 @@ void render(Target& t) {
               [](const File& a, const File& b) { return a.filename < b.filename; });
     p.versions.clear();
     for (const auto& f : p.files) p.versions.push_back(f.version);
-    std::sort(p.versions.begin(), p.versions.end(), version_less);
+    std::sort(p.versions.begin(), p.versions.end(), packaging::version_less);
     p.versions.erase(std::unique(p.versions.begin(), p.versions.end()), p.versions.end());
     p.page = render_project(p);
   }
@@ -222,8 +190,8 @@ namespace {
 
 // The entry's parsed file name, or why it cannot be served (its file name, its sha256, its
 // metadata): the same checks for the cache's entries and kiln's own wheels.
-Expected<WheelName> servable(const WheelEntry& e) {
-  auto name = parse_wheel_filename(e.filename);
+Expected<packaging::WheelFileName> servable(const WheelEntry& e) {
+  auto name = index_wheel_name(e.filename);
   if (!name) return name.error();
   if (!is_sha256_hex(e.sha256)) return Error::failed("sha256 is not 64 lowercase hex digits");
   if (e.metadata.empty()) return Error::failed(cat(e.filename, ": no core metadata"));
@@ -231,12 +199,11 @@ Expected<WheelName> servable(const WheelEntry& e) {
   // 1!2.0 whose METADATA says 0.1.0 would be taken for a version it is not.
   wheel::ParsedMetadata md = wheel::parse_metadata(e.metadata);
   std::string md_name = md.first("Name"), md_version = md.first("Version");
-  if (manifest::normalize_name(md_name) != name->project)
+  if (packaging::normalize_name(md_name) != name->project)
     return Error::failed(
         cat(e.filename, ": its METADATA names the project '", printable_excerpt(md_name, 80), "'"));
-  manifest::Pep440Version file_v, md_v;
-  if (!manifest::parse_pep440(name->version, file_v) || !manifest::parse_pep440(md_version, md_v) ||
-      manifest::compare_pep440(file_v, md_v) != 0)
+  auto md_v = packaging::Version::parse(md_version);
+  if (!md_v || compare(*md_v, name->parsed_version) != 0)
     return Error::failed(cat(e.filename, ": its METADATA says Version ",
                              printable_excerpt(md_version, 80), ", not ", name->version));
   return name;
@@ -255,7 +222,7 @@ IndexModel build_model(std::vector<WheelEntry> entries) {
   });
   struct Chosen {
     WheelEntry entry;
-    WheelName name;
+    packaging::WheelFileName name;
   };
   // (target, project, version, tags) -> the last build's entry, else the newest.
   std::map<std::tuple<std::string, std::string, std::string, std::string>, Chosen> chosen;
@@ -272,7 +239,7 @@ IndexModel build_model(std::vector<WheelEntry> entries) {
       skip(name.error().message);
       continue;
     }
-    auto id = std::make_tuple(e.target, name->project, name->version, name->tags);
+    auto id = std::make_tuple(e.target, name->project, name->version, name->tag_text());
     auto it = chosen.find(id);
     if (it != chosen.end()) {
       const WheelEntry& old = it->second.entry;
@@ -293,11 +260,11 @@ IndexModel build_model(std::vector<WheelEntry> entries) {
     for (const auto& t : targets) {
       WheelEntry copy = e;
       copy.target = t;
-      chosen.insert_or_assign(std::make_tuple(t, name->project, name->version, name->tags),
+      chosen.insert_or_assign(std::make_tuple(t, name->project, name->version, name->tag_text()),
                               Chosen{std::move(copy), *name});
     }
     chosen.insert_or_assign(
-        std::make_tuple(std::string(kEveryTarget), name->project, name->version, name->tags),
+        std::make_tuple(std::string(kEveryTarget), name->project, name->version, name->tag_text()),
         Chosen{e, *name});
   }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/expected.h"
+#include "packaging/wheel_name.h"
 
 namespace kiln::index {
 
@@ -29,15 +30,10 @@ struct WheelEntry {
   bool last = false;  // its package's last build for the target committed or hit this entry
 };
 
-// `{dist}-{version}(-{build})?-{python}-{abi}-{platform}.whl`.
-struct WheelName {
-  std::string distribution;  // as written
-  std::string project;       // PEP 503 normalised
-  std::string version;
-  std::string build;  // "" when none
-  std::string tags;   // "{python}-{abi}-{platform}"
-};
-Expected<WheelName> parse_wheel_filename(std::string_view filename);
+// A wheel file name as packaging reads it (packaging/wheel_name.h), with the index's rules on
+// top: at most 255 bytes, the name starting with a letter or digit, and nothing but ASCII letters,
+// digits and "._+!" between the dashes (what a URL path and any file system carry as written).
+Expected<packaging::WheelFileName> index_wheel_name(std::string_view filename);
 
 // A page in both formats of the negotiation, each with its strong ETag.
 struct Page {

@@ -104,7 +104,7 @@ Expected<int> WheelVerifier::open(const fs::path& entry_dir, const std::string& 
 
 Expected<std::string> read_wheel_metadata(const fs::path& wheel, std::string_view filename,
                                           std::uint64_t max_bytes) {
-  auto name = parse_wheel_filename(filename);
+  auto name = index_wheel_name(filename);
   if (!name) return std::move(name).error();
   std::string wanted = cat(name->distribution, "-", name->version, ".dist-info/METADATA");
   std::string where = wheel.string();
@@ -199,7 +199,7 @@ void scan_kiln_wheels(const cache::Store& store, ScanResult& out, ScanMemo& memo
       skip(cat("more than ", kMaxKilnWheels, " wheels in the folder"));
       continue;
     }
-    auto name = parse_wheel_filename(filename);
+    auto name = index_wheel_name(filename);
     if (!name || name->project != "kiln-wheels") {
       skip("not a kiln-wheels wheel");
       continue;

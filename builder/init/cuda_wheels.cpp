@@ -7,7 +7,9 @@
 #include "core/log.h"
 #include "core/strings.h"
 #include "init/requirements.h"
-#include "manifest/version.h"
+#include "packaging/name.h"
+#include "packaging/version.h"
+#include "packaging/wheel_name.h"
 
 namespace kiln::init {
 
@@ -24,10 +26,9 @@ Expected<std::string> newest_release(const std::vector<fetch::IndexFile>& page,
                                      const std::string& cuda_version) {
   std::string best;
   for (const auto& f : page) {
-    auto fields = wheel_fields(f.filename);
-    if (!fields || (*fields)[1].rfind(cuda_version + ".", 0) != 0 || !is_final((*fields)[1]))
-      continue;
-    if (best.empty() || version_less(best, (*fields)[1])) best = (*fields)[1];
+    auto w = unbuilt_wheel(f.filename);
+    if (!w || w->version.rfind(cuda_version + ".", 0) != 0 || !is_final(w->version)) continue;
+    if (best.empty() || packaging::version_less(best, w->version)) best = w->version;
   }
   if (best.empty())
     return Error::failed(cat("the index has no cuda-toolkit release of CUDA ", cuda_version));
@@ -51,31 +52,18 @@ Expected<void> read_gcc_range(fetch::Downloader& downloader, const fetch::IndexF
 
 }  // namespace
 
-// A wheel file name's five fields (NAME-VERSION-PY-ABI-PLATFORM), or none.
-std::optional<std::vector<std::string>> wheel_fields(const std::string& file) {
-  if (!manifest::is_wheel_file_name(file)) return std::nullopt;
-  std::vector<std::string> f = split(file.substr(0, file.size() - 4), "-", false);
-  return f;
+std::optional<packaging::WheelFileName> unbuilt_wheel(std::string_view file) {
+  auto w = packaging::parse_wheel_file_name(file);
+  if (!w || !w->build.empty()) return std::nullopt;
+  return std::move(*w);
 }
 
-// Whether a PLATFORM field ("manylinux_2_27_x86_64.manylinux_2_28_x86_64") runs on Linux x86_64.
-bool is_linux_x86_64(const std::string& platform) {
-  for (const std::string& tag : split(platform, ".")) {
+bool is_linux_x86_64(const packaging::WheelFileName& wheel) {
+  for (const std::string& tag : wheel.platform_tags) {
     std::string arch;
     if (tag == "any" || tag == "linux_x86_64" ||
         (manifest::manylinux_minor(tag, arch) >= 0 && arch == "x86_64"))
       return true;
-  }
-  return false;
-}
-
-// "13.2.86" < "13.2.100": release segments compared as numbers (non-digits end a segment).
-bool version_less(const std::string& a, const std::string& b) {
-  std::vector<std::string> x = split(a, "."), y = split(b, ".");
-  for (std::size_t i = 0; i < std::max(x.size(), y.size()); ++i) {
-    long u = i < x.size() ? std::atol(x[i].c_str()) : -1,
-         v = i < y.size() ? std::atol(y[i].c_str()) : -1;
-    if (u != v) return u < v;
   }
   return false;
 }
@@ -95,14 +83,13 @@ Expected<fetch::IndexFile> newest_wheel(const std::vector<fetch::IndexFile>& pag
   const fetch::IndexFile* best = nullptr;
   std::string best_version;
   for (const auto& f : page) {
-    auto fields = wheel_fields(f.filename);
-    if (!fields || manifest::normalize_name((*fields)[0]) != project ||
-        !version_matches((*fields)[1], spec) || !is_linux_x86_64((*fields)[4]) ||
-        !is_final((*fields)[1]))
+    auto w = unbuilt_wheel(f.filename);
+    if (!w || w->project != project || !version_matches(w->version, spec) || !is_linux_x86_64(*w) ||
+        !is_final(w->version))
       continue;
-    if (best && !version_less(best_version, (*fields)[1])) continue;
+    if (best && !packaging::version_less(best_version, w->version)) continue;
     best = &f;
-    best_version = (*fields)[1];
+    best_version = w->version;
   }
   if (!best)
     return Error::failed(cat("the index has no Linux x86_64 wheel of ", project, "==", spec));

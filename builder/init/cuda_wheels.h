@@ -10,6 +10,7 @@
 #include "core/expected.h"
 #include "fetch/source.h"
 #include "manifest/target.h"
+#include "packaging/wheel_name.h"
 #include "toolchain/cuda.h"
 
 namespace kiln::init {
@@ -36,12 +37,10 @@ Expected<fetch::IndexFile> newest_wheel(const std::vector<fetch::IndexFile>& pag
 // entry name to archive::zip_name_problem.
 Expected<std::string> wheel_metadata(const std::filesystem::path& wheel, bool check_names);
 
-// The fields of a wheel file name, "-" split (NAME VERSION PY ABI PLATFORM), or none.
-std::optional<std::vector<std::string>> wheel_fields(const std::string& file);
-// Whether a PLATFORM field ("manylinux_2_27_x86_64.manylinux_2_28_x86_64", "any") installs on
-// Linux x86_64.
-bool is_linux_x86_64(const std::string& platform);
-// "13.2.86" < "13.2.100": release segments compared as numbers.
-bool version_less(const std::string& a, const std::string& b);
+// A wheel file name without a build tag (what kiln pins), read as packaging reads it; else none.
+std::optional<packaging::WheelFileName> unbuilt_wheel(std::string_view file);
+// Whether one of a wheel's platform tags ("manylinux_2_27_x86_64.manylinux_2_28_x86_64", "any")
+// installs on Linux x86_64.
+bool is_linux_x86_64(const packaging::WheelFileName& wheel);
 
 }  // namespace kiln::init

@@ -13,7 +13,7 @@
 #include "init/toml_text.h"
 #include "manifest/debian_toolkit.h"
 #include "manifest/target.h"
-#include "manifest/version.h"
+#include "manifest/toolkit.h"
 #include "toolchain/compiler.h"
 #include "toolchain/cuda.h"
 #include "toolchain/torch.h"
@@ -114,7 +114,7 @@ namespace {
 
 // The compiler's toolkit, chosen apart from torch's CUDA.
 struct ToolkitChoice {
-  std::string kind;     // "system", "wheels", "debian"
+  manifest::ToolkitKind kind;
   std::string release;  // the CUDA release that compiles ("13.2"), for the arch limits
   std::vector<manifest::CudaWheel> wheels;
   std::string note;         // what it is, for the file's comment
@@ -129,7 +129,7 @@ int major_of(const std::string& version) {
 }
 
 Expected<ToolkitChoice> system_toolkit(const TorchFacts& facts, const std::string& torch) {
-  ToolkitChoice tk{"system", facts.cuda, {}, ""};
+  ToolkitChoice tk{manifest::ToolkitKind::System, facts.cuda, {}, ""};
   auto found = toolchain::detect_cuda("");
   if (!found) {
     log::warn(cat("no CUDA toolkit on this machine (", found.error().message,
@@ -159,37 +159,46 @@ Expected<ToolkitChoice> debian_toolkit(const IndexRequest& r, const TorchFacts& 
     return Error::bad_input(cat("torch ", r.torch_version, " was built with CUDA ", facts.cuda,
                                 "; ", note, " build for CUDA ", major_of(pins.release),
                                 " only (use --toolkit wheels or system)"));
-  ToolkitChoice tk{"debian", pins.release, {}, note};
+  ToolkitChoice tk{manifest::ToolkitKind::Debian, pins.release, {}, note};
   tk.cuda_table = manifest::debian_cuda_table(pins, facts.cuda);
   return tk;
+}
+
+// NVIDIA's compiler wheels at the release torch pins (CUDA 13 and later).
+Expected<ToolkitChoice> wheels_toolkit(const IndexRequest& r, fetch::Downloader& downloader,
+                                       const TorchFacts& facts) {
+  int major = major_of(facts.cuda);
+  if (major < 13)
+    return Error::bad_input(
+        cat("torch ", r.torch_version, " was built with CUDA ", facts.cuda, ", and NVIDIA ",
+            "publishes no CUDA ", major, " compiler as wheels (nvidia-cuda-nvcc-cu", major,
+            " holds only ptxas): use --toolkit debian (Debian's CUDA 12 packages) or --toolkit ",
+            "system (a CUDA ", major, " toolkit on the build machine)"));
+  KILN_TRY(ToolkitWheels w,
+           cuda_toolkit_wheels(downloader, r.cuda_index, facts.cuda, facts.release));
+  std::vector<std::string> parts = split(w.release, ".");
+  return ToolkitChoice{manifest::ToolkitKind::Wheels,
+                       cat(parts.at(0), ".", parts.size() > 1 ? parts[1] : "0"),
+                       std::move(w.wheels),
+                       cat("NVIDIA's CUDA ", w.release, " wheels"),
+                       "",
+                       w.gcc,
+                       w.gcc_from};
 }
 
 Expected<ToolkitChoice> choose_toolkit(const IndexRequest& r, fetch::Downloader& downloader,
                                        const TorchFacts& facts) {
   int major = major_of(facts.cuda);
-  std::string kind = !r.toolkit.empty() ? r.toolkit : major >= 13 ? "wheels" : "debian";
-  if (kind == "system") return system_toolkit(facts, r.torch_version);
-  if (kind == "wheels") {
-    if (major < 13)
-      return Error::bad_input(
-          cat("torch ", r.torch_version, " was built with CUDA ", facts.cuda, ", and NVIDIA ",
-              "publishes no CUDA ", major, " compiler as wheels (nvidia-cuda-nvcc-cu", major,
-              " holds only ptxas): use --toolkit debian (Debian's CUDA 12 packages) or --toolkit ",
-              "system (a CUDA ", major, " toolkit on the build machine)"));
-    KILN_TRY(ToolkitWheels w,
-             cuda_toolkit_wheels(downloader, r.cuda_index, facts.cuda, facts.release));
-    std::vector<std::string> parts = split(w.release, ".");
-    return ToolkitChoice{"wheels",
-                         cat(parts.at(0), ".", parts.size() > 1 ? parts[1] : "0"),
-                         std::move(w.wheels),
-                         cat("NVIDIA's CUDA ", w.release, " wheels"),
-                         "",
-                         w.gcc,
-                         w.gcc_from};
-  }
-  if (kind == "debian") return debian_toolkit(r, facts);
-  return Error::bad_input(
-      cat("bad --toolkit '", kind, "': expected 'system', 'wheels' or 'debian'"));
+  using manifest::ToolkitKind;
+  auto kind = r.toolkit.empty()
+                  ? std::optional(major >= 13 ? ToolkitKind::Wheels : ToolkitKind::Debian)
+                  : manifest::parse_toolkit_kind(r.toolkit);
+  if (!kind)
+    return Error::bad_input(cat("bad --toolkit '", printable_excerpt(r.toolkit), "': expected ",
+                                manifest::toolkit_names()));
+  if (*kind == ToolkitKind::System) return system_toolkit(facts, r.torch_version);
+  if (*kind == ToolkitKind::Debian) return debian_toolkit(r, facts);
+  return wheels_toolkit(r, downloader, facts);
 }
 
 // The host compilers the toolkit takes, for the file's comment; a g++ here (the target's compiler)
@@ -235,7 +244,7 @@ std::string torch_table(const IndexRequest& r, const std::vector<TorchFile>& fil
 
 std::string cuda_table(const TorchFacts& facts, const ToolkitChoice& tk) {
   if (!tk.cuda_table.empty()) return tk.cuda_table;
-  std::string out = cat("[cuda]\ntoolkit = ", toml_string(tk.kind),
+  std::string out = cat("[cuda]\ntoolkit = ", toml_string(manifest::toolkit_name(tk.kind)),
                         "\nversion = ", toml_string(facts.cuda), "\n");
   for (const auto& w : tk.wheels)
     out += cat("\n[[cuda.wheel]]\nfile = ", toml_string(w.file),
@@ -313,10 +322,10 @@ Error missing_version(const IndexRequest& r, const std::vector<IndexFile>& page)
   std::string base = r.torch_version.substr(0, r.torch_version.find('+'));
   std::vector<std::string> near;
   for (const IndexFile& f : page) {
-    auto fields = wheel_fields(f.filename);
-    if (fields && (*fields)[0] == "torch" && (*fields)[1].rfind(base, 0) == 0 &&
-        std::find(near.begin(), near.end(), (*fields)[1]) == near.end())
-      near.push_back((*fields)[1]);
+    auto w = unbuilt_wheel(f.filename);
+    if (w && w->distribution == "torch" && w->version.rfind(base, 0) == 0 &&
+        std::find(near.begin(), near.end(), w->version) == near.end())
+      near.push_back(w->version);
   }
   return Error::failed(cat("the index ", fetch::redact_url(r.torch_index), " has no torch ",
                            r.torch_version, " wheel for Linux x86_64 CPython",
@@ -359,7 +368,7 @@ Expected<IndexTarget> target_from_index(const IndexRequest& r, fetch::Downloader
                {"python_tags", tags},
                {"cuda", facts.cuda},
                {"cuda_source", facts.source},
-               {"toolkit", tk.kind},
+               {"toolkit", manifest::toolkit_name(tk.kind)},
                {"toolkit_note", tk.note},
                {"archs", parsed->archs.canonical()}};
   return out;
@@ -370,11 +379,10 @@ Expected<std::vector<TorchFile>> torch_files(const std::vector<IndexFile>& page,
                                              const std::vector<std::string>& tags) {
   std::vector<TorchFile> out;
   for (const IndexFile& f : page) {
-    auto fields = wheel_fields(f.filename);
-    if (!fields || (*fields)[0] != "torch" || (*fields)[1] != version) continue;
-    const std::string &py = (*fields)[2], &abi = (*fields)[3];
-    if (!abi.starts_with(py) || !manifest::is_cpython_tag(abi) || !is_linux_x86_64((*fields)[4]))
-      continue;
+    auto w = unbuilt_wheel(f.filename);
+    if (!w || w->distribution != "torch" || w->version != version) continue;
+    std::string py = join(w->python_tags, "."), abi = join(w->abi_tags, ".");
+    if (!abi.starts_with(py) || !manifest::is_cpython_tag(abi) || !is_linux_x86_64(*w)) continue;
     if (!tags.empty() && std::find(tags.begin(), tags.end(), abi) == tags.end()) continue;
     if (std::any_of(out.begin(), out.end(),
                     [&](const TorchFile& t) { return t.python_tag == abi; }))

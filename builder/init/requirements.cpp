@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "core/strings.h"
-#include "manifest/version.h"
+#include "packaging/name.h"
+#include "packaging/specifier.h"
+#include "packaging/version.h"
 #include "wheel/metadata.h"
 
 namespace kiln::init {
@@ -102,7 +104,7 @@ std::optional<TorchCuda> cuda_from_metadata(std::string_view metadata) {
   for (const std::string& line : wheel::parse_metadata(metadata).all("Requires-Dist")) {
     auto r = parse_requirement(line);
     if (!r || r->op.empty() || !applies_to_linux(*r) || !r->marker_extra().empty()) continue;
-    std::string name = manifest::normalize_name(r->name);
+    std::string name = packaging::normalize_name(r->name);
     std::string version = major_minor(r->version);
     if (version.empty()) continue;
     if (name == "cuda-toolkit")
@@ -122,7 +124,7 @@ std::vector<Component> toolkit_components(std::string_view metadata) {
     if (extra != "nvcc" && extra != "crt" && extra != "nvvm" && extra != "cudart" &&
         extra != "cccl")
       continue;
-    Component c{manifest::normalize_name(r->name), r->version};
+    Component c{packaging::normalize_name(r->name), r->version};
     if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
   }
   std::sort(out.begin(), out.end(),
@@ -130,32 +132,11 @@ std::vector<Component> toolkit_components(std::string_view metadata) {
   return out;
 }
 
-namespace {
-
-// "13.0.3.0" -> {13, 0, 3}: a release of digits only, trailing zeros dropped (PEP 440 pads the
-// shorter release with zeros); none for anything else (pre-releases, local labels).
-std::optional<std::vector<long>> release_numbers(std::string_view version) {
-  std::vector<long> out;
-  for (const std::string& part : split(version, ".", false)) {
-    if (part.empty() || part.size() > 9 || !std::all_of(part.begin(), part.end(), is_ascii_digit))
-      return std::nullopt;
-    out.push_back(std::stol(part));
-  }
-  while (!out.empty() && out.back() == 0) out.pop_back();
-  return out;
-}
-
-}  // namespace
-
 bool version_matches(std::string_view version, std::string_view spec) {
-  if (!spec.ends_with(".*")) {
-    auto a = release_numbers(version), b = release_numbers(spec);
-    return a && b ? *a == *b : version == spec;
-  }
-  std::string_view prefix = spec.substr(0, spec.size() - 1);  // "13.2.86."
-  if (version.starts_with(prefix)) return true;
-  // "13.2.86" itself is within "13.2.86.*".
-  return version == prefix.substr(0, prefix.size() - 1);
+  auto set = packaging::SpecifierSet::parse(cat("==", spec));
+  auto v = packaging::Version::parse(version);
+  if (!set || set->specifiers().size() != 1 || !v) return version == spec;
+  return set->specifiers()[0].matches(*v, version);
 }
 
 }  // namespace kiln::init

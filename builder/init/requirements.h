@@ -53,8 +53,9 @@ struct Component {
 };
 std::vector<Component> toolkit_components(std::string_view cuda_toolkit_metadata);
 
-// Whether `version` satisfies "==`spec`": PEP 440 prefix matching for a trailing ".*", numeric
-// release equality with zero padding otherwise ("13.0.3.0" == "13.0.3"); exact text for others.
+// Whether `version` satisfies "==`spec`" as packaging matches it (packaging/specifier.h): prefix
+// matching for a trailing ".*", release equality with zero padding otherwise ("13.0.3.0" ==
+// "13.0.3"); exact text when either is no version.
 bool version_matches(std::string_view version, std::string_view spec);
 
 }  // namespace kiln::init

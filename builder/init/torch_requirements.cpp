@@ -4,7 +4,7 @@
 #include "core/strings.h"
 #include "fetch/url.h"
 #include "init/requirements.h"
-#include "manifest/version.h"
+#include "packaging/name.h"
 #include "wheel/metadata.h"
 #include "wheel/reader.h"
 
@@ -25,7 +25,7 @@ std::set<std::string, std::less<>> torch_requirement_names(const cache::Store& s
   if (!metadata || !*metadata) return names;
   for (const auto& value : wheel::parse_metadata(**metadata).all("Requires-Dist")) {
     auto req = parse_requirement(value);
-    if (req && req->marker_extra().empty()) names.insert(manifest::normalize_name(req->name));
+    if (req && req->marker_extra().empty()) names.insert(packaging::normalize_name(req->name));
   }
   return names;
 }

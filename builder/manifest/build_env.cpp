@@ -5,7 +5,9 @@
 #include "core/hash.h"
 #include "core/strings.h"
 #include "manifest/toml_reader.h"
-#include "manifest/version.h"
+#include "packaging/name.h"
+#include "packaging/version.h"
+#include "packaging/wheel_name.h"
 
 namespace kiln::manifest {
 
@@ -16,10 +18,9 @@ PinnedWheel read_wheel(const SourceText& source, const toml::table& table,
   TableReader r(source, table, name, {"project", "file", "sha256"});
   PinnedWheel w{r.required_string("project"), r.required_string("file"),
                 r.required_string("sha256")};
-  if (!is_valid_project_name(w.project))
+  if (!packaging::is_valid_project_name(w.project))
     r.fail("project", cat("bad project name '", w.project, "'"));
-  if (w.file.size() < 5 || w.file.substr(w.file.size() - 4) != ".whl" ||
-      w.file.find('/') != std::string::npos)
+  if (!packaging::parse_wheel_file_name(w.file) || w.file.find('/') != std::string::npos)
     r.fail("file", cat("'", w.file, "' is not a wheel file name"));
   if (!is_sha256_hex(w.sha256))
     r.fail("sha256", cat("bad sha256 '", w.sha256, "': expected 64 lowercase hexadecimal digits"));
@@ -35,16 +36,19 @@ BuildEnvPins parse(const std::string& text, const std::string& display_path) {
   for (const toml::table* t : top.tables("tool"))
     pins.tools.push_back(read_wheel(source, *t, "tool"));
   bool has_pip = false;
-  for (const auto& w : pins.tools) has_pip = has_pip || normalize_name(w.project) == "pip";
+  for (const auto& w : pins.tools)
+    has_pip = has_pip || packaging::normalize_name(w.project) == "pip";
   if (!has_pip)
     fail_at(source, top.position(), "the [[tool]] wheels must include pip: it installs the others");
   // pip first: it installs the rest.
-  std::stable_partition(pins.tools.begin(), pins.tools.end(),
-                        [](const PinnedWheel& w) { return normalize_name(w.project) == "pip"; });
+  std::stable_partition(pins.tools.begin(), pins.tools.end(), [](const PinnedWheel& w) {
+    return packaging::normalize_name(w.project) == "pip";
+  });
   for (const toml::table* t : top.tables("torch-runtime")) {
     TableReader r(source, *t, "torch-runtime", {"torch", "wheel"});
     std::string torch = r.required_string("torch");
-    if (!is_valid_version(torch)) r.fail("torch", cat("bad torch version '", torch, "'"));
+    if (!packaging::is_canonical_version(torch))
+      r.fail("torch", cat("bad torch version '", torch, "'"));
     if (pins.torch_runtime.count(torch))
       r.fail("torch", cat("a second torch-runtime for torch ", torch));
     std::vector<PinnedWheel> wheels;

@@ -7,15 +7,15 @@
 #include <cstdint>
 #include <string_view>
 
+#include "packaging/limits.h"
+
 namespace kiln::manifest {
 
-// Names: a package's (`package.name`, `source.pypi`, NAME in a package spec, METADATA's Name), and
-// Python module and package names (`build.packages`, `build.extension.name`).
-inline constexpr std::size_t kMaxNameBytes = 200;
-// Target names (the file's stem, `--target NAME`) and versions (`package.version`,
-// `torch.version`, VERSION in NAME==VERSION).
+// Names and versions: packaging/limits.h.
+using packaging::kMaxNameBytes;
+using packaging::kMaxVersionBytes;
+// Target names (the file's stem, `--target NAME`).
 inline constexpr std::size_t kMaxTargetNameBytes = 128;
-inline constexpr std::size_t kMaxVersionBytes = 128;
 // Requirement strings: `dependencies`, `requires-python`, METADATA's Requires-Dist and
 // Requires-Python.
 inline constexpr std::size_t kMaxRequirementBytes = 4096;

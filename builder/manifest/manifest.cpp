@@ -8,8 +8,11 @@
 #include "core/strings.h"
 #include "manifest/license.h"
 #include "manifest/limits.h"
+#include "manifest/requirement.h"
 #include "manifest/toml_reader.h"
-#include "manifest/version.h"
+#include "packaging/name.h"
+#include "packaging/specifier.h"
+#include "packaging/version.h"
 
 namespace kiln::manifest {
 
@@ -73,7 +76,8 @@ Source read_source(const TableReader& t, const std::filesystem::path& manifest_d
     s.kind = Source::Kind::Pypi;
     s.pypi = t.required_string("pypi");
     t.check_length("pypi", s.pypi, kMaxNameBytes);
-    if (!is_valid_project_name(s.pypi)) t.fail("pypi", cat("bad project name '", s.pypi, "'"));
+    if (!packaging::is_valid_project_name(s.pypi))
+      t.fail("pypi", cat("bad project name '", s.pypi, "'"));
     s.file = t.string("file").value_or("");
     s.sha256 = t.required_string("sha256");
     check_sha256(t, "sha256", s.sha256);
@@ -232,12 +236,12 @@ void read_package(const SourceText& source, TableReader& pkg, Manifest& m) {
   m.name = pkg.required_string("name");
   m.name_at = pkg.position("name");
   pkg.check_length("name", m.name, kMaxNameBytes);
-  if (!is_valid_project_name(m.name))
+  if (!packaging::is_valid_project_name(m.name))
     pkg.fail("name",
              cat("bad package name '", m.name, "': expected letters, digits, '-', '_' or '.'"));
   m.version = pkg.required_string("version");
   pkg.check_length("version", m.version, kMaxVersionBytes);
-  if (!is_valid_version(m.version))
+  if (!packaging::is_canonical_version(m.version))
     pkg.fail("version",
              cat("bad version '", m.version, "': expected a PEP 440 version such as 1.6.1"));
   m.summary = pkg.required_string("summary");  // one line: string() refuses control characters
@@ -247,7 +251,7 @@ void read_package(const SourceText& source, TableReader& pkg, Manifest& m) {
                             "; expected an SPDX expression, e.g. \"MIT\" or \"BSD-3-Clause\""));
   m.requires_python = pkg.required_string("requires-python");
   pkg.check_length("requires-python", m.requires_python, kMaxRequirementBytes);
-  if (!is_valid_specifier_set(m.requires_python))
+  if (!packaging::is_valid_specifier_set(m.requires_python))
     pkg.fail("requires-python",
              cat("bad version specifier '", m.requires_python, "': expected e.g. '>=3.9'"));
   m.homepage = pkg.string("homepage").value_or("");
@@ -280,7 +284,7 @@ void read_package(const SourceText& source, TableReader& pkg, Manifest& m) {
 void check_file_place(TableReader& pkg, const std::filesystem::path& file, const Manifest& m) {
   if (file.extension() != ".toml") return;
   std::string dir = file.parent_path().filename().string();
-  if (normalize_name(dir) != normalize_name(m.name) && dir != "manifests")
+  if (packaging::normalize_name(dir) != packaging::normalize_name(m.name) && dir != "manifests")
     pkg.fail("name", cat("package '", m.name, "' is declared in directory '", dir,
                          "': the directory must be the package name"));
   if (file.stem().string() != m.version && dir != "manifests")
@@ -291,7 +295,7 @@ void check_file_place(TableReader& pkg, const std::filesystem::path& file, const
 // [patches]: the series, each file found and hashed.
 void read_patches(const SourceText& source, TableReader& pr, const std::filesystem::path& file,
                   const std::filesystem::path& patches_root, Manifest& m) {
-  std::filesystem::path dir = patches_root / normalize_name(m.name) / m.version;
+  std::filesystem::path dir = patches_root / packaging::normalize_name(m.name) / m.version;
   if (auto d = pr.string("dir")) dir = (file.parent_path() / *d).lexically_normal();
   auto series = pr.strings("series");
   if (!series) pr.fail_missing("series");
@@ -398,7 +402,7 @@ Manifest parse(const std::string& text, const std::filesystem::path& file,
 }  // namespace
 
 std::string Manifest::normalized_name() const {
-  return normalize_name(name);
+  return packaging::normalize_name(name);
 }
 
 nlohmann::json Manifest::canonical() const {
@@ -406,7 +410,7 @@ nlohmann::json Manifest::canonical() const {
   json src = {{"kind", static_cast<int>(source.kind)}, {"sha256", source.sha256}};
   switch (source.kind) {
     case Source::Kind::Pypi:
-      src["pypi"] = normalize_name(source.pypi);
+      src["pypi"] = packaging::normalize_name(source.pypi);
       src["file"] = source.file;
       break;
     case Source::Kind::Url:

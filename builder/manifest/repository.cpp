@@ -6,7 +6,9 @@
 #include "core/fs.h"
 #include "core/strings.h"
 #include "manifest/limits.h"
-#include "manifest/version.h"
+#include "packaging/name.h"
+#include "packaging/specifier.h"
+#include "packaging/version.h"
 
 namespace kiln::manifest {
 
@@ -33,7 +35,7 @@ Expected<Repository> Repository::load(const fs::path& dir, const fs::path& patch
   std::map<std::pair<std::string, std::string>, std::string> seen;  // (name, version) -> file
   for (const auto& file : files) {
     std::string display = cat(display_root, "/", fs::relative(file, dir).string());
-    std::string package = normalize_name(file.parent_path().filename().string());
+    std::string package = packaging::normalize_name(file.parent_path().filename().string());
     auto loaded = load_manifest(file, display, patches_root);
     if (!loaded) {
       repo.broken_.push_back({package, file.stem().string(), std::move(loaded).error()});
@@ -57,27 +59,27 @@ Expected<Repository> Repository::load(const fs::path& dir, const fs::path& patch
             [](const Manifest& a, const Manifest& b) {
               if (a.normalized_name() != b.normalized_name())
                 return a.normalized_name() < b.normalized_name();
-              return compare_versions(a.version, b.version) < 0;
+              return packaging::compare_versions(a.version, b.version) < 0;
             });
   return repo;
 }
 
 Expected<const Manifest*> Repository::select(const std::string& spec) const {
-  KILN_TRY(Requirement requirement, parse_requirement(spec));
+  KILN_TRY(packaging::Requirement requirement, packaging::parse_requirement(spec));
   return select(requirement);
 }
 
-Expected<const Manifest*> Repository::select(const Requirement& requirement) const {
+Expected<const Manifest*> Repository::select(const packaging::Requirement& requirement) const {
   const std::string& normalized = requirement.normalized;
-  SpecifierSet specs = requirement.specifiers.without_local_labels();
+  packaging::SpecifierSet specs = requirement.specifiers.without_local_labels();
   // A broken manifest of this package: its error, unless its version (the file's stem) is one the
   // specifiers leave out (without specifiers, the broken one might be the newest).
   for (const auto& b : broken_) {
     if (b.package != normalized) continue;
-    Pep440Version v;
-    bool left_out = parse_pep440(b.version, v) &&
-                    !std::all_of(specs.specifiers().begin(), specs.specifiers().end(),
-                                 [&](const Specifier& s) { return s.matches(v, b.version); });
+    auto v = packaging::Version::parse(b.version);
+    bool left_out =
+        v && !std::all_of(specs.specifiers().begin(), specs.specifiers().end(),
+                          [&](const packaging::Specifier& s) { return s.matches(*v, b.version); });
     if (!left_out) return b.error;
   }
   std::vector<std::string> versions;

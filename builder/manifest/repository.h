@@ -11,8 +11,8 @@
 #include "core/expected.h"
 #include "manifest/build_env.h"
 #include "manifest/manifest.h"
-#include "manifest/specifier.h"
 #include "manifest/target.h"
+#include "packaging/specifier.h"
 
 namespace kiln::manifest {
 
@@ -35,7 +35,7 @@ class Repository {
   // "causal-conv1d~=1.6.0" -> the newest 1.6.x). A local label ("==1.7.0+cu130torch2.11") is
   // left out here: it names the target, which resolve checks.
   Expected<const Manifest*> select(const std::string& spec) const;
-  Expected<const Manifest*> select(const Requirement& requirement) const;
+  Expected<const Manifest*> select(const packaging::Requirement& requirement) const;
   // The newest manifest of every package but test fixtures (`fixture = true`); with a broken
   // manifest anywhere, its error.
   Expected<std::vector<const Manifest*>> newest_of_each() const;

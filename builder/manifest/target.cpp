@@ -9,7 +9,9 @@
 #include "core/strings.h"
 #include "manifest/limits.h"
 #include "manifest/toml_reader.h"
-#include "manifest/version.h"
+#include "packaging/name.h"
+#include "packaging/version.h"
+#include "packaging/wheel_name.h"
 
 namespace kiln::manifest {
 
@@ -39,7 +41,7 @@ void read_manylinux(const TableReader& t, Target& target) {
 }
 
 void read_cuda_debs(const SourceText& source, const TableReader& cr, Target& t) {
-  if (t.cuda_toolkit != "debian") {
+  if (t.cuda_toolkit != ToolkitKind::Debian) {
     if (cr.has("deb")) cr.fail("deb", "'cuda.deb' applies only to toolkit = \"debian\"");
     return;
   }
@@ -63,7 +65,7 @@ void read_cuda_debs(const SourceText& source, const TableReader& cr, Target& t) 
 
 void read_cuda_wheels(const SourceText& source, const TableReader& cr, Target& t) {
   auto wheels = cr.tables("wheel");
-  if (t.cuda_toolkit != "wheels") {
+  if (t.cuda_toolkit != ToolkitKind::Wheels) {
     if (cr.has("wheel")) cr.fail("wheel", "'cuda.wheel' applies only to toolkit = \"wheels\"");
     return;
   }
@@ -71,7 +73,7 @@ void read_cuda_wheels(const SourceText& source, const TableReader& cr, Target& t
   for (const toml::table* w : wheels) {
     TableReader wr(source, *w, "cuda.wheel", {"file", "sha256"});
     CudaWheel wheel{wr.required_string("file"), wr.required_string("sha256")};
-    if (!is_wheel_file_name(wheel.file) || wheel.file.find('/') != std::string::npos)
+    if (!packaging::parse_wheel_file_name(wheel.file) || wheel.file.find('/') != std::string::npos)
       wr.fail("file", cat("'", wheel.file,
                           "' is not a wheel file name (NAME-VERSION-PY-ABI-PLATFORM.whl)"));
     if (!is_sha256_hex(wheel.sha256))
@@ -95,7 +97,7 @@ void read_torch_wheels(const SourceText& source, TableReader& tor, Target& t) {
     if (!is_cpython_tag(wheel.python_tag))
       wr.fail("python", cat("bad Python tag '", wheel.python_tag, "': expected e.g. cp311"));
     std::string prefix = cat("torch-", t.torch_version, "-");
-    if (wheel.file.rfind(prefix, 0) != 0 || !is_wheel_file_name(wheel.file) ||
+    if (wheel.file.rfind(prefix, 0) != 0 || !packaging::parse_wheel_file_name(wheel.file) ||
         wheel.file.find(cat("-", wheel.python_tag, "-")) == std::string::npos)
       wr.fail("file", cat("'", wheel.file, "' is not a torch ", t.torch_version, " wheel for ",
                           wheel.python_tag));
@@ -179,16 +181,19 @@ Target parse(const std::string& text, const std::string& name, const std::string
   const toml::table* cuda = top.table("cuda");
   if (!cuda) top.fail_missing("cuda");
   TableReader cr(source, *cuda, "cuda", {"toolkit", "version", "home", "wheel", "deb"});
-  t.cuda_toolkit = cr.string("toolkit").value_or("system");
-  if (t.cuda_toolkit != "system" && t.cuda_toolkit != "wheels" && t.cuda_toolkit != "debian")
-    cr.fail("toolkit", cat("bad CUDA toolkit '", printable_excerpt(t.cuda_toolkit),
-                           "': expected 'system', 'wheels' or 'debian'"));
+  std::string toolkit =
+      cr.string("toolkit").value_or(std::string(toolkit_name(ToolkitKind::System)));
+  auto kind = parse_toolkit_kind(toolkit);
+  if (!kind)
+    cr.fail("toolkit",
+            cat("bad CUDA toolkit '", printable_excerpt(toolkit), "': expected ", toolkit_names()));
+  t.cuda_toolkit = *kind;
   t.cuda_version = cr.required_string("version");
   if (!is_cuda_version(t.cuda_version))
     cr.fail("version",
             cat("bad CUDA version '", t.cuda_version, "': expected MAJOR.MINOR such as 13.0"));
   t.cuda_home = cr.string("home").value_or("");
-  if (!t.cuda_home.empty() && t.cuda_toolkit != "system")
+  if (!t.cuda_home.empty() && t.cuda_toolkit != ToolkitKind::System)
     cr.fail("home", "'cuda.home' applies only to the system toolkit");
   read_cuda_wheels(source, cr, t);
   read_cuda_debs(source, cr, t);
@@ -204,13 +209,7 @@ Target parse(const std::string& text, const std::string& name, const std::string
 }  // namespace
 
 std::string CudaWheel::project() const {
-  std::string name = file.substr(0, file.find('-'));
-  for (char& c : name)
-    if (c == '_' || c == '.')
-      c = '-';
-    else
-      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return name;
+  return packaging::normalize_name(file.substr(0, file.find('-')));
 }
 
 std::string CudaDeb::file() const {
@@ -255,9 +254,9 @@ bool is_valid_target_name(std::string_view name) {
 
 bool is_torch_version(std::string_view version) {
   std::size_t plus = version.find('+');
-  if (plus == std::string_view::npos) return is_valid_version(version);
+  if (plus == std::string_view::npos) return packaging::is_canonical_version(version);
   std::string_view label = version.substr(plus + 1);
-  return is_valid_version(version.substr(0, plus)) && !label.empty() &&
+  return packaging::is_canonical_version(version.substr(0, plus)) && !label.empty() &&
          std::all_of(label.begin(), label.end(),
                      [](char c) { return is_ascii_lower(c) || is_ascii_digit(c) || c == '.'; });
 }
@@ -267,18 +266,6 @@ bool is_index_url(std::string_view url) {
   return std::all_of(url.begin(), url.end(), [](char c) {
     return c > ' ' && c < 0x7f && c != '"' && c != '\'' && c != '\\' && c != '<' && c != '>';
   });
-}
-
-bool is_wheel_file_name(std::string_view file) {
-  // Five fields between dashes: NAME ([A-Za-z0-9_.]+), VERSION ([0-9][A-Za-z0-9_.+!]*), then any
-  // three non-empty ones, the last ending in ".whl" after at least one character.
-  std::vector<std::string> f = split(file, "-", /*skip_empty=*/false);
-  if (f.size() != 5) return false;
-  auto name_char = [](char c) { return is_ascii_alnum(c) || c == '_' || c == '.'; };
-  auto version_char = [&](char c) { return name_char(c) || c == '+' || c == '!'; };
-  return !f[0].empty() && std::all_of(f[0].begin(), f[0].end(), name_char) && !f[1].empty() &&
-         is_ascii_digit(f[1][0]) && std::all_of(f[1].begin(), f[1].end(), version_char) &&
-         !f[2].empty() && !f[3].empty() && f[4].size() > 4 && f[4].ends_with(".whl");
 }
 
 bool is_python_version(std::string_view version) {  // 3.N or 3.NN
@@ -326,11 +313,10 @@ int manylinux_minor(std::string_view tag, std::string& arch) {
 }
 
 int wheel_manylinux_floor(std::string_view wheel_file) {
-  std::vector<std::string> fields = split(wheel_file, "-", /*skip_empty=*/false);
-  if (fields.size() < 5 || !fields.back().ends_with(".whl")) return -1;
-  std::string platforms = fields.back().substr(0, fields.back().size() - 4);
+  auto wheel = packaging::parse_wheel_file_name(wheel_file);
+  if (!wheel) return -1;
   int floor = -1;
-  for (const auto& tag : split(platforms, ".")) {
+  for (const auto& tag : wheel->platform_tags) {
     std::string arch;
     int minor = manylinux_minor(tag, arch);
     if (minor >= 0 && (floor < 0 || minor < floor)) floor = minor;
@@ -351,7 +337,8 @@ nlohmann::json Target::canonical() const {
   nlohmann::json wheels = nlohmann::json::array();
   for (const auto& w : torch_wheels)
     wheels.push_back({{"python", w.python_tag}, {"file", w.file}, {"sha256", w.sha256}});
-  nlohmann::json cuda = {{"toolkit", cuda_toolkit}, {"version", cuda_version}, {"home", cuda_home}};
+  nlohmann::json cuda = {
+      {"toolkit", toolkit_name(cuda_toolkit)}, {"version", cuda_version}, {"home", cuda_home}};
   for (const auto& w : cuda_wheels)
     cuda["wheels"].push_back({{"file", w.file}, {"sha256", w.sha256}});
   for (const auto& d : cuda_debs) cuda["debs"].push_back({{"path", d.path}, {"sha256", d.sha256}});

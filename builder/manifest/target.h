@@ -10,6 +10,7 @@
 
 #include "core/expected.h"
 #include "manifest/arch.h"
+#include "manifest/toolkit.h"
 
 namespace kiln::manifest {
 
@@ -56,9 +57,9 @@ struct Target {
   // the sha256 pins the bytes wherever they come from.
   std::string torch_index_url;
 
-  // CUDA: "system" (detect), "wheels" (a toolkit from pinned PyPI wheels) or "debian" (from
-  // pinned Debian packages).
-  std::string cuda_toolkit = "system";
+  // CUDA: System (detect), Wheels (a toolkit from pinned PyPI wheels) or Debian (from pinned
+  // Debian packages).
+  ToolkitKind cuda_toolkit = ToolkitKind::System;
   std::string cuda_version;            // "13.0": what torch was built with
   std::string cuda_home;               // optional, with the system toolkit
   std::vector<CudaWheel> cuda_wheels;  // with the wheels toolkit
@@ -84,10 +85,8 @@ Expected<Target> load_target(const std::filesystem::path& file, const std::strin
 Target with_archs(const Target& target, const ArchList& archs);
 
 bool is_valid_target_name(std::string_view name);  // [a-z0-9][a-z0-9._-]*
-// The forms of a target's fields, each decided in one pass: NAME-VERSION-PY-ABI-PLATFORM.whl (a
-// CUDA wheel's file), a Python version ("3.11"), a CPython tag ("cp311", "cp313t"), a CUDA
-// version ("13.0").
-bool is_wheel_file_name(std::string_view file);
+// The forms of a target's fields, each decided in one pass: a Python version ("3.11"), a CPython
+// tag ("cp311", "cp313t"), a CUDA version ("13.0"). (A wheel's file name: packaging/wheel_name.h.)
 bool is_python_version(std::string_view version);
 // A torch version as an index names it: a public PEP 440 version with an optional local label
 // ("2.11.0+cu128").

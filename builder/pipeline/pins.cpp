@@ -23,7 +23,7 @@ Expected<manifest::TorchWheel> torch_wheel_for(const manifest::Target& target,
 
 PinnedFile cuda_pin(const manifest::Target& target, const std::string& file,
                     const std::string& sha256) {
-  if (target.cuda_toolkit == "debian")
+  if (target.cuda_toolkit == manifest::ToolkitKind::Debian)
     return {"debian", manifest::CudaDeb{file, sha256}.file(), sha256, file};
   return {manifest::CudaWheel{file, sha256}.project(), file, sha256};
 }

@@ -18,7 +18,7 @@
 #include "core/terminal.h"
 #include "elf/elf.h"
 #include "manifest/backend.h"
-#include "manifest/version.h"
+#include "packaging/name.h"
 #include "pipeline/build_root.h"
 #include "pipeline/pins.h"
 #include "pipeline/sources.h"
@@ -261,7 +261,7 @@ Expected<void> record_last(Run& run, const resolve::PlanItem& item, const cache:
 Expected<wheel::WheelSpec> base_spec(const manifest::Manifest& m, const fs::path& src,
                                      const wheel::UpstreamMetadata& upstream) {
   wheel::WheelSpec spec;
-  spec.distribution = manifest::wheel_name(m.name);
+  spec.distribution = packaging::file_name_part(m.name);
   spec.metadata.name = m.name;
   spec.metadata.summary = m.summary;
   spec.metadata.home_page = m.homepage;
@@ -472,7 +472,7 @@ Expected<cache::Entry> build_item(Run& run, const resolve::PlanItem& item,
 std::string refuse_shared_wheel(Run& run, const resolve::PlanItem& item,
                                 const fs::path& wheel_path) {
   const manifest::Manifest& m = *item.manifest;
-  const std::string prefix = cat(manifest::wheel_name(m.name), "-", m.version);
+  const std::string prefix = cat(packaging::file_name_part(m.name), "-", m.version);
   const std::string name = wheel_path.filename().string();
   if (!name.starts_with(prefix + "-") && !name.starts_with(prefix + "+"))
     return cat(name, " is not a wheel of ", m.name, " ", m.version);

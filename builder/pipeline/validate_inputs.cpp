@@ -8,6 +8,7 @@
 #include "core/log.h"
 #include "core/strings.h"
 #include "fetch/source.h"
+#include "manifest/toolkit.h"
 #include "pipeline/pins.h"
 #include "toolchain/cuda.h"
 
@@ -154,14 +155,16 @@ void ValidateInputs::add_wheel_toolkit(const validate::WheelSummary& summary,
                                        validate::Options& options) const {
   if (!summary.provenance || !summary.provenance->facts.cuda) return;
   const auto& cuda = *summary.provenance->facts.cuda;
+  auto kind = manifest::parse_toolkit_kind(cuda.toolkit);
+  if (!kind) return;
   toolchain::CudaRequest request;
-  request.toolkit = cuda.toolkit;
+  request.toolkit = *kind;
   request.version = cuda.version;
   fs::path lib;
-  if (cuda.toolkit == "wheels" && cuda.wheels) {
+  if (*kind == manifest::ToolkitKind::Wheels && cuda.wheels) {
     for (const auto& w : *cuda.wheels) request.wheels.push_back({w.file, w.sha256});
     lib = toolchain::wheel_toolkit_dir(request, store_) / "lib";
-  } else if (cuda.toolkit == "debian" && cuda.debs) {
+  } else if (*kind == manifest::ToolkitKind::Debian && cuda.debs) {
     for (const auto& d : *cuda.debs) request.debs.push_back({d.path, d.sha256});
     lib = toolchain::debian_toolkit_dir(request, store_) / "lib64";
   } else {

@@ -8,7 +8,8 @@
 #include "core/hash.h"
 #include "core/strings.h"
 #include "manifest/backend.h"
-#include "manifest/specifier.h"
+#include "packaging/specifier.h"
+#include "packaging/wheel_name.h"
 #include "toolchain/compiler.h"
 #include "toolchain/cuda.h"
 #include "toolchain/python.h"
@@ -87,11 +88,10 @@ Expected<void> resolve_torch(ResolvedTarget& rt) {
 std::string wheel_toolkit_release(const Target& target) {
   for (const auto& w : target.cuda_wheels) {
     if (w.project() != "nvidia-cuda-nvcc" && w.project() != "nvidia-cuda-nvcc-cu12") continue;
-    std::string_view rest = std::string_view(w.file).substr(w.file.find('-') + 1);
-    Scanner s(rest);
-    std::string_view major = s.take_while(is_ascii_digit);
-    std::string_view minor = s.skip('.') ? s.take_while(is_ascii_digit) : std::string_view{};
-    if (!major.empty() && !minor.empty()) return cat(major, ".", minor);
+    auto wheel = packaging::parse_wheel_file_name(w.file);
+    if (!wheel) continue;
+    const auto& release = wheel->parsed_version.release();
+    if (release.size() >= 2) return cat(release[0], ".", release[1]);
   }
   return target.cuda_version;
 }
@@ -106,14 +106,15 @@ Expected<void> resolve_cuda(ResolvedTarget& rt) {
     return Error{cuda_id.error().kind, cat("target ", target.name, ": ", cuda_id.error().message),
                  cuda_id.error().detail};
   std::string release = wheel_toolkit_release(target);
-  if (target.cuda_toolkit == "system") {
+  if (target.cuda_toolkit == manifest::ToolkitKind::System) {
     KILN_TRY(toolchain::CudaToolkit found, cuda->toolkit());
     KILN_CHECK(
         toolchain::check_cuda_matches(found, target.cuda_version, cat("target ", target.name)));
     release = found.version;
     rt.cuda = std::move(found);
   }
-  if (target.cuda_toolkit == "debian")  // the pinned release, known from its pins
+  if (target.cuda_toolkit ==
+      manifest::ToolkitKind::Debian)  // the pinned release, known from its pins
     release = (*cuda_id)["release"].get<std::string>();
   if (std::string problem = manifest::archs_toolkit_problem(target.archs, release);
       !problem.empty())
@@ -236,7 +237,7 @@ Expected<std::vector<Selected>> select_packages(const manifest::Repository& repo
     return selected;
   }
   for (const auto& spec : packages) {
-    KILN_TRY(manifest::Requirement requirement, manifest::parse_requirement(spec));
+    KILN_TRY(packaging::Requirement requirement, packaging::parse_requirement(spec));
     KILN_TRY(const Manifest* m, repo.select(requirement));
     std::vector<std::string> labels = requirement.specifiers.local_labels();
     auto same = std::find_if(selected.begin(), selected.end(),

@@ -144,8 +144,14 @@ Expected<void> check_host_compiler(const CudaToolkit& toolkit, const HostCompile
 
 std::unique_ptr<CudaSource> make_cuda_source(const CudaRequest& request, const cache::Store* cache,
                                              FetchPinned fetch) {
-  if (request.toolkit == "wheels") return wheels_cuda_source(request, cache, std::move(fetch));
-  if (request.toolkit == "debian") return debian_cuda_source(request, cache, std::move(fetch));
+  switch (request.toolkit) {
+    case manifest::ToolkitKind::Wheels:
+      return wheels_cuda_source(request, cache, std::move(fetch));
+    case manifest::ToolkitKind::Debian:
+      return debian_cuda_source(request, cache, std::move(fetch));
+    case manifest::ToolkitKind::System:
+      break;
+  }
   return system_cuda_source(request);
 }
 

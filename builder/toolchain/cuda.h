@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/expected.h"
+#include "manifest/toolkit.h"
 #include "toolchain/compiler.h"
 
 namespace kiln::cache {
@@ -40,11 +41,11 @@ struct CudaRequest {
   struct Pin {
     std::string file, sha256;
   };
-  std::string toolkit = "system";  // "system" | "wheels" | "debian"
-  std::string version;             // "13.0": what torch was built with
-  std::string home;                // system: the target's cuda.home (optional)
-  std::vector<Pin> wheels;         // wheels: the pinned set
-  std::vector<Pin> debs;           // debian: the pinned packages
+  manifest::ToolkitKind toolkit = manifest::ToolkitKind::System;
+  std::string version;      // "13.0": what torch was built with
+  std::string home;         // system: the target's cuda.home (optional)
+  std::vector<Pin> wheels;  // wheels: the pinned set
+  std::vector<Pin> debs;    // debian: the pinned packages
 };
 
 // Gets a pinned file (a wheel by file name, a Debian package by pool path) into the download cache

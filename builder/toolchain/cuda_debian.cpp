@@ -13,6 +13,7 @@
 #include "core/hash.h"
 #include "core/log.h"
 #include "core/strings.h"
+#include "manifest/toolkit.h"
 #include "toolchain/cuda.h"
 #include "toolchain/toolkit_dir.h"
 
@@ -186,7 +187,7 @@ Expected<nlohmann::json> fill_toolkit(const CudaRequest& request, const std::vec
   }));
   KILN_CHECK(lay_out(root));
   KILN_TRY(CudaToolkit t, open_toolkit(root, request));  // checked before it is renamed in
-  return nlohmann::json{{"toolkit", "debian"},
+  return nlohmann::json{{"toolkit", manifest::toolkit_name(manifest::ToolkitKind::Debian)},
                         {"release", t.version},
                         {"nvcc_version", t.version_text},
                         {"debs", debs_json(request)}};
@@ -259,7 +260,7 @@ std::unique_ptr<CudaSource> debian_cuda_source(const CudaRequest& request,
   toolkit.identity = [request]() -> Expected<nlohmann::json> {
     KILN_TRY(std::string release, debian_release(request));
     KILN_TRY(std::string rule, cuda_compatibility(release, request.version));
-    return nlohmann::json{{"toolkit", "debian"},
+    return nlohmann::json{{"toolkit", manifest::toolkit_name(manifest::ToolkitKind::Debian)},
                           {"version", request.version},
                           {"release", release},
                           {"compatibility", rule},

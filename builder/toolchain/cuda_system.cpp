@@ -4,6 +4,7 @@
 
 #include "core/process.h"
 #include "core/strings.h"
+#include "manifest/toolkit.h"
 #include "toolchain/cuda.h"
 
 namespace kiln::toolchain {
@@ -47,7 +48,7 @@ class SystemSource : public CudaSource {
   Expected<nlohmann::json> identity() override {
     KILN_TRY(CudaToolkit t, toolkit());
     nlohmann::json id = t.identity();
-    id["toolkit"] = "system";
+    id["toolkit"] = manifest::toolkit_name(manifest::ToolkitKind::System);
     return id;
   }
 

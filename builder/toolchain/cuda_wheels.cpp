@@ -9,6 +9,7 @@
 #include "core/fs.h"
 #include "core/hash.h"
 #include "core/strings.h"
+#include "manifest/toolkit.h"
 #include "toolchain/cuda.h"
 #include "toolchain/toolkit_dir.h"
 
@@ -173,8 +174,9 @@ std::unique_ptr<CudaSource> wheels_cuda_source(const CudaRequest& request,
   PinnedToolkit toolkit{request.wheels, "the wheel toolkit has no way to fetch its wheels",
                         cat("CUDA ", request.version, " toolkit: ")};
   toolkit.identity = [request]() -> Expected<nlohmann::json> {
-    return nlohmann::json{
-        {"toolkit", "wheels"}, {"version", request.version}, {"wheels", wheels_json(request)}};
+    return nlohmann::json{{"toolkit", manifest::toolkit_name(manifest::ToolkitKind::Wheels)},
+                          {"version", request.version},
+                          {"wheels", wheels_json(request)}};
   };
   toolkit.made = [request](const std::vector<fs::path>& files, const cache::Store& cache) {
     return cuda_from_wheels(request, files, cache);

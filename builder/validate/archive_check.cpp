@@ -4,7 +4,7 @@
 #include <set>
 
 #include "core/strings.h"
-#include "manifest/version.h"
+#include "packaging/name.h"
 #include "validate/checks.h"
 
 namespace kiln::validate {
@@ -118,11 +118,13 @@ bool has_suffix(const std::string& s, const std::string& suffix) {
 
 // Whether a top-level "<name>-<version><suffix>" directory belongs to this wheel: installers
 // compare the name normalised; the version must be the file name's.
-bool names_this_wheel(const std::string& found, const std::string& suffix, const WheelName& name) {
+bool names_this_wheel(const std::string& found, const std::string& suffix,
+                      const packaging::WheelFileName& name) {
   std::string stem = found.substr(0, found.size() - suffix.size());
   auto dash = stem.rfind('-');
   if (dash == std::string::npos) return false;
-  return manifest::wheel_name(stem.substr(0, dash)) == manifest::wheel_name(name.distribution) &&
+  return packaging::file_name_part(stem.substr(0, dash)) ==
+             packaging::file_name_part(name.distribution) &&
          stem.substr(dash + 1) == name.version;
 }
 

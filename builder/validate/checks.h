@@ -35,7 +35,7 @@ struct Binary {
 struct LoadedWheel {
   std::filesystem::path path;
   std::string filename;
-  WheelName name;
+  packaging::WheelFileName name;
   std::optional<archive::ZipReader> zip;  // absent when the archive is unreadable or installed
   bool installed = false;  // an installed distribution's files (validate_installed), no archive
   bool readable() const { return zip.has_value() || installed; }

@@ -44,14 +44,14 @@ bool shared_object_name(std::string_view path) {
 }
 
 // "name-1.0.dist-info" -> name and version (the name's last '-' separates them).
-Expected<WheelName> dist_info_name(const std::string& dist_info) {
+Expected<packaging::WheelFileName> dist_info_name(const std::string& dist_info) {
   constexpr std::string_view kSuffix = ".dist-info";
   std::string_view stem(dist_info);
   if (!safe_relative(dist_info) || dist_info.find('/') != std::string::npos ||
       !stem.ends_with(kSuffix) || stem.size() == kSuffix.size())
     return Error::bad_input(cat(dist_info, ": not a dist-info directory name"));
   stem.remove_suffix(kSuffix.size());
-  WheelName n;
+  packaging::WheelFileName n;
   auto dash = stem.rfind('-');
   n.distribution = std::string(stem.substr(0, dash));
   if (dash != std::string_view::npos) n.version = std::string(stem.substr(dash + 1));

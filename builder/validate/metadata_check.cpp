@@ -8,7 +8,9 @@
 
 #include "core/strings.h"
 #include "manifest/limits.h"
-#include "manifest/version.h"
+#include "manifest/requirement.h"
+#include "packaging/name.h"
+#include "packaging/version.h"
 #include "validate/checks.h"
 #include "validate/metadata_standard.h"
 #include "wheel/metadata.h"
@@ -69,14 +71,14 @@ namespace {
 // Name: the project the file name and the dist-info directory name (both compared normalised, as
 // installers do). A missing, invalid or overlong name is the standard's problem.
 void check_name(const LoadedWheel& w, const std::string& name, Findings& f) {
-  if (!manifest::is_valid_project_name(name) || name.size() > kMaxNameBytes) return;
-  if (manifest::wheel_name(name) != manifest::wheel_name(w.name.distribution))
+  if (!packaging::is_valid_project_name(name) || name.size() > kMaxNameBytes) return;
+  if (packaging::file_name_part(name) != packaging::file_name_part(w.name.distribution))
     f.fail(cat("METADATA Name '", name, "' does not match the file name's '", w.name.distribution,
                "'"));
   if (!w.dist_info.empty()) {
     std::string stem = w.dist_info.substr(0, w.dist_info.size() - std::string(".dist-info").size());
     std::string dir_name = stem.substr(0, stem.rfind('-'));
-    if (manifest::wheel_name(name) != manifest::wheel_name(dir_name))
+    if (packaging::file_name_part(name) != packaging::file_name_part(dir_name))
       f.fail(cat("METADATA Name '", name, "' does not match the directory ", w.dist_info));
   }
 }
@@ -84,7 +86,7 @@ void check_name(const LoadedWheel& w, const std::string& name, Findings& f) {
 // Version: the file name's (which spells '-' as '_') and the directory's; canonical PEP 440 with
 // a normalised local label (kiln's rule). Returns that label ("" when there is none).
 std::string check_version(const LoadedWheel& w, const std::string& version, Findings& f) {
-  if (!manifest::is_pep440_version(version)) return "";  // the standard's problem
+  if (!packaging::is_version(version)) return "";  // the standard's problem
   std::string file_version = w.name.version;
   std::string escaped = version;
   for (char& c : escaped)
@@ -98,7 +100,7 @@ std::string check_version(const LoadedWheel& w, const std::string& version, Find
   std::string pub = version.substr(0, plus);
   std::string local;
   if (plus != std::string::npos) local = version.substr(plus + 1);
-  if (!manifest::is_valid_version(pub))
+  if (!packaging::is_canonical_version(pub))
     policy(w, f, cat("METADATA Version ", version, " is not spelled as PEP 440 normalises it"));
   if (plus != std::string::npos && !is_normalized_local_label(local))
     policy(w, f,

@@ -13,7 +13,10 @@
 #include "core/strings.h"
 #include "manifest/license.h"
 #include "manifest/limits.h"
-#include "manifest/version.h"
+#include "manifest/requirement.h"
+#include "packaging/name.h"
+#include "packaging/specifier.h"
+#include "packaging/version.h"
 #include "validate/checks.h"
 #include "validate/metadata_standard.h"
 #include "wheel/metadata.h"
@@ -176,12 +179,13 @@ std::size_t cap_of(const std::string& lower_name) {
 std::string value_problem(const std::string& name, const std::string& v) {
   if (std::size_t cap = cap_of(name); cap && v.size() > cap)
     return cat("is longer than ", cap, " bytes");
-  if (name == "name" && !manifest::is_valid_project_name(v)) return "is not a valid project name";
-  if (name == "version" && !manifest::is_pep440_version(v)) return "is not a PEP 440 version";
+  if (name == "name" && !packaging::is_valid_project_name(v)) return "is not a valid project name";
+  if (name == "version" && !packaging::is_version(v)) return "is not a PEP 440 version";
   if (name == "summary" && breaks_line(v)) return "is not one line";
   if (name == "description-content-type") return content_type_problem(v);
-  if (name == "provides-extra" && !manifest::is_valid_project_name(v)) return "is not a valid name";
-  if (name == "requires-python" && !is_blank_text(v) && !manifest::is_valid_specifier_set(v))
+  if (name == "provides-extra" && !packaging::is_valid_project_name(v))
+    return "is not a valid name";
+  if (name == "requires-python" && !is_blank_text(v) && !packaging::is_valid_specifier_set(v))
     return "is not a valid specifier set";
   if (name == "requires-dist" && !manifest::is_valid_requirement(v))
     return "is not a valid PEP 508 requirement";

@@ -13,6 +13,7 @@
 #include "core/expected.h"
 #include "core/sandbox.h"
 #include "manifest/arch.h"
+#include "packaging/wheel_name.h"
 #include "toolchain/torch.h"
 #include "wheel/provenance.h"
 #include "wheel/upstream.h"
@@ -72,17 +73,9 @@ struct Options {
 // $CUDA_HOME/lib64, /usr/local/cuda/lib64 and the system's library directories.
 std::vector<std::filesystem::path> default_library_dirs();
 
-// The parts of a wheel file name (PEP 427), tags split on '.'.
-struct WheelName {
-  std::string distribution, version, build;
-  std::vector<std::string> python_tags, abi_tags, platform_tags;
-  std::vector<std::string> tags() const;  // every python-abi-platform combination
-};
-Expected<WheelName> parse_wheel_filename(const std::string& filename);
-
 // What a caller needs before validating (e.g. to pick a torch): the name and kiln.json, if any.
 struct WheelSummary {
-  WheelName name;
+  packaging::WheelFileName name;
   std::optional<wheel::Provenance> provenance;  // absent when the wheel has no readable kiln.json
   std::string provenance_error;                 // why its kiln.json does not read ("" if it does)
 };

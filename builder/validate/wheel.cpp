@@ -6,7 +6,8 @@
 #include "core/strings.h"
 #include "core/terminal.h"
 #include "manifest/limits.h"
-#include "manifest/version.h"
+#include "packaging/version.h"
+#include "packaging/wheel_name.h"
 #include "validate/checks.h"
 
 namespace kiln::validate {
@@ -97,71 +98,6 @@ CheckResult skipped(std::string id, std::string why) {
   return r;
 }
 
-std::vector<std::string> WheelName::tags() const {
-  std::vector<std::string> out;
-  for (const auto& p : python_tags)
-    for (const auto& a : abi_tags)
-      for (const auto& pl : platform_tags) out.push_back(cat(p, "-", a, "-", pl));
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-namespace {
-
-// Python's \w for the names packaging reads from a file name (any non-ASCII byte taken as one).
-bool is_word_char(char c) {
-  return is_ascii_alnum(c) || c == '_' || static_cast<unsigned char>(c) >= 0x80;
-}
-
-// packaging's parse_wheel_filename: the name of word characters and '.', without "__"; the
-// version one Version() takes; each interpreter tag an identifier.
-std::string wheel_name_problem(const WheelName& n) {
-  if (n.distribution.find("__") != std::string::npos ||
-      !std::all_of(n.distribution.begin(), n.distribution.end(),
-                   [](char c) { return is_word_char(c) || c == '.'; }))
-    return cat("the name '", printable_excerpt(n.distribution), "' is not a project name");
-  if (!manifest::is_pep440_version(n.version))
-    return cat("the version '", printable_excerpt(n.version), "' is not a PEP 440 version");
-  for (const auto& py : n.python_tags)
-    if (is_ascii_digit(py[0]) || !std::all_of(py.begin(), py.end(), is_word_char))
-      return cat("the interpreter tag '", printable_excerpt(py), "' is not an identifier");
-  return "";
-}
-
-}  // namespace
-
-Expected<WheelName> parse_wheel_filename(const std::string& filename) {
-  auto bad = [&](const std::string& why) {
-    return Error::bad_input(cat(filename, ": not a wheel file name (", why,
-                                "; PEP 427 wants NAME-VERSION[-BUILD]-PY-ABI-PLATFORM.whl)"));
-  };
-  if (filename.size() <= 4 || filename.substr(filename.size() - 4) != ".whl")
-    return bad("it does not end in .whl");
-  auto parts =
-      split(std::string_view(filename).substr(0, filename.size() - 4), "-", /*skip_empty=*/false);
-  if (parts.size() != 5 && parts.size() != 6)
-    return bad(cat(parts.size(), " '-'-separated parts instead of 5 or 6"));
-  for (const auto& p : parts)
-    if (p.empty()) return bad("an empty part");
-  WheelName n;
-  n.distribution = parts[0];
-  n.version = parts[1];
-  if (parts.size() == 6) {
-    n.build = parts[2];
-    if (!std::isdigit(static_cast<unsigned char>(n.build[0])))
-      return bad("the build tag does not start with a digit");
-  }
-  std::size_t t = parts.size() - 3;
-  n.python_tags = split(parts[t], ".", false);
-  n.abi_tags = split(parts[t + 1], ".", false);
-  n.platform_tags = split(parts[t + 2], ".", false);
-  for (const auto* list : {&n.python_tags, &n.abi_tags, &n.platform_tags})
-    for (const auto& tag : *list)
-      if (tag.empty()) return bad("an empty tag");
-  if (auto problem = wheel_name_problem(n); !problem.empty()) return bad(problem);
-  return n;
-}
-
 namespace {
 
 Expected<void> check_wheel_path(const fs::path& path) {
@@ -210,7 +146,7 @@ Expected<LoadedWheel> load_wheel(const fs::path& path) {
   LoadedWheel w;
   w.path = path;
   w.filename = path.filename().string();
-  KILN_TRY(w.name, parse_wheel_filename(w.filename));
+  KILN_TRY(w.name, packaging::parse_wheel_file_name(w.filename));
   return load_opened(std::move(w), archive::ZipReader::open(path));
 }
 
@@ -218,7 +154,7 @@ Expected<LoadedWheel> load_wheel_image(std::string image, const std::string& fil
   LoadedWheel w;
   w.path = filename;
   w.filename = filename;
-  KILN_TRY(w.name, parse_wheel_filename(w.filename));
+  KILN_TRY(w.name, packaging::parse_wheel_file_name(w.filename));
   return load_opened(std::move(w), archive::ZipReader::from_bytes(std::move(image), filename));
 }
 
@@ -317,7 +253,7 @@ Expected<LoadedWheel> load_opened(LoadedWheel w, Expected<archive::ZipReader> zi
 Expected<WheelSummary> summarize(const fs::path& path) {
   KILN_CHECK(check_wheel_path(path));
   WheelSummary s;
-  KILN_TRY(s.name, parse_wheel_filename(path.filename().string()));
+  KILN_TRY(s.name, packaging::parse_wheel_file_name(path.filename().string()));
   auto zip = archive::ZipReader::open(path);
   if (!zip) {
     if (zip.error().kind != ErrorKind::BadInput) return std::move(zip).error();

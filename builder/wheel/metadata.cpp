@@ -4,7 +4,7 @@
 
 #include "core/hash.h"
 #include "core/strings.h"
-#include "manifest/version.h"
+#include "manifest/requirement.h"
 
 namespace kiln::wheel {
 

@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "core/strings.h"
-#include "manifest/specifier.h"
-#include "manifest/version.h"
+#include "packaging/name.h"
+#include "packaging/version.h"
 #include "wheel/metadata.h"
 #include "wheel/writer.h"
 
@@ -98,20 +98,18 @@ Expected<fs::path> pack_wheel(const fs::path& dir, const fs::path& out_dir) {
   std::string name = stem.substr(0, dash),
               version = dash == std::string::npos ? "" : stem.substr(dash + 1);
   if (name.empty() || version.empty() || !std::ranges::all_of(name, is_name_char) ||
-      !manifest::is_valid_project_name(name) || version.find('-') != std::string::npos)
+      !packaging::is_valid_project_name(name) || version.find('-') != std::string::npos)
     return Error::bad_input(cat(printable_excerpt(info, 200), ": not <name>-<version>.dist-info"));
   // The version of a wheel's file name is PEP 440's normalised form (what kiln validate, pip and
   // uv read back): "1 0", "1$(id)" or ".." would make a wheel that nothing installs.
-  manifest::Pep440Version parsed;
-  if (!manifest::parse_pep440(version, parsed) || parsed.str() != version)
+  auto parsed = packaging::Version::parse(version);
+  if (!parsed || parsed->str() != version)
     return Error::bad_input(cat(printable_excerpt(info, 200), ": '", printable_excerpt(version, 80),
                                 "' is not a normalised PEP 440 version",
-                                manifest::parse_pep440(version, parsed)
-                                    ? cat(" (write ", parsed.str(), ")")
-                                    : std::string()));
+                                parsed ? cat(" (write ", parsed->str(), ")") : std::string()));
   KILN_TRY(std::string metadata_text, read_small(dir / info / "METADATA"));
   ParsedMetadata metadata = parse_metadata(metadata_text);
-  if (manifest::normalize_name(metadata.first("Name")) != manifest::normalize_name(name) ||
+  if (packaging::normalize_name(metadata.first("Name")) != packaging::normalize_name(name) ||
       metadata.first("Version") != version)
     return Error::bad_input(cat(info, "/METADATA: Name '", metadata.first("Name"),
                                 "' and Version '", metadata.first("Version"),

@@ -6,7 +6,7 @@
 
 #include "core/fs.h"
 #include "core/strings.h"
-#include "manifest/version.h"
+#include "manifest/requirement.h"
 
 namespace kiln::wheel {
 

@@ -7,6 +7,7 @@
 #include "core/fault.h"
 #include "core/hash.h"
 #include "core/strings.h"
+#include "packaging/wheel_name.h"
 
 #ifndef KILN_VERSION
 #define KILN_VERSION "0.0.0"
@@ -19,7 +20,7 @@ namespace {
 std::string wheel_filename(const WheelSpec& spec) {
   std::string version = spec.version;
   std::replace(version.begin(), version.end(), '-', '_');
-  return cat(spec.distribution, "-", version, "-", spec.tag, ".whl");
+  return packaging::wheel_file_name(spec.distribution, version, spec.tag);
 }
 
 std::string dist_info_dir(const WheelSpec& spec) {

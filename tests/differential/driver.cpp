@@ -4,31 +4,69 @@
 // version (packaging's Version()), canonical (kiln's canonical public version), specifier
 // (SpecifierSet(), blank refused by kiln), marker (Marker()), requirement (Requirement()),
 // metadata (Metadata.from_email(validate=True): the standard's rules, which `kiln validate`
-// applies with kiln's own on top), wheel_filename (parse_wheel_filename()).
+// applies with kiln's own on top), wheel_filename (parse_wheel_filename(): the verdict and the
+// fields, as "fields"), index_wheel_filename (the same, as the index reads a name), sort (the
+// input's lines, which must each be a version, sorted: the order as "order", indexes into the
+// lines, a stable sort).
+#include <algorithm>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "core/strings.h"
+#include "index/model.h"
 #include "manifest/marker.h"
-#include "manifest/version.h"
+#include "manifest/requirement.h"
+#include "packaging/specifier.h"
+#include "packaging/version.h"
+#include "packaging/wheel_name.h"
 #include "validate/metadata_standard.h"
-#include "validate/validate.h"
 
 namespace {
 
 using namespace kiln;
 
+// What packaging's parse_wheel_filename returns, as the oracle writes it: the normalised name,
+// str(version), the build tag's (number, rest) and the sorted tags.
+nlohmann::json fields(const packaging::WheelFileName& w) {
+  nlohmann::json build = nlohmann::json::array();
+  if (!w.build.empty()) {
+    std::size_t digits = 0;
+    while (digits < w.build.size() && is_ascii_digit(w.build[digits])) ++digits;
+    std::string number = w.build.substr(0, digits);
+    while (number.size() > 1 && number[0] == '0') number.erase(0, 1);
+    build = {number, w.build.substr(digits)};
+  }
+  return {w.project, w.parsed_version.str(), build, w.tags()};
+}
+
+// The lines' indexes in PEP 440 order, equal versions in the order they came; none when a line is
+// no version.
+std::optional<std::vector<std::size_t>> sorted_order(const std::vector<std::string>& lines) {
+  std::vector<packaging::Version> versions;
+  for (const auto& line : lines) {
+    auto v = packaging::Version::parse(line);
+    if (!v) return std::nullopt;
+    versions.push_back(std::move(*v));
+  }
+  std::vector<std::size_t> order(lines.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return versions[a] < versions[b]; });
+  return order;
+}
+
 nlohmann::json verdict(const std::string& kind, const std::string& input) {
   bool ok = false;
   std::string why;
   if (kind == "version") {
-    ok = manifest::is_pep440_version(input);
+    ok = packaging::is_version(input);
   } else if (kind == "canonical") {
-    ok = manifest::is_valid_version(input);
+    ok = packaging::is_canonical_version(input);
   } else if (kind == "specifier") {
-    ok = manifest::is_valid_specifier_set(input);
+    ok = packaging::is_valid_specifier_set(input);
   } else if (kind == "marker") {
     ok = manifest::is_valid_marker(input);
   } else if (kind == "requirement") {
@@ -37,10 +75,15 @@ nlohmann::json verdict(const std::string& kind, const std::string& input) {
     auto problems = validate::standard_metadata_problems(input);
     ok = problems.empty();
     why = join(problems, "; ");
-  } else if (kind == "wheel_filename") {
-    auto name = validate::parse_wheel_filename(input);
-    ok = name.has_value();
-    if (!ok) why = name.error().message;
+  } else if (kind == "wheel_filename" || kind == "index_wheel_filename") {
+    auto name = kind == "wheel_filename" ? packaging::parse_wheel_file_name(input)
+                                         : index::index_wheel_name(input);
+    if (!name) return {{"ok", false}, {"why", name.error().message}};
+    return {{"ok", true}, {"fields", fields(*name)}};
+  } else if (kind == "sort") {
+    auto order = sorted_order(split(input, "\n"));
+    if (!order) return {{"ok", false}, {"why", "a line is no version"}};
+    return {{"ok", true}, {"order", *order}};
   } else {
     return {{"error", cat("unknown kind '", kind, "'")}};
   }

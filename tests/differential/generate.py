@@ -1,5 +1,6 @@
 """The differential test's inputs: the corpus (real METADATA files) and, from a fixed seed,
-mutations of its documents, versions, specifiers, markers, requirements and wheel file names.
+mutations of its documents, versions, specifiers, markers, requirements and wheel file names,
+generated wheel file names and batches of generated versions to sort.
 generate(corpus) -> [(kind, input)]."""
 
 import random
@@ -14,6 +15,47 @@ VARIABLES = ["python_version", "python_full_version", "os_name", "os.name", "sys
              "extras", "dependency_groups", "python_versio", "platform_tag", "os", "Extra"]
 MARKER_OPS = ["==", "!=", "<", "<=", ">", ">=", "~=", "===", "in", "not in", "=", "<>", "not",
               "is", "=~"]
+
+
+def random_version(rnd):
+    """A version as a release, an sdist or a file name might spell it: epochs, long and zero-padded
+    releases, pre/post/dev parts in any spelling, local labels of words and numbers."""
+    num = lambda: rnd.choice(["0", "1", "2", "9", "10", "11", "007", str(rnd.randrange(100)),
+                              "12345678901234567890"])
+    out = rnd.choice(["", "", "", "v", "V"])
+    if rnd.random() < 0.1:
+        out += num() + "!"
+    out += ".".join(num() for _ in range(rnd.choice([1, 2, 2, 3, 3, 4, 6])))
+    if rnd.random() < 0.3:
+        out += rnd.choice(["", ".", "-", "_"]) + rnd.choice(["a", "b", "rc", "c", "alpha", "beta",
+                                                             "pre", "preview", "RC"])
+        out += rnd.choice(["", ".", "-"]) + rnd.choice(["", num()])
+    if rnd.random() < 0.25:
+        out += rnd.choice(["-" + num(), ".post" + num(), "post", "-r" + num(), ".rev", "_post-"])
+    if rnd.random() < 0.25:
+        out += rnd.choice([".dev", ".dev" + num(), "-dev" + num(), "dev"])
+    if rnd.random() < 0.3:
+        segs = [rnd.choice(["cu130", "torch2", "9", "11", "01", "abc", "ABC", "a", "0", "ubuntu",
+                            num()]) for _ in range(rnd.choice([1, 1, 2, 3]))]
+        out += "+" + "".join(seg + rnd.choice([".", "-", "_"]) for seg in segs[:-1]) + segs[-1]
+    return out
+
+
+def random_wheel_filename(rnd):
+    name = rnd.choice(["demo", "Demo.Pkg", "demo_pkg", "demo__pkg", "_demo", "demo.", "d", "de-mo",
+                       "dé", "demo+x", "Demo_Pkg.x", "9lives", ""])
+    version = random_version(rnd) if rnd.random() < 0.8 else rnd.choice(
+        ["1.0.x", "x", "", "1 0", "1.0+", "1!", "1.0-1"])
+    parts = [name, version]
+    if rnd.random() < 0.3:
+        parts.append(rnd.choice(["1", "01x", "1_local", "x1", "", "12345678901234567890a"]))
+    tag = lambda choices: ".".join(rnd.choice(choices) for _ in range(rnd.choice([1, 1, 1, 2, 3])))
+    parts.append(tag(["py3", "cp311", "cp312", "py2", "3py", "c+p", "", "pÿ3", "_x", "cp313t"]))
+    parts.append(tag(["none", "abi3", "cp311", "", "cp313t"]))
+    parts.append(tag(["any", "manylinux_2_28_x86_64", "linux_x86_64", "manylinux2014_x86_64", ""]))
+    if rnd.random() < 0.05:
+        parts.append("extra")
+    return "-".join(parts) + rnd.choice([".whl"] * 19 + [".zip"])
 
 
 def version_mutations(v, rnd):
@@ -142,6 +184,30 @@ def field_values(doc, name):
             if l.lower().startswith(name.lower() + ":")]
 
 
+def is_version(v):
+    """Whether packaging's pattern matches `v` (a sort batch must hold versions only; the test
+    checks that both sides took every batch)."""
+    return VERSION.fullmatch(v) is not None
+
+
+# packaging 26.4's VERSION_PATTERN, for picking the generated versions a sort can hold.
+VERSION = re.compile(r"""\s*v?(?:[0-9]+!)?[0-9]+(?:\.[0-9]+)*(?:[-_.]?(?:alpha|a|beta|b|preview|pre|c|rc)
+    [-_.]?[0-9]*)?(?:-[0-9]+|[-_.]?(?:post|rev|r)[-_.]?[0-9]*)?(?:[-_.]?dev[-_.]?[0-9]*)?
+    (?:\+[a-z0-9]+(?:[-_.][a-z0-9]+)*)?\s*""", re.VERBOSE | re.IGNORECASE)
+
+
+def sort_batches(rnd, corpus_versions, batches=5, size=2500):
+    """Newline-joined versions for the sort kind: generated ones and the corpus's, shuffled."""
+    pool = [v for v in corpus_versions if is_version(v) and "\n" not in v]
+    out = []
+    for _ in range(batches):
+        batch = [v for v in (random_version(rnd) for _ in range(size)) if is_version(v)]
+        batch += rnd.sample(pool, min(len(pool), size // 5))
+        rnd.shuffle(batch)
+        out.append(batch)
+    return out
+
+
 def generate(corpus):
     """[(kind, input)] from {wheel file name: METADATA text}."""
     rnd = random.Random(SEED)
@@ -174,10 +240,12 @@ def generate(corpus):
         items += [("requirement", x) for x in requirement_mutations(r, rnd, all_versions)]
     items += [("requirement", r) for r in ["cffi>=2.0.0b", "cffi>=1.0-1", "cffi>=1.0.post",
                                            "cffi; this is not a marker", "a===é", "a ===é ; os_name=='a'"]]
-    for f in corpus:
-        items += [("wheel_filename", x) for x in filename_mutations(f, rnd)]
+    names = [x for f in corpus for x in filename_mutations(f, rnd)]
+    names += [random_wheel_filename(rnd) for _ in range(6000)]
+    items += [(kind, x) for x in names for kind in ("wheel_filename", "index_wheel_filename")]
     for d in docs:
         items += [("metadata", x) for x in metadata_mutations(d, rnd, requirements)]
+    items += [("sort", "\n".join(batch)) for batch in sort_batches(rnd, all_versions)]
     seen, out = set(), []
     for it in items:
         if it not in seen:

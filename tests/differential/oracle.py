@@ -1,5 +1,6 @@
-"""packaging's verdicts on the JSON lines {kind, input} on stdin, one {"ok": bool} per line, in
-the form tests/differential/driver.cpp writes kiln's (run with the tools venv's Python)."""
+"""packaging's verdicts on the JSON lines {kind, input} on stdin, one {"ok": bool} per line (with
+"fields" for a wheel file name and "order" for a sort), in the form tests/differential/driver.cpp
+writes kiln's (run with the tools venv's Python)."""
 
 import json
 import sys
@@ -21,6 +22,18 @@ def canonical(s):
         raise ValueError(s)
 
 
+def wheel_fields(s):
+    name, version, build, tags = parse_wheel_filename(s)
+    return {"fields": [name, str(version), [str(build[0]), build[1]] if build else [],
+                       sorted(str(t) for t in tags)]}
+
+
+def order(s):
+    lines = s.split("\n")
+    versions = [Version(line) for line in lines]
+    return {"order": sorted(range(len(lines)), key=lambda i: versions[i])}
+
+
 CHECKS = {
     "version": Version,
     "canonical": canonical,
@@ -28,14 +41,16 @@ CHECKS = {
     "marker": Marker,
     "requirement": Requirement,
     "metadata": lambda s: Metadata.from_email(s, validate=True),
-    "wheel_filename": parse_wheel_filename,
+    "wheel_filename": wheel_fields,
+    "index_wheel_filename": wheel_fields,
+    "sort": order,
 }
 
 for line in sys.stdin:
     item = json.loads(line)
     try:
-        CHECKS[item["kind"]](item["input"])
-        out = {"ok": True}
+        got = CHECKS[item["kind"]](item["input"])
+        out = {"ok": True, **(got if isinstance(got, dict) else {})}
     except Exception as e:  # noqa: BLE001 - any refusal is a "no"
         out = {"ok": False, "why": f"{type(e).__name__}: {e}"[:300]}
     print(json.dumps(out))

@@ -1,8 +1,10 @@
 """kiln's metadata verdicts against the `packaging` library's (the oracle, pinned in
 tests/tools-requirements.txt): real METADATA files from PyPI (tests/differential/corpus.txt,
 fetched once into ~/.cache/kiln/differential) and thousands of mutations of them and of their
-versions, specifiers, markers, requirements and wheel file names (a fixed seed), judged by kiln's
-batch driver (tests/differential/driver.cpp) in one process and by packaging; zero disagreements."""
+versions, specifiers, markers, requirements and wheel file names (a fixed seed), generated wheel
+file names (their fields too, as validate and as the index read them) and batches of generated
+versions sorted, judged by kiln's batch driver (tests/differential/driver.cpp) in one process and
+by packaging; zero disagreements."""
 
 import collections
 import json
@@ -40,6 +42,27 @@ def judge(command, items):
     return [json.loads(line) for line in out.splitlines()]
 
 
+def breaks_index_rules(f):
+    """The index's rules on top of packaging's (index::index_wheel_name): at most 255 bytes, the
+    name starting with an ASCII letter or digit, nothing but ASCII letters, digits and ._+!- ."""
+    stem = f[:-4] if f.endswith(".whl") else f
+    ok = lambda c: c.isascii() and (c.isalnum() or c in "._+!-")
+    return len(f.encode("utf-8", "surrogateescape")) > 255 or (
+        stem != "" and not (all(ok(c) for c in stem) and stem[0].isascii() and stem[0].isalnum()))
+
+
+def disagreement(kind, item, ours, theirs):
+    """Why kiln's answer differs from packaging's on one input, or None."""
+    if kind == "index_wheel_filename" and breaks_index_rules(item):
+        return "the index served a name its rules refuse" if ours.get("ok") else None
+    if ours.get("ok") != theirs.get("ok"):
+        return "verdict"
+    for field in ("fields", "order"):
+        if ours.get(field) != theirs.get(field):
+            return field
+    return None
+
+
 def has_control(s):
     return any((ord(c) < 32 and c != "\t") or 0x7f <= ord(c) < 0xa0 for c in s)
 
@@ -69,10 +92,19 @@ class DifferentialTest(unittest.TestCase):
         versions = collections.Counter(d.split("\n", 1)[0].strip() for d in docs.values())
         print(f"\ncorpus: {len(docs)} METADATA files {dict(versions)}; inputs: {len(items)} "
               f"{dict(kinds)}; {time.monotonic() - start:.1f} s", file=sys.stderr)
-        differ = [(k, i, o, t) for (k, i), o, t in zip(items, ours, theirs)
-                  if o.get("ok") != t.get("ok")]
-        for k, i, o, t in differ[:40]:
-            print(f"DISAGREE {k}: {i[:200]!r} kiln={o} packaging={t}", file=sys.stderr)
+        differ = [(k, i, o, t, why) for (k, i), o, t in zip(items, ours, theirs)
+                  if (why := disagreement(k, i, o, t))]
+        for k, i, o, t, why in differ[:40]:
+            print(f"DISAGREE ({why}) {k}: {i[:200]!r} kiln={str(o)[:300]} packaging={str(t)[:300]}",
+                  file=sys.stderr)
+        sorts = [(o, t) for (k, _), o, t in zip(items, ours, theirs) if k == "sort"]
+        sorted_versions = sum(len(o["order"]) for o, _ in sorts if "order" in o)
+        names = sum(1 for k, _ in items if k == "wheel_filename")
+        print(f"orderings: {len(sorts)} sorts of {sorted_versions} versions in all; wheel file names: "
+              f"{names}, each read as validate and as the index reads it", file=sys.stderr)
+        self.assertTrue(sorts and all(o.get("ok") and t.get("ok") for o, t in sorts),
+                        "every sort batch must hold versions only")
+        self.assertGreaterEqual(sorted_versions, 10000)
         by_kind = collections.Counter(k for k, *_ in differ)
         self.assertEqual(len(differ), 0, f"{len(differ)} disagreements: {dict(by_kind)}")
 

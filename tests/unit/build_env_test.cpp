@@ -58,8 +58,13 @@ TEST(BuildEnv, BadInput) {
                 .find("'ninja-1.13.0.tar.gz' is not a wheel file name"),
             std::string::npos);
   std::string bad_sha =
-      pip + "[[tool]]\nproject = \"ninja\"\nfile = \"ninja-1.whl\"\nsha256 = \"abc\"\n";
+      pip +
+      "[[tool]]\nproject = \"ninja\"\nfile = \"ninja-1-py3-none-any.whl\"\nsha256 = \"abc\"\n";
   EXPECT_NE(error_of(bad_sha).find("bad sha256 'abc'"), std::string::npos);
+  // No tags: packaging refuses it (the old pattern took any "NAME-….whl").
+  EXPECT_NE(
+      error_of(pip + tool("ninja", "ninja-1.whl")).find("'ninja-1.whl' is not a wheel file name"),
+      std::string::npos);
   EXPECT_NE(error_of(pip + "[[tool]]\nprojet = \"x\"\n").find("unknown key 'tool.projet'"),
             std::string::npos);
   std::string twice = pins_text(pip) + "\n[[torch-runtime]]\ntorch = \"2.11.0\"\n";

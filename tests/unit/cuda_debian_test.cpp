@@ -130,7 +130,7 @@ class CudaDebian : public ::testing::Test {
   // Writes the packages; the request pins them (fake sha256s: the download cache checks those).
   CudaRequest make(const std::vector<std::pair<std::string, std::vector<Member>>>& pkgs) {
     CudaRequest r;
-    r.toolkit = "debian";
+    r.toolkit = manifest::ToolkitKind::Debian;
     r.version = "12.8";
     files_.clear();
     for (std::size_t i = 0; i < pkgs.size(); ++i) {
@@ -259,7 +259,7 @@ TEST(CudaDebianPaths, WhereEachPackageFileGoes) {
 
 TEST(CudaDebianPaths, ReleaseNameAndIdentity) {
   CudaRequest r;
-  r.toolkit = "debian";
+  r.toolkit = manifest::ToolkitKind::Debian;
   r.version = "12.8";
   r.debs = {{"pool/main/c/cccl/libcub-dev_2.3.2-2_all.deb", std::string(64, 'b')},
             {cat("pool/non-free/n/nvidia-cuda-toolkit/", kToolkit), std::string(64, 'a')}};

@@ -87,7 +87,7 @@ class CudaWheels : public ::testing::Test {
 
   CudaRequest request(const std::vector<fs::path>& wheels, const std::string& version = "13.0") {
     CudaRequest r;
-    r.toolkit = "wheels";
+    r.toolkit = manifest::ToolkitKind::Wheels;
     r.version = version;
     for (const auto& w : wheels) r.wheels.push_back({w.filename().string(), std::string(64, 'a')});
     for (std::size_t i = 0; i < r.wheels.size(); ++i)

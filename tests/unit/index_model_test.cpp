@@ -31,7 +31,7 @@ WheelEntry entry(std::string target, std::string key, std::string filename, std:
   e.committed_at = at;
   e.dir = "/nonexistent/" + e.key;
   // By default the METADATA the file name implies (the index checks one against the other).
-  auto name = parse_wheel_filename(e.filename);
+  auto name = index_wheel_name(e.filename);
   e.metadata = !metadata.empty() ? metadata
                : name            ? metadata_text(name->distribution, name->version)
                                  : metadata_text("x", "1");
@@ -46,23 +46,28 @@ void set_old_mtime(const fs::path& dir) {
 }  // namespace
 
 TEST(IndexWheelName, ParsesTheFiveAndSixPartForms) {
-  auto w = parse_wheel_filename(
-               "causal_conv1d-1.7.0+cu130torch2.11-cp311-cp311-manylinux_2_34_x86_64.whl")
-               .value();
+  auto w =
+      index_wheel_name("causal_conv1d-1.7.0+cu130torch2.11-cp311-cp311-manylinux_2_34_x86_64.whl")
+          .value();
   EXPECT_EQ(w.distribution, "causal_conv1d");
   EXPECT_EQ(w.project, "causal-conv1d");
   EXPECT_EQ(w.version, "1.7.0+cu130torch2.11");
   EXPECT_EQ(w.build, "");
-  EXPECT_EQ(w.tags, "cp311-cp311-manylinux_2_34_x86_64");
-  auto b = parse_wheel_filename("Foo.Bar-2.0-1local-py3-none-any.whl").value();
+  EXPECT_EQ(w.tag_text(), "cp311-cp311-manylinux_2_34_x86_64");
+  auto b = index_wheel_name("Foo.Bar-2.0-1local-py3-none-any.whl").value();
   EXPECT_EQ(b.project, "foo-bar");
   EXPECT_EQ(b.build, "1local");
-  EXPECT_EQ(b.tags, "py3-none-any");
+  EXPECT_EQ(b.tag_text(), "py3-none-any");
   for (const char* bad :
        {"x-1.0-py3-none-any.zip", "x-1.0-py3-none.whl", "../x-1.0-py3-none-any.whl",
         "x-1.0-py3-none-any/..whl", "x-1.0-a-b-c-d-e.whl", "x-1.0-x1-py3-none-any.whl",
-        "-1.0-py3-none-any.whl", "x-1 0-py3-none-any.whl", ".whl"}) {
-    auto r = parse_wheel_filename(bad);
+        "-1.0-py3-none-any.whl", "x-1 0-py3-none-any.whl", ".whl",
+        // Served by the index's own parser before it read names as packaging does.
+        "x-1.0.x-py3-none-any.whl", "x-1.0-3py-none-any.whl", "x__y-1.0-py3-none-any.whl",
+        "x-1.0-py3..py2-none-any.whl",
+        // packaging reads these; the index does not serve them (its own rules on top).
+        "_x-1.0-py3-none-any.whl", "x- 1.0-py3-none-any.whl", "\xc3\xa4-1.0-py3-none-any.whl"}) {
+    auto r = index_wheel_name(bad);
     EXPECT_FALSE(r) << bad;
     if (!r) {
       EXPECT_EQ(r.error().kind, ErrorKind::BadInput);

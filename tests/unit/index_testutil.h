@@ -26,7 +26,7 @@ inline std::string metadata_text(const std::string& name, const std::string& ver
 inline std::filesystem::path write_wheel(const std::filesystem::path& dir,
                                          const std::string& filename, const std::string& metadata,
                                          const std::string& payload = "x = 1\n") {
-  WheelName w = parse_wheel_filename(filename).value();
+  packaging::WheelFileName w = index_wheel_name(filename).value();
   std::filesystem::create_directories(dir);
   std::filesystem::path path = dir / filename;
   auto zip = archive::ZipWriter::create(path).value();
@@ -46,7 +46,7 @@ inline std::filesystem::path add_entry(const std::filesystem::path& cache, const
                                        const std::string& target, const std::string& filename,
                                        std::int64_t committed_at,
                                        const std::string& payload = "x = 1\n") {
-  WheelName w = parse_wheel_filename(filename).value();
+  packaging::WheelFileName w = index_wheel_name(filename).value();
   std::filesystem::path staging = cache / "tmp" / key;
   std::filesystem::path wheel =
       write_wheel(staging, filename, metadata_text(w.distribution, w.version), payload);

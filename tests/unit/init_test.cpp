@@ -17,6 +17,7 @@
 #include "init/toml_text.h"
 #include "init/torch_requirements.h"
 #include "manifest/target.h"
+#include "packaging/version.h"
 #include "toolchain/compiler.h"
 
 namespace kiln::init {
@@ -172,7 +173,7 @@ TEST(Requirements, ToolkitComponentsOfTheNvccAndCcclExtras) {
   EXPECT_TRUE(version_matches("13.0.3.0", "13.0.3"));  // cuda-toolkit's file for torch 2.13's pin
   EXPECT_FALSE(version_matches("13.0.30", "13.0.3"));
   EXPECT_FALSE(version_matches("13.4.0rc1", "13.4.0"));
-  EXPECT_TRUE(version_less("13.2.86", "13.2.100"));
+  EXPECT_TRUE(packaging::version_less("13.2.86", "13.2.100"));
 }
 
 fetch::IndexFile file(const std::string& name) {
@@ -308,7 +309,7 @@ TEST_F(IndexTest, WritesAFullyPinnedTargetWithoutDownloadingTorch) {
   EXPECT_EQ(target.torch_wheels[0].sha256,
             sha256_hex("torch-2.15.0-cp311-cp311-manylinux_2_28_x86_64.whl"));
   EXPECT_EQ(target.cuda_version, "13.2");
-  EXPECT_EQ(target.cuda_toolkit, "wheels");
+  EXPECT_EQ(target.cuda_toolkit, manifest::ToolkitKind::Wheels);
   EXPECT_EQ(target.archs.canonical(), "sm_80;sm_90;sm_100;sm_120");
   EXPECT_EQ(target.python_interpreter, "python3");
   EXPECT_TRUE(target.torch_index_url.empty());

@@ -14,6 +14,7 @@
 #include "core/process.h"
 #include "core/strings.h"
 #include "elf/elf.h"
+#include "packaging/wheel_name.h"
 #include "validate/checks.h"
 #include "wheel/metadata.h"
 #include "wheel/tags.h"
@@ -628,11 +629,12 @@ TEST_F(Validate, NotAWheelIsAnError) {
            {"demo_pkg-1.0-3py-none-any.whl", "the interpreter tag '3py' is not an identifier"},
            {"demo_pkg-1.0-py3.c+p-none-any.whl",
             "the interpreter tag 'c+p' is not an identifier"}}) {
-    auto parsed = parse_wheel_filename(filename);
+    auto parsed = packaging::parse_wheel_file_name(filename);
     ASSERT_FALSE(parsed) << filename;
     EXPECT_CONTAINS(parsed.error().message, why);
   }
-  EXPECT_TRUE(parse_wheel_filename("Demo.Pkg-1.0.POST1+Local-1x-cp311.py3-abi3-any.whl"));
+  EXPECT_TRUE(
+      packaging::parse_wheel_file_name("Demo.Pkg-1.0.POST1+Local-1x-cp311.py3-abi3-any.whl"));
 }
 
 TEST_F(Validate, ExtensionSymbolsAgainstTorch) {

@@ -1,4 +1,3 @@
-#include "manifest/version.h"
 
 #include <gtest/gtest.h>
 
@@ -8,8 +7,14 @@
 
 #include "core/strings.h"
 #include "manifest/marker.h"
+#include "manifest/requirement.h"
+#include "packaging/name.h"
+#include "packaging/specifier.h"
+#include "packaging/version.h"
 
 namespace kiln::manifest {
+
+using namespace kiln::packaging;
 
 TEST(Version, Names) {
   EXPECT_TRUE(is_valid_project_name("causal-conv1d"));
@@ -18,14 +23,14 @@ TEST(Version, Names) {
   EXPECT_FALSE(is_valid_project_name("bad name"));
   EXPECT_EQ(normalize_name("Causal__Conv1D"), "causal-conv1d");
   EXPECT_EQ(normalize_name("a.-_b"), "a-b");
-  EXPECT_EQ(wheel_name("causal-conv1d"), "causal_conv1d");
+  EXPECT_EQ(file_name_part("causal-conv1d"), "causal_conv1d");
 }
 
 TEST(Version, Pep440) {
   for (auto v : {"1.6.1", "0.6.0", "1.5.0.post8", "2.0rc1", "1!2.0", "1.0.dev3", "3"})
-    EXPECT_TRUE(is_valid_version(v)) << v;
+    EXPECT_TRUE(is_canonical_version(v)) << v;
   for (auto v : {"1.6.x", "v1.0", "1.0-1", "01.2", "", "1.0+local"})
-    EXPECT_FALSE(is_valid_version(v)) << v;
+    EXPECT_FALSE(is_canonical_version(v)) << v;
 }
 
 TEST(Version, Ordering) {
@@ -320,7 +325,7 @@ const std::vector<std::string> kNames = {"a",     "A",  "0",  "a-",  "-a",  "a.b
 
 TEST(Version, MatchersAgreeWithTheRegularExpressionsTheyReplaced) {
   for (const auto& v : kVersions)
-    EXPECT_EQ(is_valid_version(v), std::regex_match(v, kOldVersion)) << "'" << v << "'";
+    EXPECT_EQ(is_canonical_version(v), std::regex_match(v, kOldVersion)) << "'" << v << "'";
   for (const auto& n : kNames)
     EXPECT_EQ(is_valid_project_name(n), std::regex_match(n, kOldName)) << "'" << n << "'";
   // Specifiers and requirements now follow packaging's grammar (non-canonical versions, parsed
@@ -338,7 +343,8 @@ TEST(Version, OrderingAgreesWithTheOldOneOnEveryPair) {
   std::vector<std::string> valid;
   for (const auto& v : kVersions)
     if (std::regex_match(v, kOldVersion)) valid.push_back(v);
-  valid.push_back("not a version");
+  // Not a version: the old one read it as "0"; it now sorts before every version
+  // (PackagingVersion).
   for (const auto& a : valid)
     for (const auto& b : valid)
       EXPECT_EQ(compare_versions(a, b), old_compare(a, b)) << a << " vs " << b;
@@ -347,7 +353,7 @@ TEST(Version, OrderingAgreesWithTheOldOneOnEveryPair) {
 TEST(Version, NumbersOfAnyLengthCompareWithoutOverflow) {
   // std::stol threw std::out_of_range on these.
   const std::string big = "99999999999999999999";
-  EXPECT_TRUE(is_valid_version("1." + big));
+  EXPECT_TRUE(is_canonical_version("1." + big));
   EXPECT_GT(compare_versions("1." + big, "1.99999999999999999998"), 0);
   EXPECT_LT(compare_versions("1." + big, "1.100000000000000000000"), 0);
   EXPECT_LT(compare_versions("1." + big, "2.0"), 0);
@@ -367,9 +373,9 @@ TEST(Version, MegabyteStringsAreDecidedWithoutRecursion) {
   while (dotted.size() < mb) dotted += ".0";
   EXPECT_TRUE(is_valid_project_name(as));
   EXPECT_FALSE(is_valid_project_name(as + "-"));
-  EXPECT_TRUE(is_valid_version(ones));
-  EXPECT_TRUE(is_valid_version(dotted));
-  EXPECT_FALSE(is_valid_version(dotted + "."));
+  EXPECT_TRUE(is_canonical_version(ones));
+  EXPECT_TRUE(is_canonical_version(dotted));
+  EXPECT_FALSE(is_canonical_version(dotted + "."));
   EXPECT_EQ(compare_versions(dotted, "1"), 0);
   EXPECT_GT(compare_versions(ones, dotted), 0);
   EXPECT_TRUE(is_valid_specifier_set(">=" + dotted));
@@ -412,11 +418,11 @@ TEST(Version, PackagingsGrammar) {
   EXPECT_FALSE(is_valid_specifier_set("=== "));
   EXPECT_TRUE(is_valid_specifier_set(" , "));  // packaging's empty set, written with a comma
   EXPECT_FALSE(is_valid_specifier_set(" "));   // blank: kiln wants a field to say something
-  EXPECT_TRUE(is_pep440_version(" v1.0-1 "));
-  EXPECT_TRUE(is_pep440_version("1.0a."));
-  EXPECT_FALSE(is_pep440_version("1.0-"));
-  EXPECT_FALSE(is_pep440_version("1.0+"));
-  EXPECT_FALSE(is_valid_version("v1.0"));  // the canonical check is unchanged
+  EXPECT_TRUE(is_version(" v1.0-1 "));
+  EXPECT_TRUE(is_version("1.0a."));
+  EXPECT_FALSE(is_version("1.0-"));
+  EXPECT_FALSE(is_version("1.0+"));
+  EXPECT_FALSE(is_canonical_version("v1.0"));  // the canonical check is unchanged
   // Requirements: packaging's names ("a_"), empty extras, a URL up to white space.
   EXPECT_TRUE(is_valid_requirement("a_"));
   EXPECT_FALSE(is_valid_requirement("a-"));

@@ -1,52 +1,34 @@
-// Requirements as pip reads them on the command line: NAME, NAME==VERSION, NAME>=A,<B, ~=, !=, <,
-// >, <=, >=, === (PEP 440 version specifiers, matched as packaging 26 matches them).
+// Version specifiers: packaging's verdict on a specifier set as METADATA writes one
+// (is_valid_specifier_set), and requirements as pip reads them on the command line: NAME,
+// NAME==VERSION, NAME>=A,<B, ~=, !=, <, >, <=, >=, === (matched as packaging 26 matches them).
 #pragma once
 
-#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/expected.h"
+#include "packaging/version.h"
 
-namespace kiln::manifest {
-
-// A PEP 440 version in any valid spelling ("v1.7-RC1", "1.7.0.post2.dev1+Cu130"), parsed and
-// normalised.
-struct Pep440Version {
-  std::int64_t epoch = 0;
-  std::vector<std::int64_t> release;
-  int pre_kind = -1;  // -1: none; 0: a, 1: b, 2: rc
-  std::int64_t pre = 0;
-  std::int64_t post = -1;  // -1: none
-  std::int64_t dev = -1;   // -1: none
-  std::string local;       // normalised ("cu130torch2.11"), empty when none
-
-  bool is_prerelease() const { return pre_kind >= 0 || dev >= 0; }
-  bool is_postrelease() const { return post >= 0; }
-  // The normalised text ("1.7.0rc1+cu130torch2.11").
-  std::string str() const;
-  // The same version without its local label.
-  Pep440Version public_version() const;
-};
-
-// Parses any valid PEP 440 spelling; false on anything else.
-bool parse_pep440(std::string_view text, Pep440Version& out);
-// PEP 440 ordering, local labels included; < 0, 0, > 0.
-int compare_pep440(const Pep440Version& a, const Pep440Version& b);
+namespace kiln::packaging {
 
 struct Specifier {
   std::string op;         // "==", "!=", "~=", "<", ">", "<=", ">=", "==="
   std::string text;       // the version as written ("1.7.*" without the ".*" in `version`)
   bool wildcard = false;  // "==1.7.*", "!=1.7.*"
-  Pep440Version version;  // unset for "==="
+  Version version;        // unset for "==="
 
   // Whether `candidate` (its text, for "===") satisfies this specifier, pre-releases allowed.
-  bool matches(const Pep440Version& candidate, std::string_view candidate_text) const;
+  bool matches(const Version& candidate, std::string_view candidate_text) const;
   // Whether the specifier names a pre-release (which lets the set select pre-releases).
   bool names_prerelease() const;
   std::string str() const { return op + text; }
 };
+
+// As packaging's SpecifierSet() takes them (non-canonical versions too), but not blank.
+bool is_valid_specifier_set(std::string_view specifiers);  // ">=3.9", ">=3.9,<4"
+// One specifier as packaging's Specifier() takes it, white space around it.
+bool is_valid_specifier(std::string_view specifier);
 
 struct Requirement;
 class SpecifierSet;
@@ -85,4 +67,4 @@ struct Requirement {
 // Errors are BadInput and name the argument.
 Expected<Requirement> parse_requirement(std::string_view text);
 
-}  // namespace kiln::manifest
+}  // namespace kiln::packaging
