@@ -150,7 +150,15 @@ std::function<int()> configure_cache(CLI::App& sub, Context& ctx) {
       ->excludes(all);
   for (CLI::App* s : {ls, verify, gc}) s->callback([action, s] { *action = s->get_name(); });
   return [&ctx, action, gc_options] {
-    // gc of a cache that is not there has nothing to collect; ls and verify would say nothing true.
+    // A cache that is not there yet lists nothing (as `kiln serve` serves nothing) and has nothing
+    // to collect; verify would say nothing true.
+    std::error_code ec;
+    if (*action == "ls" && !std::filesystem::exists(ctx.cache_path(), ec)) {
+      if (ctx.json) std::cout << "[]\n";
+      log::info(cat("no cache at ", ctx.cache_path().string(),
+                    " yet: nothing built there (`kiln build` makes it)"));
+      return 0;
+    }
     cache::Store store(*action == "gc" ? ctx.cache_path() : ctx.existing_cache());
     if (*action == "ls") return list_entries(store, ctx.json);
     if (*action == "verify") {

@@ -11,6 +11,7 @@ namespace kiln::compile {
 namespace {
 
 constexpr double kRedrawSeconds = 0.25;  // at most 4 redraws a second
+constexpr double kQuietSeconds = 20;     // without a terminal: a summary after this long silent
 constexpr double kWaiting = -1, kEnded = -2;
 constexpr const char* kClear = "\r\x1b[K";
 
@@ -61,6 +62,7 @@ void CompileProgress::begin(const std::vector<Job>& jobs, int slots) {
   all_ = {};
   done_ = running_ = 0;
   begun_ = clock_();
+  last_line_ = begun_;
   drawn_at_ = -1;
   active_ = true;
   if (display_.terminal) log::set_status_line([this] { hide(); }, [this] { show(); });
@@ -156,13 +158,18 @@ double CompileProgress::estimate_left(double now) const {
 
 // A line of its own: on a terminal, above the status line.
 void CompileProgress::line(std::string_view text) {
+  last_line_ = clock_();
   hide();
   write_(cat("kiln: ", text, "\n"));
   show();
 }
 
 void CompileProgress::maybe_draw(double now) {
-  if (!display_.terminal || !active_) return;
+  if (!active_) return;
+  if (!display_.terminal) {  // a log: never silent for long while jobs run
+    if (now - last_line_ >= kQuietSeconds && done_ < labels_.size()) line(status(now));
+    return;
+  }
   if (drawn_at_ >= 0 && now - drawn_at_ < kRedrawSeconds) return;
   draw(now);
 }

@@ -2,9 +2,10 @@
 // most 4 times a second, with the jobs done of all, the time so far, the time left where the jobs
 // that ended give a basis, and the running jobs (how many, and the one running longest); every log
 // message clears it first and draws it again after. Elsewhere (a log, a pipe): one line per job
-// that ends ("[3/40] nvcc x.cu sm_90 (41 s)"). With -v, a line as each job starts, and on a
-// terminal one as each ends. The clock and the writer are the caller's, so tests run it without a
-// terminal (as fetch/progress.h's DownloadProgress).
+// that ends ("[3/40] nvcc x.cu sm_90 (41 s)"), and the status line after 20 s without one, so a CI
+// log is never silent for long ("[3/40] 2 min 10 s; 2 running, longest 65 s: …"). With -v, a line
+// as each job starts, and on a terminal one as each ends. The clock and the writer are the
+// caller's, so tests run it without a terminal (as fetch/progress.h's DownloadProgress).
 #pragma once
 
 #include <cstddef>
@@ -81,6 +82,7 @@ class CompileProgress {
   std::size_t done_ = 0, running_ = 0;
   int slots_ = 1;
   double begun_ = 0, drawn_at_ = -1;
+  double last_line_ = 0;    // when the last line of its own was written
   std::string text_;        // the status line last drawn
   bool on_screen_ = false;  // it is on the terminal now
   bool active_ = false;     // between begin() and end()

@@ -186,10 +186,16 @@ std::optional<fs::path> Downloader::find_cached(const std::string& sha256,
   return *std::min_element(found.begin(), found.end());
 }
 
+// What to do about it, for every --offline miss.
+constexpr const char* kOfflineNextStep =
+    "; fetch it first where the network is reachable (`kiln fetch` with the same packages and "
+    "--target, into this cache), then build --offline";
+
 Error Downloader::offline_error(const std::string& filename, const std::string& sha256) const {
   return Error::failed(cat(filename.empty() ? std::string("the file") : filename, " (sha256 ",
                            sha256,
-                           ") is not in the download cache and --offline forbids downloading it"));
+                           ") is not in the download cache and --offline forbids downloading it",
+                           kOfflineNextStep));
 }
 
 void Downloader::wait_before(int attempt) {

@@ -448,9 +448,15 @@ Expected<std::unique_ptr<Server>> Server::start(const ServerOptions& options, Ca
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, connection_pool_bytes(options),
       MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, nullptr,
       MHD_OPTION_END);
-  if (!impl.daemon)
+  if (!impl.daemon) {
+    int error = errno;
     return Error::failed(cat("cannot listen on ", options.host, ":", options.port, ": ",
-                             errno ? std::strerror(errno) : "libmicrohttpd refused to start"));
+                             error ? std::strerror(error) : "libmicrohttpd refused to start",
+                             error == EADDRINUSE ? " (another server has the port: give "
+                                                   "another with --port, or --port 0 for a free "
+                                                   "one, which kiln prints)"
+                                                 : ""));
+  }
   const union MHD_DaemonInfo* info = MHD_get_daemon_info(impl.daemon, MHD_DAEMON_INFO_BIND_PORT);
   server->port_ = info ? info->port : options.port;
   impl.watchdog = std::thread([&impl] {

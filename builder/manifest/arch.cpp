@@ -19,6 +19,14 @@ bool is_known_arch(int number) {
   return std::find(std::begin(kKnownArchs), std::end(kKnownArchs), number) != std::end(kKnownArchs);
 }
 
+// Why `number` is no arch kiln knows: below every toolkit's oldest, or unknown.
+std::string unknown_arch(int number, std::string_view written) {
+  if (number < kKnownArchs[0])
+    return cat("CUDA architecture ", written, " is older than any CUDA 12 or 13 toolkit builds ",
+               "(CUDA 12 builds sm_50 and newer, CUDA 13 sm_75 and newer)");
+  return cat("unknown CUDA architecture ", written);
+}
+
 // torch.utils.cpp_extension's named sets.
 const std::map<std::string, std::string, std::less<>>& named_sets() {
   static const std::map<std::string, std::string, std::less<>> sets = {
@@ -48,7 +56,7 @@ bool parse_number_suffix(std::string_view text, int& number, char& suffix, std::
   }
   number = std::stoi(std::string(text));
   if (!is_known_arch(number)) {
-    error = cat("unknown CUDA architecture ", number);
+    error = unknown_arch(number, std::to_string(number));
     return false;
   }
   return true;
@@ -108,7 +116,7 @@ bool parse_token(std::string_view token, std::vector<Arch>& out, std::string& er
     }
     number = std::stoi(std::string(major)) * 10 + (minor[0] - '0');
     if (!is_known_arch(number)) {
-      error = cat("unknown CUDA architecture ", std::string(major), ".", std::string(minor));
+      error = unknown_arch(number, cat(major, ".", minor));
       return false;
     }
     arch.sass = true;

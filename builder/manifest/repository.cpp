@@ -156,9 +156,16 @@ Expected<Target> Repository::target(const std::string& name_or_path) const {
     return load_target(file, cat(display_root_, "/targets/", name_or_path, ".toml"));
   if (name_or_path == "default")
     return parse_target(kEmbeddedDefaultTarget, "default", "<built-in default target>");
-  std::string hint = closest_match(name_or_path, target_names());
-  return Error::bad_input(cat("no target '", name_or_path, "' in ", display_root_, "/targets",
-                              hint.empty() ? std::string() : cat(" (did you mean '", hint, "'?)")));
+  std::vector<std::string> names = target_names();
+  std::string hint = closest_match(name_or_path, names);
+  constexpr std::size_t kShown = 20;
+  std::string more = names.size() > kShown ? cat(" and ", names.size() - kShown, " more") : "";
+  names.resize(std::min(names.size(), kShown));
+  return Error::bad_input(
+      cat("no target '", name_or_path, "' in ", display_root_, "/targets",
+          hint.empty() ? std::string() : cat(" (did you mean '", hint, "'?)"),
+          "; the targets: ", join(names, ", "), more,
+          "; `kiln target init --python PYTHON` (or `--torch VERSION`) writes one"));
 }
 
 }  // namespace kiln::manifest

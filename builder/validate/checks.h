@@ -4,6 +4,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -122,6 +123,10 @@ std::optional<CpythonSuffix> cpython_suffix(std::string_view file_name);
 bool is_abi3_module(std::string_view file_name);  // NAME.abi3.so
 // elf: lib<a CUDA library>.so[.N]...
 bool is_cuda_library(std::string_view soname);
+// elf: the libraries a wheel may need from the system (library_policy.cpp): what auditwheel's
+// policy allows for every one of its platform tags (manylinux_2_17: libz.so.1, libexpat.so.1, …;
+// musllinux: libc.so, libz.so.1), and the program interpreter.
+std::set<std::string> allowed_system_libraries(const packaging::WheelFileName& name);
 // imports: the import statements of a Python file's text, found without running it (strings and
 // comments skipped, logical lines joined, blocks by indentation). `package` is the file's package
 // ("pkg.sub" for pkg/sub/mod.py and pkg/sub/__init__.py; "" at the top level): relative imports
@@ -135,6 +140,7 @@ struct PyImport {
   std::vector<std::string> names;  // from-import names ("*" for a star import)
   bool guarded = false;            // inside a try: block
   bool type_checking = false;      // under if TYPE_CHECKING:
+  bool platform = false;           // under an if (elif, else) on the platform: if WINDOWS:
 };
 std::vector<PyImport> scan_imports(std::string_view text, std::string_view package,
                                    std::size_t max_imports = 100000);

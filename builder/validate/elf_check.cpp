@@ -1,5 +1,6 @@
-// Check "elf": every DT_NEEDED is torch's, the CUDA runtime's, the glibc/libstdc++ set's or a
-// library bundled in the wheel; no RPATH/RUNPATH outside the wheel; absolute build paths baked
+// Check "elf": every DT_NEEDED is torch's, the CUDA runtime's, one auditwheel's policy for the
+// wheel's platform tags lets it take from the system (library_policy.cpp) or a library bundled in
+// the wheel; no RPATH/RUNPATH outside the wheel; absolute build paths baked
 // into the binaries are reported (a warning: they are harmless to run but leak the build machine).
 #include <algorithm>
 #include <set>
@@ -17,23 +18,6 @@ const std::set<std::string>& torch_libraries() {
   static const std::set<std::string> libs = {"libc10.so",        "libc10_cuda.so",
                                              "libtorch.so",      "libtorch_cpu.so",
                                              "libtorch_cuda.so", "libtorch_python.so"};
-  return libs;
-}
-
-// glibc, the GCC runtime and libstdc++: what every manylinux system provides.
-const std::set<std::string>& system_libraries() {
-  static const std::set<std::string> libs = {"libc.so.6",
-                                             "libm.so.6",
-                                             "libdl.so.2",
-                                             "libpthread.so.0",
-                                             "librt.so.1",
-                                             "libutil.so.1",
-                                             "libresolv.so.2",
-                                             "libnsl.so.1",
-                                             "ld-linux-x86-64.so.2",
-                                             "ld-linux-aarch64.so.1",
-                                             "libgcc_s.so.1",
-                                             "libstdc++.so.6"};
   return libs;
 }
 
@@ -100,6 +84,7 @@ CheckResult check_elf(const LoadedWheel& w) {
     if (!b.info.soname.empty()) bundled.insert(b.info.soname);
     bundled.insert(b.path.substr(b.path.rfind('/') + 1));
   }
+  const std::set<std::string> system = allowed_system_libraries(w.name);
   nlohmann::json files = nlohmann::json::object();
   std::size_t path_count = 0;
   for (const auto& b : w.binaries) {
@@ -108,15 +93,15 @@ CheckResult check_elf(const LoadedWheel& w) {
                         {"runpath", b.info.runpath},
                         {"extension", b.extension}};
     for (const auto& n : b.info.needed) {
-      if (torch_libraries().count(n) || system_libraries().count(n) || is_cuda_library(n) ||
-          bundled.count(n))
+      if (torch_libraries().count(n) || system.count(n) || is_cuda_library(n) || bundled.count(n))
         continue;
       if (n.rfind("libpython", 0) == 0)
         f.fail(cat(b.path, " links ", n,
                    "; extension modules must not (the interpreter provides the C API)"));
       else
-        f.fail(cat(b.path, " needs ", n,
-                   ", which is neither torch's, CUDA's, the C/C++ runtime's nor in the wheel"));
+        f.fail(cat(b.path, " needs ", n, ", which is neither torch's, CUDA's, a system library ",
+                   join(w.name.platform_tags, "."),
+                   " allows (auditwheel's policy) nor in the wheel"));
     }
     for (const auto& [kind, value] :
          {std::pair<const char*, const std::string&>{"RPATH", b.info.rpath},

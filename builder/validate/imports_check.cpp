@@ -5,6 +5,7 @@
 // and fails here, without importing anything. The Python text is scanned in one forward pass, no
 // recursion: strings and comments skipped, logical lines joined, blocks tracked by indentation.
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "core/strings.h"
@@ -236,7 +237,27 @@ bool starts_with_word(std::string_view s, std::string_view word) {
          (s.size() == word.size() || !is_word_char(s[word.size()]));
 }
 
-enum class Block { Other, Try, TypeChecking };
+enum class Block { Other, Try, TypeChecking, Platform };
+
+// Whether an if's condition asks which platform this is: sys.platform, os.name, platform.system(),
+// or a constant such as psutil's WINDOWS, LINUX, MACOS (IS_WINDOWS, _WIN32, ...).
+bool asks_platform(std::string_view condition) {
+  static const std::set<std::string_view> kNames = {
+      "WINDOWS", "WIN32",  "LINUX", "MACOS", "OSX",   "DARWIN", "BSD",      "FREEBSD",
+      "OPENBSD", "NETBSD", "SUNOS", "AIX",   "POSIX", "CYGWIN", "MSWINDOWS"};
+  for (std::string_view call :
+       {"sys.platform", "os.name", "platform.system", "platform.machine", "sys.getwindowsversion"})
+    if (condition.find(call) != std::string_view::npos) return true;
+  Scanner s(condition);
+  while (!s.done()) {
+    s.take_while([](char c) { return !is_word_char(c); });
+    std::string_view word = s.take_while(is_word_char);
+    while (word.starts_with('_')) word.remove_prefix(1);
+    if (word.starts_with("IS_")) word.remove_prefix(3);
+    if (kNames.count(word)) return true;
+  }
+  return false;
+}
 
 // A compound statement's header ("try:", "if TYPE_CHECKING:"): its kind and the text after its
 // colon (an inline body), or nullopt when `stmt` is not one.
@@ -263,7 +284,29 @@ std::optional<std::pair<Block, std::string_view>> header(std::string_view stmt) 
   if (head == "if TYPE_CHECKING" || head == "if typing.TYPE_CHECKING" ||
       head == "if typing . TYPE_CHECKING")
     kind = Block::TypeChecking;
+  else if ((starts_with_word(head, "if") || starts_with_word(head, "elif")) && asks_platform(head))
+    kind = Block::Platform;
   return std::pair{kind, trim(stmt.substr(colon + 1))};
+}
+
+// The kind of a line's block in its if/elif/else chain: the elif and else of an if on the
+// platform are on it too. `chains` holds, per indent, whether the chain open there is.
+Block in_chain(std::map<int, bool>& chains, int indent, std::string_view stmt, Block kind) {
+  chains.erase(chains.upper_bound(indent), chains.end());
+  bool continues = starts_with_word(stmt, "elif") || starts_with_word(stmt, "else");
+  auto open = chains.find(indent);
+  bool platform = kind == Block::Platform || (continues && open != chains.end() && open->second);
+  if (starts_with_word(stmt, "if") || continues)
+    chains[indent] = platform;
+  else
+    chains.erase(indent);
+  return platform ? Block::Platform : kind;
+}
+
+void mark(PyImport& im, Block kind) {
+  im.guarded = im.guarded || kind == Block::Try;
+  im.type_checking = im.type_checking || kind == Block::TypeChecking;
+  im.platform = im.platform || kind == Block::Platform;
 }
 
 }  // namespace
@@ -273,28 +316,30 @@ std::vector<PyImport> scan_imports(std::string_view text, std::string_view packa
   constexpr std::size_t kMaxDepth = 256;
   std::vector<PyImport> out;
   std::vector<std::pair<int, Block>> blocks;  // open blocks: header indent, kind
+  std::map<int, bool> chains;                 // if/elif/else chains on the platform, by indent
   for (const auto& l : logical_lines(text)) {
     while (!blocks.empty() && blocks.back().first >= l.indent) blocks.pop_back();
     PyImport base;
     base.line = l.line;
-    for (const auto& b : blocks) {
-      base.guarded = base.guarded || b.second == Block::Try;
-      base.type_checking = base.type_checking || b.second == Block::TypeChecking;
-    }
+    for (const auto& b : blocks) mark(base, b.second);
+    bool first = true;
     for (std::string_view stmt : split(l.code, ";")) {
       stmt = trim(stmt);
       // Nested inline headers ("try: import x", "if TYPE_CHECKING: import y") apply to the rest.
       PyImport here = base;
       for (auto h = header(stmt); h; h = header(stmt)) {
+        Block kind = first ? in_chain(chains, l.indent, stmt, h->first) : h->first;
+        first = false;
         if (h->second.empty()) {
-          if (blocks.size() < kMaxDepth) blocks.emplace_back(l.indent, h->first);
+          if (blocks.size() < kMaxDepth) blocks.emplace_back(l.indent, kind);
           stmt = {};
           break;
         }
-        here.guarded = here.guarded || h->first == Block::Try;
-        here.type_checking = here.type_checking || h->first == Block::TypeChecking;
+        mark(here, kind);
         stmt = h->second;
       }
+      if (first) in_chain(chains, l.indent, stmt, Block::Other);
+      first = false;
       if (starts_with_word(stmt, "import") || starts_with_word(stmt, "from"))
         parse_import(stmt, package, here, out);
       if (out.size() >= max_imports) {
@@ -335,6 +380,8 @@ struct Layout {
   // come from elsewhere (fla's __init__ imports 'fla.layers', which another wheel ships, and
   // aliases 'norm.layernorm' as fla.modules.layernorm through sys.modules).
   std::map<std::string, std::set<std::string>> string_words;
+  // Regular packages whose __init__.py may define names it never writes (defines_any_name).
+  std::set<std::string> open_packages;
 };
 
 Layout layout_of(const LoadedWheel& w) {
@@ -377,6 +424,14 @@ int mentions(std::string_view text, std::string_view name) {
   return n;
 }
 
+// Whether a package's __init__.py may define names it never writes: a star import
+// ("from .numeric import *", as numpy's _core does) or a module __getattr__ (PEP 562).
+bool defines_any_name(std::string_view init) {
+  for (const auto& im : scan_imports(init, "", 10000))
+    if (std::find(im.names.begin(), im.names.end(), "*") != im.names.end()) return true;
+  return init.find("def __getattr__(") != std::string_view::npos;
+}
+
 std::string parent_of(const std::string& module) {
   auto dot = module.rfind('.');
   return dot == std::string::npos ? "" : module.substr(0, dot);
@@ -413,7 +468,7 @@ void check_file(const Layout& l, const LoadedWheel& w, const std::string& path,
   std::string package = package_of(path);
   for (const auto& im : scan_imports(text, package)) {
     ++count;
-    if (im.type_checking) continue;
+    if (im.type_checking || im.platform) continue;  // not run, or not on every platform
     auto report = [&](const std::string& line) {
       std::string at = cat(path, ":", im.line, ": ");
       if (im.guarded)
@@ -444,7 +499,9 @@ void check_file(const Layout& l, const LoadedWheel& w, const std::string& path,
         if (l.modules.count(sub) || l.dirs.count(sub)) continue;
         // In the __init__.py itself, the import statement is one mention.
         int self = it != w.python_files.end() && it->first == path;
-        if (it == w.python_files.end() || mentions(it->second, name) <= self) why = missing(l, sub);
+        if (it == w.python_files.end() ||
+            (mentions(it->second, name) <= self && !l.open_packages.count(im.module)))
+          why = missing(l, sub);
       }
     }
     if (!why.empty()) report(cat("imports ", why));
@@ -477,7 +534,9 @@ CheckResult check_imports(const LoadedWheel& w) {
     std::string init = package;
     std::replace(init.begin(), init.end(), '.', '/');
     auto it = w.python_files.find(init + "/__init__.py");
-    if (it != w.python_files.end()) l.string_words[package] = words_in_strings(it->second);
+    if (it == w.python_files.end()) continue;
+    l.string_words[package] = words_in_strings(it->second);
+    if (defines_any_name(it->second)) l.open_packages.insert(package);
   }
   Findings f("imports");
   std::size_t count = 0, files = 0;

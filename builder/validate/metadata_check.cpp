@@ -66,6 +66,12 @@ bool is_normalized_local_label(std::string_view label) {
   return true;
 }
 
+bool same_version_as_file_name(std::string_view metadata_version,
+                               const packaging::WheelFileName& name) {
+  auto v = packaging::Version::parse(metadata_version);
+  return v && *v == name.parsed_version;
+}
+
 namespace {
 
 // Name: the project the file name and the dist-info directory name (both compared normalised, as
@@ -83,19 +89,33 @@ void check_name(const LoadedWheel& w, const std::string& name, Findings& f) {
   }
 }
 
-// Version: the file name's (which spells '-' as '_') and the directory's; canonical PEP 440 with
-// a normalised local label (kiln's rule). Returns that label ("" when there is none).
+// The dist-info directory's version: PEP 440-equal to METADATA's (one that is no version is less
+// than every version), spelled as METADATA or the file name spells it (kiln's rule).
+void check_directory_version(const LoadedWheel& w, const std::string& version,
+                             const std::string& escaped, Findings& f) {
+  if (w.dist_info.empty()) return;
+  std::string stem = w.dist_info.substr(0, w.dist_info.size() - std::string(".dist-info").size());
+  std::string dir_version = stem.substr(stem.rfind('-') + 1);
+  if (packaging::compare_versions(dir_version, version) != 0)
+    f.fail(cat("METADATA Version ", version, " does not match the directory ", w.dist_info));
+  else if (dir_version != escaped && dir_version != version)
+    policy(w, f,
+           cat("METADATA Version ", version, " is spelled ", dir_version, " in ", w.dist_info));
+}
+
+// Version: the file name's and the directory's, equal as PEP 440 compares them (as installers do);
+// spelled the same, canonical PEP 440 with a normalised local label (kiln's rules). Returns that
+// label ("" when there is none).
 std::string check_version(const LoadedWheel& w, const std::string& version, Findings& f) {
   if (!packaging::is_version(version)) return "";  // the standard's problem
-  std::string file_version = w.name.version;
   std::string escaped = version;
-  for (char& c : escaped)
-    if (c == '-') c = '_';
-  if (escaped != file_version)
-    f.fail(cat("METADATA Version ", version, " does not match the file name's ", file_version));
-  std::string stem = w.dist_info.substr(0, w.dist_info.size() - std::string(".dist-info").size());
-  if (!w.dist_info.empty() && stem.substr(stem.rfind('-') + 1) != version)
-    f.fail(cat("METADATA Version ", version, " does not match the directory ", w.dist_info));
+  std::replace(escaped.begin(), escaped.end(), '-', '_');
+  if (!same_version_as_file_name(version, w.name))
+    f.fail(cat("METADATA Version ", version, " does not match the file name's ", w.name.version));
+  else if (escaped != w.name.version)
+    policy(w, f,
+           cat("METADATA Version ", version, " is spelled ", w.name.version, " in the file name"));
+  check_directory_version(w, version, escaped, f);
   auto plus = version.find('+');
   std::string pub = version.substr(0, plus);
   std::string local;

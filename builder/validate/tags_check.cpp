@@ -196,8 +196,9 @@ CheckResult check_tags(const LoadedWheel& w) {
     if (any_platform)
       f.fail(
           cat("tagged for platform 'any' but holds compiled code (", w.binaries.front().path, ")"));
-    if (purelib)
-      f.fail(cat("Root-Is-Purelib is true but the wheel holds compiled code (",
+    if (purelib)  // installers take it (nvidia-nvtx-cu12 ships so): kiln's rule
+      policy(w, f,
+             cat("Root-Is-Purelib is true but the wheel holds compiled code (",
                  w.binaries.front().path, ")"));
   }
   ModuleTags module_tags(w, f);

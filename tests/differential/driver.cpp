@@ -7,7 +7,8 @@
 // applies with kiln's own on top), wheel_filename (parse_wheel_filename(): the verdict and the
 // fields, as "fields"), index_wheel_filename (the same, as the index reads a name), sort (the
 // input's lines, which must each be a version, sorted: the order as "order", indexes into the
-// lines, a stable sort).
+// lines, a stable sort), same_version ("METADATA_VERSION\nFILE_NAME": validate's verdict on
+// whether the two are one version, as pip's Version(metadata) == the file name's version).
 #include <algorithm>
 #include <iostream>
 #include <optional>
@@ -75,6 +76,11 @@ nlohmann::json verdict(const std::string& kind, const std::string& input) {
     auto problems = validate::standard_metadata_problems(input);
     ok = problems.empty();
     why = join(problems, "; ");
+  } else if (kind == "same_version") {
+    auto newline = input.find('\n');
+    auto name = packaging::parse_wheel_file_name(input.substr(newline + 1));
+    ok = newline != std::string::npos && name &&
+         validate::same_version_as_file_name(input.substr(0, newline), *name);
   } else if (kind == "wheel_filename" || kind == "index_wheel_filename") {
     auto name = kind == "wheel_filename" ? packaging::parse_wheel_file_name(input)
                                          : index::index_wheel_name(input);

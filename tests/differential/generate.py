@@ -58,6 +58,65 @@ def random_wheel_filename(rnd):
     return "-".join(parts) + rnd.choice([".whl"] * 19 + [".zip"])
 
 
+def version_parts(rnd):
+    """A version's parts: epoch, release, pre-release (letter, number), post, dev, local label."""
+    n = lambda: rnd.choice([0, 1, 2, 9, 10, 11, 12345678901234567890, rnd.randrange(100)])
+    return {"epoch": n() if rnd.random() < 0.1 else 0,
+            "release": [n() for _ in range(rnd.choice([1, 2, 2, 3, 3, 4]))],
+            "pre": (rnd.choice("abc"), n()) if rnd.random() < 0.3 else None,
+            "post": n() if rnd.random() < 0.25 else None,
+            "dev": n() if rnd.random() < 0.25 else None,
+            "local": [rnd.choice(["cu130", "torch2", "ubuntu", "abc", str(n())])
+                      for _ in range(rnd.choice([1, 2, 3]))] if rnd.random() < 0.4 else []}
+
+
+def spell(parts, rnd):
+    """One of the many texts PEP 440 reads as these parts: any case, leading zeros, a 'v', every
+    pre/post/dev spelling and separator, trailing zero releases, any local separator."""
+    num = lambda x: rnd.choice(["", "", "0", "00"]) + str(x)
+    sep = lambda: rnd.choice(["", ".", "-", "_"])
+    case = lambda t: "".join(c.upper() if rnd.random() < 0.3 else c for c in t)
+    out = rnd.choice(["", "", "v", "V"])
+    if parts["epoch"] or rnd.random() < 0.1:
+        out += num(parts["epoch"]) + "!"
+    out += ".".join(num(x) for x in parts["release"] + [0] * rnd.choice([0, 0, 1, 2]))
+    if parts["pre"]:
+        letter, x = parts["pre"]
+        word = rnd.choice({"a": ["a", "alpha"], "b": ["b", "beta"],
+                           "c": ["rc", "c", "pre", "preview"]}[letter])
+        out += sep() + case(word) + ((sep() + num(x)) if x or rnd.random() < 0.5 else "")
+    if parts["post"] is not None:
+        x = parts["post"]
+        out += rnd.choice(["-" + num(x), sep() + case(rnd.choice(["post", "rev", "r"])) + sep() +
+                           num(x)] + ([sep() + "post"] if x == 0 else []))
+    if parts["dev"] is not None:
+        x = parts["dev"]
+        out += sep() + case("dev") + (sep() + num(x) if x or rnd.random() < 0.5 else "")
+    if parts["local"]:
+        segs = [case(p) if not p.isdigit() else num(p) for p in parts["local"]]
+        out += "+" + "".join(seg + rnd.choice(".-_") for seg in segs[:-1]) + segs[-1]
+    return out
+
+
+def version_pairs(rnd, count=3000):
+    """(METADATA Version, wheel file name) pairs: two spellings of one version (a file name writes
+    '-' as '_'), or of two versions one part apart."""
+    out = []
+    for i in range(count):
+        parts = version_parts(rnd)
+        other = dict(parts)
+        if i % 3 == 2:
+            key = rnd.choice(["epoch", "release", "pre", "post", "dev", "local"])
+            other[key] = {"epoch": parts["epoch"] + 1, "release": parts["release"] + [1],
+                          "pre": None if parts["pre"] else ("a", 0),
+                          "post": None if parts["post"] is not None else 0,
+                          "dev": None if parts["dev"] is not None else 0,
+                          "local": parts["local"][:-1] if parts["local"] else ["x"]}[key]
+        file_version = spell(other, rnd).replace("-", "_")
+        out.append(spell(parts, rnd) + "\n" + f"demo-{file_version}-py3-none-any.whl")
+    return out
+
+
 def version_mutations(v, rnd):
     out = ["v" + v, "V" + v, v + "-1", v + ".post", v + "post1", v + "-post1", v + "_rc1", v + "b",
            v + "alpha2", v + "+local", v + "+Local.1", v + ".*", v + "c", v + "rev3", v + "r",
@@ -246,6 +305,7 @@ def generate(corpus):
     for d in docs:
         items += [("metadata", x) for x in metadata_mutations(d, rnd, requirements)]
     items += [("sort", "\n".join(batch)) for batch in sort_batches(rnd, all_versions)]
+    items += [("same_version", pair) for pair in version_pairs(rnd)]
     seen, out = set(), []
     for it in items:
         if it not in seen:

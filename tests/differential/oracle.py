@@ -28,6 +28,12 @@ def wheel_fields(s):
                        sorted(str(t) for t in tags)]}
 
 
+def same_version(s):
+    meta, filename = s.split("\n", 1)
+    if Version(meta) != parse_wheel_filename(filename)[1]:
+        raise ValueError("not the same version")
+
+
 def order(s):
     lines = s.split("\n")
     versions = [Version(line) for line in lines]
@@ -44,6 +50,7 @@ CHECKS = {
     "wheel_filename": wheel_fields,
     "index_wheel_filename": wheel_fields,
     "sort": order,
+    "same_version": same_version,
 }
 
 for line in sys.stdin:

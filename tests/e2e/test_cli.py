@@ -58,17 +58,23 @@ class CliTest(KilnTestCase):
             with self.subTest(args=args):
                 self.assert_usage_error(args, message, f"Run '{command} --help' for its usage.")
 
-    def test_read_commands_on_a_missing_cache_are_errors(self):
+    def test_read_commands_on_a_missing_cache(self):
         missing = self.tmp / "no-such-cache"
-        for args in (["cache", "ls"], ["cache", "verify"], ["index", "export", str(self.tmp / "out")]):
+        for args in (["cache", "verify"], ["index", "export", str(self.tmp / "out")]):
             with self.subTest(args=args):
                 proc = self.kiln("--cache", str(missing), *args, check=2)
                 self.assertEqual(proc.stderr, f"kiln: error: no cache at {missing} (give --cache DIR or set "
                                               "KILN_CACHE; `kiln build` makes one)\n")
         self.assertFalse(missing.exists())
         self.assertFalse((self.tmp / "out").exists())
-        # gc has nothing to collect there, and says so by succeeding.
+        # gc has nothing to collect there, and says so by succeeding; ls lists nothing (as serve
+        # serves nothing), with the next step (it was a usage error, exit 2, on d7e7835).
         self.kiln("--cache", str(missing), "cache", "gc", check=0)
+        proc = self.kiln("--cache", str(missing), "cache", "ls", check=0)
+        self.assertEqual(proc.stdout, "")
+        self.assertIn(f"no cache at {missing} yet: nothing built there (`kiln build` makes it)", proc.stderr)
+        self.assertEqual(self.kiln("--cache", str(missing), "--json", "cache", "ls", check=0).stdout, "[]\n")
+        self.assertFalse(missing.exists())
 
     def subcommands(self):
         out = self.kiln("--help", check=0).stdout
@@ -80,6 +86,13 @@ class CliTest(KilnTestCase):
         self.assertIn("did you mean 'kiln-demo'", proc.stderr)
         proc = self.kiln("resolve", "--target", "defualt", check=2)
         self.assertIn("did you mean 'default'", proc.stderr)
+        # The next step: the targets there are, and how to write one.
+        self.assertRegex(proc.stderr, r"; the targets: default, [a-z0-9.-]+(, [a-z0-9.-]+)*; ")
+        self.assertIn("torch2.10-cu128", proc.stderr)
+        self.assertIn("`kiln target init --python PYTHON` (or `--torch VERSION`) writes one", proc.stderr)
+        proc = self.kiln("resolve", "--archs", "sm_35", check=2)
+        self.assertIn("older than any CUDA 12 or 13 toolkit builds (CUDA 12 builds sm_50 and newer, "
+                      "CUDA 13 sm_75 and newer)", proc.stderr)
 
     def test_target_option_takes_one_value_per_use(self):
         out = self.kiln("resolve", "--json", "--target", "default", "kiln-demo", check=0).stdout

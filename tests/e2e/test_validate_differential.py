@@ -2,8 +2,8 @@
 tests/tools-requirements.txt): real METADATA files from PyPI (tests/differential/corpus.txt,
 fetched once into ~/.cache/kiln/differential) and thousands of mutations of them and of their
 versions, specifiers, markers, requirements and wheel file names (a fixed seed), generated wheel
-file names (their fields too, as validate and as the index read them) and batches of generated
-versions sorted, judged by kiln's batch driver (tests/differential/driver.cpp) in one process and
+file names (their fields too, as validate and as the index read them), batches of generated
+versions sorted and METADATA versions against file names' (one version spelled two ways, or two), judged by kiln's batch driver (tests/differential/driver.cpp) in one process and
 by packaging; zero disagreements."""
 
 import collections
@@ -105,6 +105,11 @@ class DifferentialTest(unittest.TestCase):
         self.assertTrue(sorts and all(o.get("ok") and t.get("ok") for o, t in sorts),
                         "every sort batch must hold versions only")
         self.assertGreaterEqual(sorted_versions, 10000)
+        pairs = [t.get("ok") for (k, _), t in zip(items, theirs) if k == "same_version"]
+        print(f"METADATA version against the file name's: {len(pairs)} pairs, {sum(pairs)} the same "
+              f"version for packaging", file=sys.stderr)
+        self.assertGreaterEqual(len(pairs), 1000)
+        self.assertTrue(0.3 * len(pairs) < sum(pairs) < 0.9 * len(pairs), "both verdicts, often")
         by_kind = collections.Counter(k for k, *_ in differ)
         self.assertEqual(len(differ), 0, f"{len(differ)} disagreements: {dict(by_kind)}")
 

@@ -427,6 +427,8 @@ TEST(Server, RefusesAPortInUse) {
   ASSERT_FALSE(second);
   EXPECT_NE(second.error().message.find(cat("cannot listen on 127.0.0.1:", first->port())),
             std::string::npos);
+  EXPECT_NE(second.error().message.find("or --port 0 for a free one"), std::string::npos)
+      << second.error().message;
   opts.host = "no-such-host.invalid";
   opts.port = 0;
   EXPECT_FALSE(Server::start(opts, idx));

@@ -147,7 +147,8 @@ TEST_F(RepositoryTest, Targets) {
   Repository repo = load().value();
   EXPECT_EQ(repo.target("default").value().name, "default");  // built in when no file
   EXPECT_EQ(repo.target("defualt").error().message,
-            "no target 'defualt' in manifests/targets (did you mean 'default'?)");
+            "no target 'defualt' in manifests/targets (did you mean 'default'?); the targets: "
+            "default; `kiln target init --python PYTHON` (or `--torch VERSION`) writes one");
   EXPECT_EQ(repo.target("Bad Name").error().message, "bad target name 'Bad Name'");
 }
 

@@ -81,6 +81,12 @@ class Validate : public ::testing::Test {
                  (d / "dirty.c").string(), "-L" + d.string(), "-lfoo", "-Wl,-rpath,/opt/build/lib",
                  "-Wl,--enable-new-dtags"})
         .value();
+    // numpy's bundled libgfortran needs libz.so.1, which auditwheel's policies allow.
+    std::ofstream(d / "zuse.c") << "const char* zlibVersion(void);\n"
+                                   "void* PyInit_zuse(void) { return (void*)zlibVersion(); }\n";
+    run_capture(
+        {"gcc", "-shared", "-fPIC", "-o", (d / "zuse.so").string(), (d / "zuse.c").string(), "-lz"})
+        .value();
     // Device code: the fatbin fixtures put into real shared objects, as nvcc's host code would.
     std::ofstream(d / "dev.c") << "void* PyInit_dev(void) { return 0; }\n";
     run_capture({"gcc", "-shared", "-fPIC", "-o", (d / "dev.so").string(), (d / "dev.c").string()})
@@ -377,6 +383,18 @@ TEST_F(Validate, MetadataProblems) {
                   "fail: METADATA Name 'other-pkg' does not match the file name's 'demo_pkg'");
   EXPECT_CONTAINS(said(meta("Version: 1.0", "Version: 1.1"), "metadata"),
                   "fail: METADATA Version 1.1 does not match the file name's 1.0");
+  // One version spelled two ways is one version for PEP 440 and installers (pip compares
+  // Version objects); how it is spelled is kiln's rule: a warning on others' wheels.
+  std::string spelled = said(meta("Version: 1.0", "Version: V01.0"), "metadata");
+  EXPECT_EQ(spelled.find("fail"), std::string::npos) << spelled;
+  EXPECT_CONTAINS(spelled, "warn: METADATA Version V01.0 is spelled 1.0 in the file name");
+  EXPECT_CONTAINS(spelled, "METADATA Version V01.0 is spelled 1.0 in demo_pkg-1.0.dist-info");
+  std::string padded =
+      said(meta("Version: 1.0", "Version: 1.0", "demo_pkg-1.0.0-py3-none-any.whl"), "metadata");
+  EXPECT_EQ(padded.find("fail"), std::string::npos) << padded;
+  EXPECT_CONTAINS(padded, "warn: METADATA Version 1.0 is spelled 1.0.0 in the file name");
+  EXPECT_CONTAINS(said(meta("Version: 1.0", "Version: 1.0.post0"), "metadata"),
+                  "fail: METADATA Version 1.0.post0 does not match the file name's 1.0");
   // Requires-Python is optional in the standard; kiln's own wheels must say which Pythons they run.
   EXPECT_EQ(said(meta("Requires-Python: >=3.9\n", ""), "metadata"),
             "warn: METADATA has no Requires-Python (kiln's rule for its own wheels: a warning for "
@@ -676,8 +694,7 @@ TEST_F(Validate, ElfNeededRunpathAndBuildPaths) {
   std::string d = details(r, "elf");
   EXPECT_EQ(check(r, "elf").verdict, Verdict::Fail);
   EXPECT_CONTAINS(
-      d,
-      "needs libfoo.so.1, which is neither torch's, CUDA's, the C/C++ runtime's nor in the wheel");
+      d, "needs libfoo.so.1, which is neither torch's, CUDA's, a system library manylinux_2_");
   EXPECT_CONTAINS(d, "has RUNPATH /opt/build/lib, which points outside the wheel");
   EXPECT_CONTAINS(d,
                   "warn: dirty.cpython-311-x86_64-linux-gnu.so holds 1 absolute build path(s), "
@@ -691,6 +708,53 @@ TEST_F(Validate, ElfNeededRunpathAndBuildPaths) {
                             {"demo_pkg.libs/libfoo.so.1", bytes("libfoo.so"), true}},
                            tag);
   EXPECT_EQ(details(run(bundled), "elf").find("needs libfoo.so.1"), std::string::npos);
+}
+
+// What auditwheel's policies let a wheel take from the system (numpy needs libz.so.1, which kiln
+// failed on d7e7835), per platform tag; a wheel with several tags gets what all of them allow.
+TEST_F(Validate, ElfSystemLibrariesFollowAuditwheelsPolicy) {
+  auto allowed = [](const std::string& platform) {
+    return allowed_system_libraries(
+        packaging::parse_wheel_file_name(cat("x-1-cp311-cp311-", platform, ".whl")).value());
+  };
+  EXPECT_TRUE(allowed("manylinux1_x86_64").count("libz.so.1"));
+  EXPECT_FALSE(allowed("manylinux1_x86_64").count("libexpat.so.1"));
+  EXPECT_TRUE(allowed("manylinux_2_17_x86_64").count("libexpat.so.1"));
+  EXPECT_FALSE(allowed("manylinux_2_17_x86_64").count("libmvec.so.1"));
+  EXPECT_TRUE(allowed("manylinux_2_28_x86_64").count("libmvec.so.1"));
+  EXPECT_FALSE(allowed("manylinux_2_17_x86_64.manylinux_2_28_x86_64").count("libmvec.so.1"));
+  EXPECT_TRUE(allowed("musllinux_1_2_x86_64").count("libc.so"));
+  EXPECT_FALSE(allowed("musllinux_1_2_x86_64").count("libc.so.6"));
+  EXPECT_TRUE(allowed("linux_x86_64").count("libstdc++.so.6"));
+  EXPECT_TRUE(allowed("manylinux_2_28_x86_64").count("ld-linux-x86-64.so.2"));
+
+  std::string tag = cat("cp311-cp311-", platform_of({"zuse.so"}));
+  fs::path w =
+      write("zuse", {{"zuse.cpython-311-x86_64-linux-gnu.so", bytes("zuse.so"), true}}, tag);
+  EXPECT_EQ(check(run(w), "elf").verdict, Verdict::Pass) << details(run(w), "elf");
+  fs::path musl = write("zmusl", {{"zuse.cpython-311-x86_64-linux-gnu.so", bytes("zuse.so"), true}},
+                        "cp311-cp311-musllinux_1_2_x86_64");
+  EXPECT_CONTAINS(details(run(musl), "elf"),
+                  "needs libc.so.6, which is neither torch's, CUDA's, a system library "
+                  "musllinux_1_2_x86_64 allows (auditwheel's policy) nor in the wheel");
+}
+
+// nvidia-nvtx-cu12 ships compiled code with Root-Is-Purelib: true; installers take it, so it is
+// kiln's rule (it failed on d7e7835): a warning on others' wheels.
+TEST_F(Validate, PurelibWithCompiledCodeIsKilnsRule) {
+  std::string tag = cat("cp311-cp311-", platform_of({"zuse.so"}));
+  fs::path w =
+      write("nvtx", {{"zuse.cpython-311-x86_64-linux-gnu.so", bytes("zuse.so"), true}}, tag);
+  fs::path purelib = rewrite(
+      w, w.filename().string(),
+      [](auto& e) {
+        auto& text = entry(e, "/WHEEL");
+        text.replace(text.find("Root-Is-Purelib: false"), 22, "Root-Is-Purelib: true");
+      },
+      /*fix_record=*/true);
+  Report r = run(purelib);
+  EXPECT_EQ(check(r, "tags").verdict, Verdict::Warn) << said(r, "tags");
+  EXPECT_CONTAINS(said(r, "tags"), "Root-Is-Purelib is true but the wheel holds compiled code");
 }
 
 TEST_F(Validate, GpuCodeAgainstRequestedArchs) {
@@ -876,6 +940,32 @@ TEST_F(Validate, ImportsAcrossWheelsSharingANamespace) {
                   "fail: fla/models/__init__.py:5: 'from ... import' climbs above the top-level");
 }
 
+// numpy's __init__.py: "from ._core import (False_, ...)", names _core's __init__.py defines
+// through star imports; psutil's platform modules. Both were reported missing on d7e7835.
+TEST_F(Validate, ImportsOfNamesFromStarImportsAndOtherPlatforms) {
+  fs::path w =
+      write("np",
+            {{"np/__init__.py",
+              "from ._core import (\n    False_, True_)\nfrom ._lazy import anything\n"
+              "if WINDOWS:\n    from . import _pswindows\nelse:\n    from . import _posix\n",
+              false},
+             {"np/_core/__init__.py", "from .numeric import *\n", false},
+             {"np/_core/numeric.py", "False_ = False\nTrue_ = True\n", false},
+             {"np/_lazy/__init__.py", "def __getattr__(name):\n    return name\n", false},
+             {"np/_posix.py", "", false}},
+            "", "{}");
+  Report r = run(w);
+  EXPECT_EQ(check(r, "imports").verdict, Verdict::Pass) << details(r, "imports");
+  // Without the star import, False_ is nowhere: still reported.
+  fs::path bare = write("np-bare",
+                        {{"np/__init__.py", "from ._core import False_\n", false},
+                         {"np/_core/__init__.py", "from .numeric import True_\n", false},
+                         {"np/_core/numeric.py", "True_ = True\n", false}},
+                        "", "{}");
+  EXPECT_CONTAINS(details(run(bare), "imports"),
+                  "imports np._core.False_, which is not in the wheel");
+}
+
 std::vector<std::string> imports_of(std::string_view text, std::string_view package = "pkg.sub") {
   std::vector<std::string> out;
   for (const auto& im : scan_imports(text, package)) {
@@ -883,9 +973,28 @@ std::vector<std::string> imports_of(std::string_view text, std::string_view pack
     if (im.from) s += cat(" [", join(im.names, ","), "]");
     if (im.guarded) s += " try";
     if (im.type_checking) s += " tc";
+    if (im.platform) s += " platform";
     out.push_back(s);
   }
   return out;
+}
+
+// psutil imports each platform's module under `if WINDOWS:`, `elif LINUX:`: the others are not in
+// a Linux wheel (they were reported missing on d7e7835). An else or elif of such an if is on the
+// platform too; a try's else is not.
+TEST(ValidateImportScanner, PlatformConditions) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(imports_of("if WINDOWS:\n    from . import _pswindows as p\nelif LINUX:\n"
+                       "    from . import _pslinux as p\nelse:\n    import _other\n"
+                       "if sys.platform == 'win32': import winreg\n"
+                       "if os.name == 'nt':\n    pass\nelif x:\n    import y\n"
+                       "if IS_MACOS and x:\n    import z\n"),
+            (V{"2 pkg.sub [_pswindows] platform", "4 pkg.sub [_pslinux] platform",
+               "6 _other platform", "7 winreg platform", "11 y platform", "13 z platform"}));
+  EXPECT_EQ(imports_of("if x:\n    import a\nelse:\n    import b\n"
+                       "if WINDOWS:\n    pass\ntry:\n    import c\nexcept E:\n    pass\n"
+                       "else:\n    import d\nif WINDOWSX or linux:\n    import e\n"),
+            (V{"2 a", "4 b", "8 c try", "12 d", "14 e"}));
 }
 
 TEST(ValidateImportScanner, StatementsAndRelativeLevels) {
