@@ -3,17 +3,24 @@
 //            [--expect-key KEY]
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <iostream>
+#include <set>
 
 #include "cli/context.h"
 #include "cli/remote_option.h"
 #include "cli/usage.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "core/sandbox.h"
 #include "core/strings.h"
 #include "manifest/backend.h"
+#include "packaging/name.h"
+#include "packaging/specifier.h"
 #include "pipeline/pipeline.h"
 #include "resolve/plan.h"
+#include "wheel/metadata.h"
+#include "wheel/reader.h"
 
 namespace kiln::cli {
 
@@ -105,6 +112,35 @@ void print_result(const pipeline::Result& result, bool explain) {
   }
 }
 
+// pip and uv install a package without an extra it does not provide, with a warning: kiln builds
+// the same wheel either way (an extra selects requirements, not bytes) and warns as they do.
+void warn_of_missing_extras(const std::vector<std::string>& packages,
+                            const pipeline::Result& result) {
+  std::set<std::string> said;
+  for (const auto& spec : packages) {
+    auto requirement = packaging::parse_requirement(spec);
+    if (!requirement || requirement->extras.empty()) continue;
+    for (const auto& item : result.items) {
+      if (packaging::normalize_name(item.package) != requirement->normalized) continue;
+      auto metadata = wheel::read_wheel_file(item.wheel, [](std::string_view path) {
+        return path.ends_with(".dist-info/METADATA") && path.find('/') == path.rfind('/');
+      });
+      if (!metadata || !*metadata) continue;
+      std::vector<std::string> provided;
+      for (const auto& e : wheel::parse_metadata(**metadata).all("Provides-Extra"))
+        provided.push_back(packaging::normalize_name(e));
+      for (const auto& extra : requirement->extras) {
+        if (std::find(provided.begin(), provided.end(), extra) != provided.end() ||
+            !said.insert(cat(requirement->normalized, "[", extra, "]")).second)
+          continue;
+        log::warn(cat(item.package, " ", item.version, " does not provide the extra '", extra,
+                      "' (", provided.empty() ? "it has none" : cat("it has ", join(provided, ", ")),
+                      "); pip and uv install it without"));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
@@ -118,8 +154,9 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
   };
   auto opts = std::make_shared<Options>();
   sub.add_option("packages", opts->packages,
-                 "NAME, NAME==VERSION or NAME with specifiers, e.g. 'NAME>=1.6,<1.7' (default: "
-                 "every package)");
+                 "A requirement as pip reads it: NAME, NAME==VERSION, 'NAME>=1.6,<1.7', "
+                 "'NAME[extra]', 'NAME (>=1.6)', 'NAME; python_version>=\"3.12\"' (default: every "
+                 "package)");
   sub.add_option("-t,--target", opts->targets, "Target name or file (repeatable; default: default)")
       ->allow_extra_args(false);
   CLI::Option* archs_option =
@@ -156,6 +193,9 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
     opts->jobs = ctx.jobs(jobs, opts->jobs);
     resolve::Plan plan =
         resolve::make_plan(ctx.repository(), opts->packages, targets, opts->jobs, backend).value();
+    for (const auto& line : plan.ignored) log::info(line);
+    if (plan.items.empty() && !plan.ignored.empty())
+      log::info("nothing to build: no package's marker is true for the targets");
     if (!opts->expect_key.empty()) check_expected_key(plan, opts->expect_key);
     pipeline::Options po;
     po.cache = ctx.cache_path();
@@ -174,6 +214,7 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
     else
       print_result(result, opts->explain);
     if (result.error) raise(*result.error);
+    warn_of_missing_extras(opts->packages, result);
     return 0;
   };
 }

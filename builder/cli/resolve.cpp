@@ -183,6 +183,7 @@ std::function<int()> configure_resolve(CLI::App& sub, Context& ctx) {
     resolve::Plan plan =
         resolve::make_plan(ctx.repository(), packages, targets, 0, nullptr, every_target).value();
     for (const auto& skipped : plan.skipped_targets) log::warn(cat("left out ", skipped.message));
+    for (const auto& line : plan.ignored) log::info(line);
     if (opts->github_matrix) return print_github_matrix(plan, targets, target_names, opts->archs);
     return print_plan(plan, ctx.json);
   };

@@ -331,7 +331,7 @@ Planner::Planner(PlanInput input, ObjectCache& cache)
   ext_deps_.resize(ctx_.manifest->extensions.size());
   for (const auto& one : ctx_.archs.each()) arch_tokens_.push_back(one.canonical());
   for (const auto& a : ctx_.archs.archs())
-    archs_label_ += (archs_label_.empty() ? "" : ",") + a.sm_name();
+    archs_label_ += cat(archs_label_.empty() ? "" : ",", a.sm_name());
   // A host part needs its file's stub and module id, which the lowest arch's device pass
   // writes. With fewer device parts than slots, slots would idle while the device parts run:
   // the host parts then get the stub from a front-end job of their own (a few seconds), and run
@@ -519,7 +519,7 @@ Expected<SplitCommands> Planner::split_commands(const Unit& u, const SplitUnit& 
     return in_pid_namespace(std::move(steps));
   };
   for (std::size_t a = 0; a < su.devices.size(); ++a) {
-    c.device_depfiles.push_back(depfile(u, "." + arch_dir(su.device_labels[a])));
+    c.device_depfiles.push_back(depfile(u, cat(".", arch_dir(su.device_labels[a]))));
     KILN_TRY(Steps steps, with_depfile(su.devices[a].steps, c.device_depfiles.back()));
     c.device_steps.push_back(std::move(steps));
     c.device_keys.push_back(object_key("nvcc-device", join_commands(c.device_steps.back())));
@@ -630,7 +630,7 @@ std::vector<std::optional<std::size_t>> Planner::plan_devices(const Unit& u, con
     }
     if (!for_fatbin && front_end_jobs_) continue;  // the front-end job writes the stub
     Job job = steps_job(u, cat("nvcc ", u.name, " ", su.device_labels[a]), c.device_steps[a], c,
-                        "." + arch_dir(su.device_labels[a]) + ".log", 0.5 + 2.5 * u.share);
+                        cat(".", arch_dir(su.device_labels[a]), ".log"), 0.5 + 2.5 * u.share);
     job.outputs = outputs;
     job.on_success =
         store_device_part(cache_, keys_, keys, a, c.device_keys[a], c.device_depfiles[a], outputs);

@@ -4,7 +4,7 @@
 #include <cctype>
 
 #include "core/strings.h"
-#include "manifest/marker.h"
+#include "packaging/marker.h"
 #include "packaging/name.h"
 #include "packaging/specifier.h"
 #include "packaging/version.h"
@@ -12,6 +12,7 @@
 namespace kiln::manifest {
 
 using packaging::is_py_space;
+using packaging::is_valid_marker;
 using packaging::is_valid_specifier;
 
 namespace {

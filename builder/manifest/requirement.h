@@ -6,7 +6,7 @@
 
 namespace kiln::manifest {
 
-// As packaging's Requirement() takes it, the marker parsed (manifest/marker.h); no control
+// As packaging's Requirement() takes it, the marker parsed (packaging/marker.h); no control
 // characters but the tab.
 bool is_valid_requirement(std::string_view requirement);     // "einops", "torch>=2.7; extra == 'x'"
 std::string requirement_name(std::string_view requirement);  // normalised project name

@@ -5,6 +5,7 @@
 
 #include "core/strings.h"
 #include "packaging/limits.h"
+#include "packaging/marker.h"
 #include "packaging/name.h"
 
 namespace kiln::packaging {
@@ -238,21 +239,65 @@ std::string SpecifierSet::str() const {
   return join(parts, ",");
 }
 
+namespace {
+
+// "[a, b]" after the name: each extra a valid name, normalised; "" names none.
+Expected<std::vector<std::string>> take_extras(Scanner& s) {
+  std::vector<std::string> extras;
+  if (!s.skip('[')) return extras;
+  s.skip_spaces();
+  if (s.skip(']')) return extras;
+  while (true) {
+    s.skip_spaces();
+    std::string_view extra =
+        s.take_while([](char c) { return is_ascii_alnum(c) || is_separator(c); });
+    if (!is_valid_project_name(extra))
+      return Error::bad_input("an extra in [...] is not a name (letters, digits, '.', '_', '-')");
+    extras.push_back(normalize_name(extra));
+    s.skip_spaces();
+    if (s.skip(']')) return extras;
+    if (!s.skip(','))
+      return Error::bad_input("the extras are not a list like [a,b] (no closing ']'?)");
+  }
+}
+
+}  // namespace
+
+// NAME WS? ("[" extras "]")? WS? ("(" specifiers ")" | specifiers)? (";" marker)?: PEP 508 as pip
+// reads a command-line requirement, but for a URL (kiln builds what its manifests name).
 Expected<Requirement> parse_requirement(std::string_view text) {
   Requirement r;
   r.text = std::string(text);
-  Scanner s(trim(text));
-  r.name = std::string(s.take_while([](char c) { return is_ascii_alnum(c) || is_separator(c); }));
-  std::string_view rest = trim(s.rest());
   auto bad = [&](std::string_view why) {
     return Error::bad_input(cat("bad package spec '", printable_excerpt(text), "': ", why));
   };
+  std::string_view body = trim(text);
+  if (std::size_t semi = body.find(';'); semi != std::string_view::npos) {
+    r.marker = std::string(trim(body.substr(semi + 1)));
+    if (!is_valid_marker(r.marker))
+      return bad("the marker after ';' is not PEP 508's, e.g. 'NAME; python_version >= \"3.12\"'");
+    body = trim(body.substr(0, semi));
+  }
+  Scanner s(body);
+  r.name = std::string(s.take_while([](char c) { return is_ascii_alnum(c) || is_separator(c); }));
   if (r.name.size() > kMaxNameBytes)
     return bad(cat("the name is longer than ", kMaxNameBytes, " bytes"));
+  s.skip_spaces();
+  auto extras = take_extras(s);
+  if (!extras) return bad(extras.error().message);
+  r.extras = std::move(*extras);
+  std::string_view rest = trim(s.rest());
+  if (rest.starts_with('@'))
+    return bad("kiln builds what its manifests name, not a URL: give NAME or NAME==VERSION");
+  if (rest.starts_with('(')) {
+    if (!rest.ends_with(')')) return bad("no ')' closes the '(' of the version specifiers");
+    rest = trim(rest.substr(1, rest.size() - 2));
+  }
   if (!is_valid_project_name(r.name) ||
       (!rest.empty() && std::string_view("=!~<>").find(rest[0]) == std::string_view::npos))
     return bad(
-        "expected NAME, NAME==VERSION or NAME with version specifiers, e.g. 'NAME>=1.6,<1.7'");
+        "expected a requirement as pip reads one: NAME, NAME==VERSION, 'NAME>=1.6,<1.7', "
+        "'NAME[extra]', 'NAME (>=1.6)' or 'NAME; MARKER'");
   auto specs = parse_specifiers(rest);
   if (!specs) return bad(specs.error().message);
   r.specifiers.specs_ = std::move(*specs);

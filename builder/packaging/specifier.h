@@ -1,6 +1,7 @@
 // Version specifiers: packaging's verdict on a specifier set as METADATA writes one
 // (is_valid_specifier_set), and requirements as pip reads them on the command line: NAME,
-// NAME==VERSION, NAME>=A,<B, ~=, !=, <, >, <=, >=, === (matched as packaging 26 matches them).
+// NAME==VERSION, NAME>=A,<B, ~=, !=, <, >, <=, >=, === (matched as packaging 26 matches them),
+// with extras, a parenthesised specifier list and a marker.
 #pragma once
 
 #include <string>
@@ -56,12 +57,16 @@ class SpecifierSet {
   std::vector<Specifier> specs_;
 };
 
-// A package argument: "causal-conv1d", "causal-conv1d==1.7", "causal-conv1d>=1.6,<1.7".
+// A package argument as pip reads one (PEP 508 but a URL): "causal-conv1d",
+// "causal-conv1d==1.7", "causal-conv1d>=1.6,<1.7", "causal-conv1d[dev]", "causal-conv1d (>=1.6)",
+// "causal-conv1d; python_version >= '3.12'".
 struct Requirement {
   std::string name;        // as written
   std::string normalized;  // PEP 503
+  std::vector<std::string> extras;  // normalised, as written in order
   SpecifierSet specifiers;
-  std::string text;  // the argument
+  std::string marker;  // after ';', trimmed; "" when none (checked: packaging/marker.h)
+  std::string text;    // the argument
 };
 
 // Errors are BadInput and name the argument.

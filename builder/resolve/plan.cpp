@@ -8,6 +8,7 @@
 #include "core/hash.h"
 #include "core/strings.h"
 #include "manifest/backend.h"
+#include "packaging/marker.h"
 #include "packaging/specifier.h"
 #include "packaging/wheel_name.h"
 #include "toolchain/compiler.h"
@@ -221,11 +222,44 @@ std::string target_local_label(const ResolvedTarget& target) {
 
 namespace {
 
-// A selected manifest and the local labels its argument named.
+// "3.12" of the target's Python: the probed interpreter's, else its tag's, else the target's
+// `python.version`; "" when none is known (an interpreter not probed for a pure package).
+std::string python_minor(const ResolvedTarget& rt) {
+  if (rt.python) {
+    auto parts = split(rt.python->version, ".");
+    if (parts.size() >= 2) return cat(parts[0], ".", parts[1]);
+  }
+  std::string_view tag = rt.python_tag;
+  if (tag.size() > 3 && tag.starts_with("cp")) return cat(tag.substr(2, 1), ".", tag.substr(3));
+  return rt.target.python_version;
+}
+
+}  // namespace
+
+packaging::MarkerEnvironment marker_environment(const ResolvedTarget& rt) {
+  packaging::MarkerEnvironment env = {
+      {"os_name", "posix"},         {"sys_platform", "linux"},
+      {"platform_system", "Linux"}, {"platform_machine", "x86_64"},
+      {"extra", ""},                {"implementation_name", "cpython"},
+      {"platform_python_implementation", "CPython"},
+  };
+  if (std::string minor = python_minor(rt); !minor.empty()) env["python_version"] = minor;
+  if (rt.python) {
+    env["python_full_version"] = rt.python->version;
+    env["implementation_version"] = rt.python->version;
+  }
+  return env;
+}
+
+namespace {
+
+// A selected manifest, the local labels its arguments named and their markers ("" for an
+// argument without one: it applies everywhere).
 struct Selected {
   const Manifest* manifest;
   std::string spec;
   std::vector<std::string> labels;
+  std::vector<std::string> markers;
 };
 
 Expected<std::vector<Selected>> select_packages(const manifest::Repository& repo,
@@ -233,7 +267,7 @@ Expected<std::vector<Selected>> select_packages(const manifest::Repository& repo
   std::vector<Selected> selected;
   if (packages.empty()) {
     KILN_TRY(std::vector<const Manifest*> newest, repo.newest_of_each());
-    for (const Manifest* m : newest) selected.push_back({m, m->name, {}});
+    for (const Manifest* m : newest) selected.push_back({m, m->name, {}, {""}});
     return selected;
   }
   for (const auto& spec : packages) {
@@ -242,10 +276,12 @@ Expected<std::vector<Selected>> select_packages(const manifest::Repository& repo
     std::vector<std::string> labels = requirement.specifiers.local_labels();
     auto same = std::find_if(selected.begin(), selected.end(),
                              [&](const Selected& s) { return s.manifest == m; });
-    if (same == selected.end())
-      selected.push_back({m, spec, std::move(labels)});
-    else
+    if (same == selected.end()) {
+      selected.push_back({m, spec, std::move(labels), {requirement.marker}});
+    } else {
       same->labels.insert(same->labels.end(), labels.begin(), labels.end());
+      same->markers.push_back(requirement.marker);
+    }
   }
   return selected;
 }
@@ -267,6 +303,32 @@ Expected<void> override_backend(Plan& plan, std::vector<const Manifest*>& select
     m = copy.get();
   }
   return {};
+}
+
+// Whether an argument naming the package applies to the target: one without a marker, or one
+// whose marker is true there (a false one is left out as pip leaves it out, and said in `ignored`).
+Expected<bool> applies(const Selected& s, const ResolvedTarget& rt, std::vector<std::string>& ignored) {
+  packaging::MarkerEnvironment env = marker_environment(rt);
+  for (const auto& marker : s.markers) {
+    if (marker.empty()) return true;
+    auto value = packaging::evaluate_marker(marker, env);
+    if (!value)
+      return Error::bad_input(cat("'", s.spec, "' for target ", rt.target.name, ": ",
+                                  value.error().message));
+    if (*value) return true;
+  }
+  std::string python = python_minor(rt);
+  ignored.push_back(cat("ignoring '", s.spec, "' for target ", rt.target.name,
+                        python.empty() ? std::string() : cat(" (Python ", python, ")"),
+                        ": its marker is false there"));
+  return false;
+}
+
+bool any_marker(const std::vector<Selected>& chosen) {
+  return std::any_of(chosen.begin(), chosen.end(), [](const Selected& s) {
+    return std::any_of(s.markers.begin(), s.markers.end(),
+                       [](const std::string& m) { return !m.empty(); });
+  });
 }
 
 // A local label in a package's argument names the wheel kiln builds for one target: it must be
@@ -310,6 +372,10 @@ Expected<Plan> make_plan(const manifest::Repository& repo, const std::vector<std
   for (const auto& target : targets) {
     if (!compiled) {
       plan.targets.push_back(ResolvedTarget{target, json::object(), "", {}, {}, {}, {}});
+      // A marker may name the Python: probed then (its result enters no key).
+      if (any_marker(chosen))
+        if (auto python = toolchain::probe_python(target.interpreter()))
+          plan.targets.back().python = std::move(*python);
       continue;
     }
     auto rt = resolve_target(target);
@@ -323,6 +389,8 @@ Expected<Plan> make_plan(const manifest::Repository& repo, const std::vector<std
   if (plan.targets.empty() && !plan.skipped_targets.empty()) return plan.skipped_targets.front();
   for (const auto& rt : plan.targets) {
     for (std::size_t i = 0; i < selected.size(); ++i) {
+      KILN_TRY(bool wanted, applies(chosen[i], rt, plan.ignored));
+      if (!wanted) continue;
       KILN_CHECK(check_labels(chosen[i], *selected[i], rt));
       KILN_TRY(PlanItem item, plan_item(*selected[i], rt, slots, plan.build_env));
       plan.items.push_back(std::move(item));

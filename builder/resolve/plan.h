@@ -12,6 +12,7 @@
 
 #include "core/expected.h"
 #include "manifest/repository.h"
+#include "packaging/marker.h"
 #include "toolchain/compiler.h"
 #include "toolchain/cuda.h"
 #include "toolchain/python.h"
@@ -71,7 +72,14 @@ struct Plan {
   std::vector<std::shared_ptr<const manifest::Manifest>> overridden;  // copies with another backend
   // With skip_unusable_targets: the targets left out, each with why (their probes failed here).
   std::vector<Error> skipped_targets;
+  // A line per (argument, target) left out because the argument's marker is false there.
+  std::vector<std::string> ignored;
 };
+
+// The marker environment a target's wheels install into, as far as kiln knows it: Linux on
+// x86_64, CPython, its Python's version ("python_full_version" and "implementation_version" once
+// the interpreter was probed); "extra" empty.
+packaging::MarkerEnvironment marker_environment(const ResolvedTarget& target);
 
 // What the target asks of the CUDA toolkit, for toolchain::make_cuda_source.
 toolchain::CudaRequest cuda_request(const manifest::Target& target);
@@ -85,7 +93,8 @@ int shard_count(int units, int slots);
 // minor of its torch (the pinned one, or the environment's once probed).
 std::string target_local_label(const ResolvedTarget& target);
 
-// `packages`: requirements as pip reads them (manifest::Repository::select); a local label
+// `packages`: requirements as pip reads them (manifest::Repository::select), a marker evaluated
+// per target (marker_environment; false: the pair is left out, in Plan::ignored); a local label
 // ("==1.7.0+cu130torch2.11") must be the one each target gives the package's wheels, else a
 // usage error naming both. Empty: the newest manifest of every package but test fixtures.
 // `backend`: build them with this backend instead of their manifests' (it is part of their keys).

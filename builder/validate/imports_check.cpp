@@ -5,6 +5,7 @@
 // and fails here, without importing anything. The Python text is scanned in one forward pass, no
 // recursion: strings and comments skipped, logical lines joined, blocks tracked by indentation.
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -463,11 +464,36 @@ std::string package_of(const std::string& path) {
   return slash == std::string::npos ? "" : dots(path.substr(0, slash));
 }
 
+// The module a Python file is: "a.b" for a/b.py and a/b/__init__.py.
+std::string module_of(const std::string& path) {
+  std::string m = path.ends_with("/__init__.py") ? path.substr(0, path.size() - 12)
+                                                 : path.substr(0, path.size() - 3);
+  return dots(m);
+}
+
+// The wheel's modules that only a platform's branch imports (psutil's _pswindows, imported under
+// `elif WINDOWS:`): imported somewhere, and never but under a platform condition. Their own
+// imports are that platform's (psutil._psutil_windows), not reported.
+std::set<std::string> platform_modules(
+    const std::map<std::string, std::vector<PyImport>>& imports) {
+  std::set<std::string> on_a_platform, everywhere;
+  for (const auto& [path, list] : imports) {
+    for (const auto& im : list) {
+      if (im.type_checking) continue;
+      std::set<std::string>& into = im.platform ? on_a_platform : everywhere;
+      into.insert(im.module);
+      for (const auto& name : im.names) into.insert(cat(im.module, ".", name));
+    }
+  }
+  std::set<std::string> out;
+  std::set_difference(on_a_platform.begin(), on_a_platform.end(), everywhere.begin(),
+                      everywhere.end(), std::inserter(out, out.end()));
+  return out;
+}
+
 void check_file(const Layout& l, const LoadedWheel& w, const std::string& path,
-                const std::string& text, Findings& f, std::size_t& count) {
-  std::string package = package_of(path);
-  for (const auto& im : scan_imports(text, package)) {
-    ++count;
+                const std::vector<PyImport>& imports, Findings& f) {
+  for (const auto& im : imports) {
     if (im.type_checking || im.platform) continue;  // not run, or not on every platform
     auto report = [&](const std::string& line) {
       std::string at = cat(path, ":", im.line, ": ");
@@ -539,13 +565,18 @@ CheckResult check_imports(const LoadedWheel& w) {
     if (defines_any_name(it->second)) l.open_packages.insert(package);
   }
   Findings f("imports");
-  std::size_t count = 0, files = 0;
+  std::size_t count = 0;
+  std::map<std::string, std::vector<PyImport>> imports;  // by site path
   for (const auto& [name, text] : w.python_files) {
     std::string path = site_path(w, name);
     if (path.empty()) continue;
-    ++files;
-    check_file(l, w, path, text, f, count);
+    auto& list = imports[path] = scan_imports(text, package_of(path));
+    count += list.size();
   }
+  const std::set<std::string> elsewhere = platform_modules(imports);
+  for (const auto& [path, list] : imports)
+    if (!elsewhere.count(module_of(path))) check_file(l, w, path, list, f);
+  std::size_t files = imports.size();
   for (const auto& name : w.python_skipped) f.warn(cat(name, " was not scanned: it is too large"));
   check_init_symbols(w, f);
   f.data()["python_files"] = files;

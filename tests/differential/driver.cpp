@@ -8,7 +8,9 @@
 // fields, as "fields"), index_wheel_filename (the same, as the index reads a name), sort (the
 // input's lines, which must each be a version, sorted: the order as "order", indexes into the
 // lines, a stable sort), same_version ("METADATA_VERSION\nFILE_NAME": validate's verdict on
-// whether the two are one version, as pip's Version(metadata) == the file name's version).
+// whether the two are one version, as pip's Version(metadata) == the file name's version),
+// marker_eval (the marker's value in kTargetEnvironment, as "fields"; an error is a "no", as
+// Marker.evaluate_prepared raising).
 #include <algorithm>
 #include <iostream>
 #include <optional>
@@ -18,7 +20,7 @@
 
 #include "core/strings.h"
 #include "index/model.h"
-#include "manifest/marker.h"
+#include "packaging/marker.h"
 #include "manifest/requirement.h"
 #include "packaging/specifier.h"
 #include "packaging/version.h"
@@ -42,6 +44,20 @@ nlohmann::json fields(const packaging::WheelFileName& w) {
   }
   return {w.project, w.parsed_version.str(), build, w.tags()};
 }
+
+// A target's environment as resolve::marker_environment makes one (oracle.py holds the same).
+const packaging::MarkerEnvironment kTargetEnvironment = {
+    {"os_name", "posix"},
+    {"sys_platform", "linux"},
+    {"platform_system", "Linux"},
+    {"platform_machine", "x86_64"},
+    {"extra", ""},
+    {"implementation_name", "cpython"},
+    {"platform_python_implementation", "CPython"},
+    {"python_version", "3.12"},
+    {"python_full_version", "3.12.7"},
+    {"implementation_version", "3.12.7"},
+};
 
 // The lines' indexes in PEP 440 order, equal versions in the order they came; none when a line is
 // no version.
@@ -69,7 +85,7 @@ nlohmann::json verdict(const std::string& kind, const std::string& input) {
   } else if (kind == "specifier") {
     ok = packaging::is_valid_specifier_set(input);
   } else if (kind == "marker") {
-    ok = manifest::is_valid_marker(input);
+    ok = packaging::is_valid_marker(input);
   } else if (kind == "requirement") {
     ok = manifest::is_valid_requirement(input);
   } else if (kind == "metadata") {
@@ -86,6 +102,10 @@ nlohmann::json verdict(const std::string& kind, const std::string& input) {
                                          : index::index_wheel_name(input);
     if (!name) return {{"ok", false}, {"why", name.error().message}};
     return {{"ok", true}, {"fields", fields(*name)}};
+  } else if (kind == "marker_eval") {
+    auto value = packaging::evaluate_marker(input, kTargetEnvironment);
+    if (!value) return {{"ok", false}, {"why", value.error().message}};
+    return {{"ok", true}, {"fields", *value}};
   } else if (kind == "sort") {
     auto order = sorted_order(split(input, "\n"));
     if (!order) return {{"ok", false}, {"why", "a line is no version"}};

@@ -163,6 +163,50 @@ def marker_templates(rnd, n):
     return out
 
 
+def marker_values(rnd, n):
+    """Markers that parse, whose values vary in a target's environment (Python 3.12.7 on Linux):
+    versions on both sides, text comparisons, in/not in, escapes, extras."""
+    values = {
+        "python_version": ["3.12", "3.11", "3.13", "3", "3.12.0", "3.12.*", "3.*", "2.7", "abc",
+                           "3.12rc1", "3.12+local", "v3.12", "3.1"],
+        "python_full_version": ["3.12.7", "3.12", "3.12.7+", "3.12.*", "3.12.8.dev1", "3.12.7.0"],
+        "implementation_version": ["3.12.7", "3.12"],
+        "os_name": ["posix", "nt", "pos", "osix", "POSIX"],
+        "sys_platform": ["linux", "linux2", "win32", "darwin", "lin"],
+        "platform_system": ["Linux", "Windows", "linux", "inu"],
+        "platform_machine": ["x86_64", "aarch64", "x86", "AMD64"],
+        "implementation_name": ["cpython", "pypy"],
+        "platform_python_implementation": ["CPython", "PyPy"],
+        "extra": ["", "dev", "Dev_Test", "a.b", "x"],
+        "platform_release": ["6.1"],
+    }
+    names = list(values) + ["os.name", "sys.platform", "platform.machine", "python_implementation",
+                            "platform.python_implementation"]
+    ops = ["==", "!=", "<", "<=", ">", ">=", "~=", "===", "in", "not in"]
+    quote = lambda v: rnd.choice(["'%s'", '"%s"']) % v
+    out = []
+    for _ in range(n):
+        parts = []
+        for _ in range(rnd.randint(1, 4)):
+            name = rnd.choice(names)
+            key = {"os.name": "os_name", "sys.platform": "sys_platform",
+                   "platform.machine": "platform_machine",
+                   "python_implementation": "platform_python_implementation",
+                   "platform.python_implementation": "platform_python_implementation"}.get(name, name)
+            value = rnd.choice(values[key])
+            if rnd.random() < 0.05:
+                value = value.replace("o", "\\x6f").replace("3", "\\u0033")
+            op = rnd.choice(ops)
+            item = (f"{quote(value)} {op} {name}" if rnd.random() < 0.3
+                    else f"{name} {op} {quote(value)}")
+            parts.append("(" + item + ")" if rnd.random() < 0.2 else item)
+        text = parts[0]
+        for p in parts[1:]:
+            text += rnd.choice([" and ", " or "]) + p
+        out.append(text if rnd.random() < 0.8 else "(" + text + ") or os_name == 'nt'")
+    return out
+
+
 def requirement_mutations(r, rnd, versions):
     out = [r, r.replace(" ", ""), r.replace(";", " ;"), r + " ", " " + r, r.replace("==", "==="),
            r.replace(">=", "~="), r.replace(">=", "=>"), r.replace(",", ", "), r.replace(",", ",,"),
@@ -295,6 +339,8 @@ def generate(corpus):
     for m in markers:
         items += [("marker", x) for x in marker_mutations(m, rnd)]
     items += [("marker", x) for x in marker_templates(rnd, 600)]
+    items += [("marker_eval", x) for k, x in list(items) if k == "marker"]
+    items += [("marker_eval", x) for x in marker_values(rnd, 2000)]
     for r in requirements:
         items += [("requirement", x) for x in requirement_mutations(r, rnd, all_versions)]
     items += [("requirement", r) for r in ["cffi>=2.0.0b", "cffi>=1.0-1", "cffi>=1.0.post",

@@ -34,6 +34,19 @@ def same_version(s):
         raise ValueError("not the same version")
 
 
+# tests/differential/driver.cpp's kTargetEnvironment: what kiln knows of a target's Python.
+TARGET_ENVIRONMENT = {
+    "os_name": "posix", "sys_platform": "linux", "platform_system": "Linux",
+    "platform_machine": "x86_64", "extra": "", "implementation_name": "cpython",
+    "platform_python_implementation": "CPython", "python_version": "3.12",
+    "python_full_version": "3.12.7", "implementation_version": "3.12.7",
+}
+
+
+def marker_value(s):
+    return {"fields": Marker(s).evaluate_prepared(TARGET_ENVIRONMENT)}
+
+
 def order(s):
     lines = s.split("\n")
     versions = [Version(line) for line in lines]
@@ -51,6 +64,7 @@ CHECKS = {
     "index_wheel_filename": wheel_fields,
     "sort": order,
     "same_version": same_version,
+    "marker_eval": marker_value,
 }
 
 for line in sys.stdin:

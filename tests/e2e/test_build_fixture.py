@@ -6,11 +6,13 @@ import json
 import os
 import re
 import subprocess
+import threading
+import time
 import unittest
 import zipfile
 from pathlib import Path
 
-from kilntest import KilnTestCase
+from kilntest import KILN, KilnTestCase
 
 
 def sha256(path):
@@ -23,8 +25,35 @@ class BuildFixtureTest(KilnTestCase):
                          check=0, cwd=project, timeout=3000)
         return json.loads(proc.stdout)
 
+    def build_logged(self, cache):
+        """A cold build as CI runs it (stderr a pipe, no terminal): its result and the longest
+        time its log was silent, from the start to the end."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("KILN_")}
+        env.update(KILN_CONFIG="/dev/null", KILN_CACHE=str(cache))
+        start = time.monotonic()
+        proc = subprocess.Popen([KILN, "--cache", str(cache), "build", "kiln-demo", "--json"],
+                                cwd=self.project, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        times, lines = [start], []
+
+        def read_log():
+            for line in proc.stderr:
+                times.append(time.monotonic())
+                lines.append(line)
+        reader = threading.Thread(target=read_log)
+        reader.start()
+        out = proc.stdout.read()
+        proc.wait(timeout=3000)
+        reader.join()
+        times.append(time.monotonic())
+        self.assertEqual(proc.returncode, 0, "".join(lines))
+        gaps = [b - a for a, b in zip(times, times[1:])]
+        return json.loads(out), max(gaps), "".join(lines)
+
     def test_build_is_reproducible_cached_sharded_per_arch_and_well_formed(self):
-        first = self.build(self.fresh_cache("c1"))
+        first, silent, log = self.build_logged(self.fresh_cache("c1"))
+        # Issue 51: a CI log is never silent for long (a status line after 20 s without a line).
+        self.assertLessEqual(silent, 30, log)
         item = first["items"][0]
         wheel = Path(item["wheel"])
         self.assertRegex(wheel.name, r"^kiln_demo-0\.1\.0\+cu130torch2\.11-cp3\d+-cp3\d+-manylinux_2_\d+_x86_64\.whl$")

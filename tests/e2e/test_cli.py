@@ -3,6 +3,7 @@
 import hashlib
 import re
 import shutil
+import socket
 import unittest
 from pathlib import Path
 
@@ -93,6 +94,23 @@ class CliTest(KilnTestCase):
         proc = self.kiln("resolve", "--archs", "sm_35", check=2)
         self.assertIn("older than any CUDA 12 or 13 toolkit builds (CUDA 12 builds sm_50 and newer, "
                       "CUDA 13 sm_75 and newer)", proc.stderr)
+
+    def test_common_errors_name_the_next_step(self):
+        """Issue 51: an --offline build that misses a file says to fetch it first; a busy port
+        says --port 0."""
+        empty = self.tmp / "empty-cache"
+        proc = self.kiln("--cache", str(empty), "build", "fla-core", "--offline")
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("fetch it first where the network is reachable (`kiln fetch` with the same "
+                      "packages and --target, into this cache), then build --offline", proc.stderr)
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            port = taken.getsockname()[1]
+            proc = self.kiln("--cache", str(empty), "serve", "--host", "127.0.0.1", "--port",
+                             str(port), timeout=60)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("give another with --port, or --port 0 for a free one", proc.stderr)
 
     def test_target_option_takes_one_value_per_use(self):
         out = self.kiln("resolve", "--json", "--target", "default", "kiln-demo", check=0).stdout

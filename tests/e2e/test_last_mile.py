@@ -396,6 +396,43 @@ class LastMileTest(LastMileCase):
         self.assertRegex(text, r"kiln: 127\.0\.0\.1 GET /default/simple/torch/ 307 ")
         self.assertRegex(text, r"kiln: 127\.0\.0\.1 GET /default/simple/causal-conv1d/ 200 ")
 
+    def test_requirement_forms_build_what_pip_picks_from_kiln(self):
+        """Issue 51: a package argument is a requirement as pip reads it (extras, a marker, the
+        parenthesised form): `kiln build FORM` builds the very wheel pip's resolver picks from
+        kiln's index for the same string, and nothing where the marker is false for the target."""
+        cache = self.persistent_cache()
+        up = self.upstream()
+        served = self.serve(cache, "--fallback-url", up.url)
+        index = served.index("default")
+        forms = {
+            "causal-conv1d[dev]": "causal-conv1d",  # an extra it does not provide: pip warns
+            "flash-linear-attention[conv1d]": "flash-linear-attention",  # one it does
+            'causal-conv1d; python_version>"3"': "causal-conv1d",
+            "causal-conv1d (>=1.6)": "causal-conv1d",
+            'causal-conv1d; python_version<"3"': None,
+        }
+        for form, name in forms.items():
+            with self.subTest(form=form):
+                built = self.kiln("--cache", str(cache), "--json", "build", form, check=0,
+                                  timeout=900)
+                items = json.loads(built.stdout)["items"]
+                proc, resolved = self.pip_resolve(["--index-url", index, form])
+                if name is None:
+                    self.assertEqual(items, [])
+                    self.assertIn("nothing to build", built.stderr)
+                    self.assertIn("its marker is false there", built.stderr)
+                    self.assertEqual(resolved, {}, proc.stderr)
+                    self.assertIn("Ignoring causal-conv1d", proc.stdout + proc.stderr)
+                    continue
+                self.assertEqual([normalize(i["package"]) for i in items], [name])
+                picked = urllib.parse.unquote(resolved[name]["url"].rsplit("/", 1)[-1].split("#")[0])
+                self.assertEqual(Path(items[0]["wheel"]).name, picked)
+                extra_warning = "does not provide the extra 'dev'"
+                self.assertEqual(extra_warning in built.stderr, form.endswith("[dev]"), built.stderr)
+                self.assertEqual(extra_warning in proc.stdout + proc.stderr, form.endswith("[dev]"))
+                if "[conv1d]" in form:
+                    self.assertIn("causal-conv1d", resolved)  # the extra's requirement, from kiln
+
     def test_serve_install_commands_install_into_fresh_environments(self):
         cache = self.persistent_cache()
         up = self.upstream()

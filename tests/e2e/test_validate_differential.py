@@ -110,6 +110,12 @@ class DifferentialTest(unittest.TestCase):
               f"version for packaging", file=sys.stderr)
         self.assertGreaterEqual(len(pairs), 1000)
         self.assertTrue(0.3 * len(pairs) < sum(pairs) < 0.9 * len(pairs), "both verdicts, often")
+        values = [t.get("fields") for (k, _), t in zip(items, theirs)
+                  if k == "marker_eval" and t.get("ok")]
+        print(f"markers evaluated in a target's environment: {len(values)}, {sum(values)} true",
+              file=sys.stderr)
+        self.assertGreaterEqual(len(values), 1000)
+        self.assertTrue(0.1 * len(values) < sum(values) < 0.9 * len(values), "both values, often")
         by_kind = collections.Counter(k for k, *_ in differ)
         self.assertEqual(len(differ), 0, f"{len(differ)} disagreements: {dict(by_kind)}")
 

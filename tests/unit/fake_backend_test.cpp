@@ -111,4 +111,39 @@ TEST(Backends, EveryRowHasItsBuild) {
   EXPECT_EQ(manifest::backends().size(), compile::implementations().size());
 }
 
+// A package argument's marker is evaluated per target (issue 51): where it is false the package
+// is left out for that target, as pip ignores it; a marker naming what kiln does not know of a
+// target is an error naming it.
+TEST_F(FakeBackendTest, MarkersChooseTheTargetsAPackageIsBuiltFor) {
+  auto repo =
+      manifest::Repository::load(dir_->path() / "manifests", dir_->path() / "patches", "manifests")
+          .value();
+  manifest::Target py312, py311;
+  py312.name = "py312";
+  py312.python_version = "3.12";
+  py311.name = "py311";
+  py311.python_version = "3.11";
+  auto plan =
+      resolve::make_plan(repo, {"demo; python_version >= '3.12'"}, {py312, py311}, 1).value();
+  ASSERT_EQ(plan.items.size(), 1u);
+  EXPECT_EQ(plan.items[0].target_name, "py312");
+  ASSERT_EQ(plan.ignored.size(), 1u);
+  EXPECT_EQ(plan.ignored[0],
+            "ignoring 'demo; python_version >= '3.12'' for target py311 (Python 3.11): its marker "
+            "is false there");
+  EXPECT_TRUE(resolve::make_plan(repo, {"demo; os_name == 'nt'"}, {py312}, 1).value().items.empty());
+  // Named twice: the argument without a marker applies everywhere.
+  EXPECT_EQ(resolve::make_plan(repo, {"demo; os_name == 'nt'", "demo[x]"}, {py312}, 1)
+                .value()
+                .items.size(),
+            1u);
+  auto unknown = resolve::make_plan(repo, {"demo; platform_release >= '6'"}, {py312}, 1);
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message.find("'demo; platform_release >= '6'' for target py312: the "
+                                         "marker 'platform_release >= '6'' does not evaluate: it "
+                                         "names platform_release, whose value is not known here"),
+            std::string::npos)
+      << unknown.error().message;
+}
+
 }  // namespace kiln

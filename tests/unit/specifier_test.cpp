@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "packaging/marker.h"
+
 namespace kiln::packaging {
 
 namespace {
@@ -88,6 +90,58 @@ TEST(SpecifierTest, LocalLabels) {
   EXPECT_EQ(bare.filter({"1.6.1", "1.7.0"}), std::vector<std::string>{"1.7.0"});
 }
 
+// The forms pip takes on its command line (the README's "a requirement as pip reads it"); each
+// was "bad package spec" before issue 51.
+TEST(SpecifierTest, RequirementsAsPipReadsThem) {
+  auto extras = parse_requirement("causal-conv1d[dev, Test_Extra]").value();
+  EXPECT_EQ(extras.normalized, "causal-conv1d");
+  EXPECT_EQ(extras.extras, (std::vector<std::string>{"dev", "test-extra"}));
+  EXPECT_TRUE(extras.specifiers.empty());
+  EXPECT_TRUE(parse_requirement("causal-conv1d[]").value().extras.empty());
+  auto marker = parse_requirement("causal-conv1d>=1.6; python_version>\"3\"").value();
+  EXPECT_EQ(marker.specifiers.str(), ">=1.6");
+  EXPECT_EQ(marker.marker, "python_version>\"3\"");
+  auto paren = parse_requirement("causal-conv1d (>=1.6, <2)").value();
+  EXPECT_EQ(paren.specifiers.str(), ">=1.6,<2");
+  EXPECT_TRUE(paren.marker.empty());
+  auto all = parse_requirement(" causal-conv1d [dev] (==1.6.0) ; os_name == 'posix' ").value();
+  EXPECT_EQ(all.extras, std::vector<std::string>{"dev"});
+  EXPECT_EQ(all.specifiers.str(), "==1.6.0");
+  EXPECT_EQ(all.marker, "os_name == 'posix'");
+}
+
+// Marker.evaluate's answers (packaging 26.4) in a target's environment.
+TEST(SpecifierTest, MarkersEvaluateAsPackagingDoes) {
+  MarkerEnvironment env = {{"python_version", "3.12"},  {"python_full_version", "3.12.7"},
+                           {"os_name", "posix"},        {"sys_platform", "linux"},
+                           {"platform_system", "Linux"}, {"extra", ""},
+                           {"platform_python_implementation", "CPython"}};
+  auto value = [&](const char* marker) { return evaluate_marker(marker, env).value(); };
+  EXPECT_TRUE(value("python_version > \"3\""));       // as a version: 3.12 > 3
+  EXPECT_TRUE(value("python_version > '3.9'"));        // not as text ("3.12" < "3.9")
+  EXPECT_FALSE(value("python_version < \"3\""));
+  EXPECT_TRUE(value("python_version == '3.12.*'"));
+  EXPECT_TRUE(value("python_full_version ~= '3.12.0'"));
+  EXPECT_TRUE(value("'3.11' < python_version"));        // the variable on the right
+  EXPECT_TRUE(value("os.name == 'posix' and sys_platform != 'win32'"));
+  EXPECT_TRUE(value("os_name == 'nt' and sys_platform == 'win32' or platform_system == 'Linux'"));
+  EXPECT_FALSE(value("os_name == 'nt' and (sys_platform == 'win32' or platform_system == 'Linux')"));
+  EXPECT_TRUE(value("'lin' in sys_platform and 'z' not in os_name"));
+  EXPECT_TRUE(value("python_implementation == 'CPython'"));
+  EXPECT_TRUE(value("os_name == '\\x70osix'"));         // escapes as Python reads them
+  EXPECT_FALSE(value("extra == 'dev'"));
+  // Text where no version: packaging 26 orders no text (< and > false, <= and >= equality).
+  EXPECT_FALSE(value("python_version == 'abc' or os_name > 'nt' or os_name < 'nt'"));
+  EXPECT_TRUE(value("os_name >= 'posix' and python_version != 'abc'"));
+  // packaging raises: an unknown value, ~= on text.
+  auto unknown = evaluate_marker("platform_release >= '6'", env);
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message.find("it names platform_release, whose value is not known"),
+            std::string::npos);
+  EXPECT_FALSE(evaluate_marker("os_name ~= 'posix'", env));
+  EXPECT_FALSE(evaluate_marker("python_version >", env));
+}
+
 TEST(SpecifierTest, Requirements) {
   auto r = parse_requirement("Causal_Conv1d >= 1.6, <1.7").value();
   EXPECT_EQ(r.name, "Causal_Conv1d");
@@ -106,8 +160,13 @@ TEST(SpecifierTest, Requirements) {
            {"causal-conv1d~=1", "~= needs at least two release numbers"},
            {"causal-conv1d>=1.7+cu130", "a local label (+cu130) goes only with == and !="},
            {"causal-conv1d==1.7rc1.*", "a prefix ('.*') is release numbers only"},
-           {"causal-conv1d[x]", "expected NAME, NAME==VERSION"},
-           {"==1.7", "expected NAME, NAME==VERSION"},
+           {"causal-conv1d[x", "the extras are not a list like [a,b]"},
+           {"causal-conv1d[-x]", "an extra in [...] is not a name"},
+           {"causal-conv1d (>=1.6", "no ')' closes the '('"},
+           {"causal-conv1d; python_version >", "the marker after ';' is not PEP 508's"},
+           {"causal-conv1d @ https://x.invalid/a.whl", "not a URL"},
+           {"causal-conv1d 1.6", "expected a requirement as pip reads one"},
+           {"==1.7", "expected a requirement as pip reads one"},
            {"causal-conv1d>=1.6,", "expected an operator"},
        }) {
     auto got = parse_requirement(b.spec);

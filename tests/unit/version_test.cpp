@@ -6,7 +6,7 @@
 #include <tuple>
 
 #include "core/strings.h"
-#include "manifest/marker.h"
+#include "packaging/marker.h"
 #include "manifest/requirement.h"
 #include "packaging/name.h"
 #include "packaging/specifier.h"
