@@ -54,6 +54,11 @@ index::Routes serve_routes(Context& ctx, const std::optional<std::string>& fallb
       continue;
     }
     index::TargetUpstream& up = routes.targets[name];
+    index::TargetFacts& facts = routes.declared[name];
+    facts.torch = target->torch_version;
+    facts.cuda = target->cuda_version;
+    for (const auto& w : target->torch_wheels) facts.python.push_back(w.python_tag);
+    facts.archs = split(target->archs.canonical(), ";");
     if (target->torch_index_url.empty()) continue;
     up.names = {"torch"};
     auto url = index::check_upstream_url(target->torch_index_url);

@@ -11,21 +11,27 @@ and inside `kiln doctor`, which runs it with the chosen interpreter and adds the
 the installed binaries (docs/doctor.md). Reports the interpreter, glibc, torch, Triton,
 transformers, the NVIDIA driver and GPUs (libcuda.so.1 through ctypes; --libcuda or KILN_LIBCUDA
 names another library: a test and diagnostic hook), causal-conv1d, fla, mamba-ssm and every wheel
-kiln built (imports, built for this torch), both fast paths, and the next commands. Nothing is
-installed or written. Exit status: 0 when the Gated DeltaNet fast path is ready, 1 when not, 2 on
-bad arguments (the Mamba-2 line informs, it does not decide).
+kiln built (imports, built for this torch), both fast paths, and the next commands: with
+--server (or KILN_SERVER), from the index of a target that server serves for this host, when one
+fits (it asks the server for its list of targets). Nothing is installed or written. Exit status:
+0 when the Gated DeltaNet fast path is ready, 1 when not, 2 on bad arguments (the Mamba-2 line
+informs, it does not decide).
 """
 
 import argparse
+import base64
 import ctypes
 import itertools
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
 import sysconfig
+import threading
 import urllib.parse
+import urllib.request
 
 DOCTOR_VERSION = 1
 
@@ -50,7 +56,23 @@ MAMBA2_KERNELS = ("causal_conv1d_fn", "causal_conv1d_update", "mamba_chunk_scan_
 # What each fast path needs built and installed, in the order the commands name them.
 PATH_PACKAGES = {"fast_path": ("causal-conv1d", "flash-linear-attention"),
                  "mamba2_fast_path": ("causal-conv1d", "mamba-ssm")}
+# What a package of a fast path needs from the same index besides itself (kiln's own names: the
+# index answers for them itself, so a target without them cannot install the package).
+SERVED_WITH = {"flash-linear-attention": ("fla-core",)}
 FLA_HOPPER_TRITON = (3, 7, 1)  # fla's gated chunk backward on Hopper needs Triton >= 3.7.1
+
+# --server: the targets `kiln serve` lists at "/" (PEP 691's JSON type), read from a stranger.
+JSON_TYPE = "application/vnd.pypi.simple.v1+json"
+MAX_TARGETS_BYTES = 4 << 20
+SERVER_DEADLINE = 10  # seconds for the whole exchange, name resolution included
+MAX_SERVED_TARGETS = 1000
+MAX_SERVED_PROJECTS = 10000
+MAX_SERVED_LIST = 1000
+# A target name as kiln serves one (index::is_valid_target_name): one URL path segment, one shell
+# word that needs no quoting. Any other name from the server is left out.
+TARGET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,127}\Z")
+# A version, tag, arch or project name from the server: anything else is taken as not stated.
+SERVED_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,99}\Z")
 
 # CUdevice_attribute: compute capability major and minor.
 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
@@ -625,11 +647,211 @@ def archs_of(gpus):
     return ";".join(ccs)
 
 
-def next_commands(report, server):
-    """The commands from this environment to a fast path: a target for its torch, Python and
-    GPUs, the build, kiln serve, pip's and uv's install. `commands_for` has them for each set of
-    missing paths (its key: the paths' names joined by "+"), since kiln's static checks may add
-    to what doctor.py finds missing; `commands` are those for the Gated DeltaNet path."""
+# --- the server's targets (--server) ----------------------------------------------------------
+
+
+def printable(text, limit=300):
+    """A stranger's text as one line of printable ASCII (other characters escaped: \\x1b), cut."""
+    out = []
+    for c in str(text)[:limit]:
+        out.append(c if " " <= c <= "~" else c.encode("unicode_escape").decode("ascii"))
+    return "".join(out) + ("..." if len(str(text)) > limit else "")
+
+
+def server_url(server):
+    """(the URL of the server's "/" without user info, its Authorization header or None), or None
+    when `server` is no http(s) URL to ask (the placeholder <buildhost>, a typo)."""
+    if not server or "<" in server or ">" in server:
+        return None
+    try:
+        parts = urllib.parse.urlsplit(server)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not host or any(c.isspace() for c in server):
+        return None
+    auth = None
+    if parts.username is not None or parts.password is not None:
+        user = urllib.parse.unquote(parts.username or "")
+        password = urllib.parse.unquote(parts.password or "")
+        auth = "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
+    netloc = ("[%s]" % host if ":" in host else host) + (":%d" % port if port else "")
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path.rstrip("/") + "/", "", "")), auth
+
+
+def read_served_targets(url, auth):
+    """The server's JSON list of targets (raises on any failure)."""
+    headers = {"Accept": JSON_TYPE, "User-Agent": "kiln-doctor/%d" % DOCTOR_VERSION}
+    if auth:
+        headers["Authorization"] = auth
+    request = urllib.request.Request(url, headers=headers)
+    with urllib.request.urlopen(request, timeout=SERVER_DEADLINE) as r:
+        ctype = (r.headers.get("Content-Type") or "").split(";")[0].strip()
+        if ctype != JSON_TYPE:
+            raise ValueError("it answered %s, not its targets as %s (a kiln serve older than this "
+                             "doctor.py?)" % (printable(ctype or "no Content-Type", 80), JSON_TYPE))
+        data = r.read(MAX_TARGETS_BYTES + 1)
+    if len(data) > MAX_TARGETS_BYTES:
+        raise ValueError("its list of targets is larger than %d bytes" % MAX_TARGETS_BYTES)
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError):
+        raise ValueError("its list of targets is not JSON")
+    return parse_served_targets(doc)
+
+
+def words(value, limit=MAX_SERVED_LIST):
+    """The strings of a list that SERVED_WORD accepts (the rest left out)."""
+    if not isinstance(value, list):
+        return []
+    return [w for w in value[:limit] if isinstance(w, str) and SERVED_WORD.match(w)]
+
+
+def word(value):
+    return value if isinstance(value, str) and SERVED_WORD.match(value) else None
+
+
+def parse_served_targets(doc):
+    """The targets of the server's JSON, each a dict of checked fields; targets whose name is not
+    a target name are left out (counted in "left_out")."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("targets"), list):
+        raise ValueError("its answer has no list of targets")
+    targets, left_out = [], 0
+    for t in doc["targets"][:MAX_SERVED_TARGETS]:
+        if not isinstance(t, dict) or not isinstance(t.get("name"), str) or not TARGET_NAME.match(t["name"]):
+            left_out += 1
+            continue
+        projects = {}
+        raw = t.get("projects") if isinstance(t.get("projects"), list) else []
+        for p in raw[:MAX_SERVED_PROJECTS]:
+            if isinstance(p, dict) and word(p.get("name")):
+                archs = words(p["archs"]) if isinstance(p.get("archs"), list) else None
+                projects[normalize(p["name"])] = {"abi": set(words(p.get("abi"))), "archs": archs}
+        targets.append({"name": t["name"], "torch": word(t.get("torch")), "cuda": word(t.get("cuda")),
+                        "python": set(words(t.get("python"))), "archs": words(t.get("archs")),
+                        "declared": t.get("declared") is True, "projects": projects})
+    return {"targets": targets, "left_out": left_out + max(0, len(doc["targets"]) - MAX_SERVED_TARGETS)}
+
+
+def served_targets(server):
+    """({"targets": [...], "left_out": N}, None), or (None, why), or (None, None) when `server`
+    names nothing to ask. Never raises: the server is a stranger; the whole exchange has
+    SERVER_DEADLINE seconds (a thread, so that name resolution is bounded too)."""
+    where = server_url(server)
+    if where is None:
+        return None, None
+    result = {}
+
+    def ask():
+        try:
+            result["value"] = read_served_targets(*where)
+        except Exception as e:  # anything the network, the server or its bytes raise
+            result["error"] = str(e) or type(e).__name__
+
+    thread = threading.Thread(target=ask, name="kiln-doctor-server", daemon=True)
+    thread.start()
+    thread.join(SERVER_DEADLINE + 1)
+    if "value" in result:
+        return result["value"], None
+    return None, printable(result.get("error") or "no answer within %d s" % SERVER_DEADLINE, 200)
+
+
+def sass_runs(token, cc):
+    """Whether SASS of an arch token ("sm_90", "sm_90a", "sm_120+ptx") runs on a GPU of compute
+    capability `cc` (major, minor), as kiln's gpu-target check judges it: the same major and a
+    minor <= the GPU's, exactly the GPU's for an a/f variant. PTX alone ("compute_120") does not
+    count: it runs only by JIT compilation at load, which a driver older than its ISA refuses."""
+    m = re.match(r"sm_(\d{2,4})([af]?)(\+ptx)?\Z", token)
+    if not m:
+        return False
+    number = int(m.group(1))
+    major, minor = number // 10, number % 10
+    if m.group(2):
+        return (major, minor) == cc
+    return major == cc[0] and minor <= cc[1]
+
+
+def host_facts(report):
+    """What a served target must match: (facts, None), or (None, why no target can be chosen)."""
+    torch = report["packages"]["torch"]
+    if not torch.get("installed"):
+        return None, "torch is not installed here"
+    version = torch.get("version_py") or torch.get("version") or ""
+    if not torch.get("cuda"):
+        return None, "this torch (%s) is not built with CUDA" % printable(version, 60)
+    if not report["gpus"]:
+        return None, "no GPU seen here, so no arch to match"
+    ccs = sorted({tuple(version_tuple(g["cc"])[:2]) for g in report["gpus"]})
+    return {"torch": version_tuple(version), "torch_text": version.split("+", 1)[0],
+            "cuda": version_tuple(torch["cuda"])[:2], "abi": report["python"]["abi_tag"],
+            "ccs": [c for c in ccs if len(c) == 2]}, None
+
+
+def torch_problem(t, host):
+    """Why target `t`'s torch and CUDA are not the host's ("" when they are). A full version must
+    equal the host's (its public part); a major.minor (all a cache-only target's local label
+    says) must equal the host's major.minor, as its wheels' Requires-Dist (torch==X.Y.*) asks."""
+    if not t["torch"] or not t["cuda"]:
+        return "its torch and CUDA are not known"
+    want = version_tuple(t["torch"])
+    have = host["torch"][:len(want)] if len(want) < 3 else host["torch"]
+    if not want or have != want:
+        return "torch %s, not %s" % (t["torch"], host["torch_text"])
+    if version_tuple(t["cuda"])[:2] != host["cuda"]:
+        return "CUDA %s, not %s" % (t["cuda"], ".".join(str(x) for x in host["cuda"]))
+    return ""
+
+
+def archs_problem(archs, host):
+    missing = ["sm_%d%d" % cc for cc in host["ccs"] if not any(sass_runs(a, cc) for a in archs)]
+    return "no SASS for %s" % ", ".join(missing) if missing else ""
+
+
+def holds(t, package, host):
+    """Whether target `t` serves `package` (and what the same index must have with it) for this
+    host: a wheel of the host's ABI tag (or a pure one) whose archs cover the host's GPUs."""
+    for name in (package,) + SERVED_WITH.get(package, ()):
+        p = t["projects"].get(name)
+        if not p or not (host["abi"] in p["abi"] or "none" in p["abi"]):
+            return False
+        if p["archs"] is not None and archs_problem(p["archs"], host):
+            return False
+    return True
+
+
+def choose_target(served, host, packages):
+    """The served target to install `packages` from: {"kind": "served"} (it holds them all),
+    {"kind": "build"} (it fits this host and `kiln build --target NAME` adds what it lacks), or
+    {"kind": None, "why": [...]}."""
+    full, buildable, why = [], [], []
+    for t in served["targets"]:
+        problem = torch_problem(t, host)
+        held = [p for p in packages if holds(t, p, host)]
+        exact = len(version_tuple(t["torch"])) >= 3
+        if not problem and len(held) == len(packages):
+            full.append((not exact, t["name"], t))
+            continue
+        if not problem and host["abi"] not in t["python"]:
+            problem = "no torch for %s" % host["abi"]
+        if not problem:
+            problem = archs_problem(t["archs"], host)
+        if not problem and t["declared"]:
+            buildable.append((-len(held), not exact, t["name"], t))
+            continue
+        lacks = [p for p in packages if p not in held]
+        # Near misses (this torch, something else) first, then the targets of another torch.
+        why.append((bool(torch_problem(t, host)), "%s: %s" % (
+            t["name"], problem or "lacks %s and is not declared there, so it cannot be built"
+            % " and ".join(lacks))))
+    if full:
+        return {"kind": "served", "target": min(full)[-1]}
+    if buildable:
+        return {"kind": "build", "target": min(buildable)[-1]}
+    return {"kind": None, "why": [text for _, text in sorted(why, key=lambda w: w[0])]}
+
+
+def host_target(report):
+    """The target this host needs (name, torch version, local label, ABI tag, archs)."""
     torch = report["packages"]["torch"]
     version = torch.get("version_py") or torch.get("version") or "<torch version>"
     cuda = torch.get("cuda") or ""
@@ -641,10 +863,23 @@ def next_commands(report, server):
     mm = ".".join(str(x) for x in version_tuple(version)[:2]) or "X.Y"
     sms = "-".join("sm" + a.replace(".", "") for a in archs.split(";")) if report["gpus"] else "smXY"
     name = "%s-torch%s-%s-%s" % (label, mm, tag, sms)
-    index = "%s/%s/simple/" % (server.rstrip("/"), name)
+    return name, version, label, tag, archs
 
-    def commands(packages):
-        pip, uv = install_commands(index, packages)
+
+def next_commands(report, server, served=None, served_error=None):
+    """The commands from this environment to a fast path. With a server that lists its targets
+    (`served`, from served_targets), a target of it that fits this host: its index in the install
+    commands, and `kiln build --target` first where it lacks a package; else a target for this
+    host's torch, Python and GPUs: `kiln target init`, the build, kiln serve, pip's and uv's
+    install. `commands_for` has them for each set of missing paths (its key: the paths' names
+    joined by "+"), since kiln's static checks may add to what doctor.py finds missing, with a
+    line of why in `notes_for`; `commands` and `note` are those for the Gated DeltaNet path."""
+    name, version, label, tag, archs = host_target(report)
+    base = server.rstrip("/")
+    host, host_why = host_facts(report)
+
+    def own_target(packages):
+        pip, uv = install_commands("%s/%s/simple/" % (base, name), packages)
         return [
             ["kiln", "target", "init", "--name", name, "--torch", version, "--index-url",
              "https://download.pytorch.org/whl/" + label, "--python-tags", tag, "--archs", archs,
@@ -655,21 +890,54 @@ def next_commands(report, server):
             uv,
         ]
 
-    argv_for = {}
+    def plan(packages):
+        """(argv lists, note, the served target's name or None)."""
+        if served is None:
+            note = ("cannot read the targets %s serves: %s" % (printable(server, 200), served_error)
+                    if served_error else "")
+            return own_target(packages), note, None
+        if host is None:
+            return own_target(packages), "no target of %s chosen: %s" % (printable(server, 200), host_why), None
+        choice = choose_target(served, host, packages)
+        t = choice.get("target")
+        if t is None:
+            why = choice["why"]
+            shown = "; ".join(why[:4]) + ("; ..." if len(why) > 4 else "")
+            note = "no target %s serves fits this host (torch %s, CUDA %s, %s, %s)%s" % (
+                printable(server, 200), printable(host["torch_text"], 60),
+                ".".join(str(x) for x in host["cuda"]), host["abi"],
+                ", ".join("sm_%d%d" % cc for cc in host["ccs"]), ": " + shown if shown else ": it serves none")
+            return own_target(packages), note, None
+        index = "%s/%s/simple/" % (base, urllib.parse.quote(t["name"], safe=""))
+        pip, uv = install_commands(index, packages)
+        if choice["kind"] == "served":
+            note = "target %s of %s fits this host and holds %s" % (
+                t["name"], printable(server, 200), " and ".join(packages))
+            return [pip, uv], note, t["name"]
+        lacks = [p for p in packages if not holds(t, p, host)]
+        note = ("target %s of %s fits this host but lacks %s: build on the build host, then "
+                "install" % (t["name"], printable(server, 200), " and ".join(lacks)))
+        return [["kiln", "build", "--target", t["name"]] + packages, pip, uv], note, t["name"]
+
+    argv_for, notes_for, targets_for = {}, {}, {}
     for n in range(1, len(PATH_PACKAGES) + 1):
         for paths in itertools.combinations(PATH_PACKAGES, n):
             packages = [p for path in paths for p in PATH_PACKAGES[path]]
-            argv_for["+".join(paths)] = commands(list(dict.fromkeys(packages)))
+            key = "+".join(paths)
+            argv_for[key], notes_for[key], targets_for[key] = plan(list(dict.fromkeys(packages)))
     # The lines a person pastes: every word quoted (a torch version or a --server value may hold
     # anything); `argv_for` keeps the words themselves, which kiln quotes again on its side.
     commands_for = {k: [shell_line(argv) for argv in v] for k, v in argv_for.items()}
     pip, uv = commands_for["fast_path"][-2:]
     mamba_pip, mamba_uv = commands_for["mamba2_fast_path"][-2:]
     return {
-        "target": name,
+        "target": targets_for["fast_path"] or name,
+        "served_target_for": targets_for,
         "commands": commands_for["fast_path"],
         "commands_for": commands_for,
         "argv_for": argv_for,
+        "note": notes_for["fast_path"],
+        "notes_for": notes_for,
         "install": pip,
         "install_uv": uv,
         "install_mamba2": mamba_pip,
@@ -758,7 +1026,8 @@ def summary(report):
 
 def build_report(args):
     report = gather(args)
-    nxt = next_commands(report, args.server)
+    served, served_error = served_targets(args.server)
+    nxt = next_commands(report, args.server, served, served_error)
     report["fast_path"] = fast_path(report, nxt["install"])
     report["mamba2_fast_path"] = mamba2_fast_path(report, nxt["install_mamba2"])
     report["next"] = nxt
@@ -783,6 +1052,9 @@ def render(report):
     missing = missing_paths(report)
     if missing:
         lines.append("next:")
+        note = report["next"]["notes_for"][missing]
+        if note:
+            lines.append("  # " + printable(note, 2000))
         lines.extend("  " + c for c in report["next"]["commands_for"][missing])
     return "\n".join(lines) + "\n"
 
@@ -793,7 +1065,8 @@ def main(argv=None):
     parser.add_argument("--libcuda", help="the driver library to load (default: libcuda.so.1; "
                         "also KILN_LIBCUDA): a test and diagnostic hook")
     parser.add_argument("--server", default=os.environ.get("KILN_SERVER", "http://<buildhost>:8000"),
-                        help="kiln serve's URL, for the install command")
+                        help="kiln serve's URL (also KILN_SERVER): a target it serves that fits this host "
+                        "names the index of the install command")
     parser.add_argument("--timeout", type=int, default=300, help="seconds for the import checks")
     args = parser.parse_args(argv)
     report = build_report(args)

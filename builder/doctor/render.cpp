@@ -30,8 +30,11 @@ std::string verdicts(const nlohmann::json& item) {
 // "next:" and the commands that build and install what the missing paths need, each printed from
 // its words (doctor.py's argv lists: a torch version or a --server value there may hold anything,
 // and only shell_command's quoting makes the line run exactly those words).
-std::string next_commands(const nlohmann::json& argvs) {
+// `note` (doctor.py's line of why: which target of the server, or why none) comes first as a
+// comment, one line of printable text, so a pasted block runs nothing of it.
+std::string next_commands(const nlohmann::json& argvs, const std::string& note) {
   std::string out = "next:\n";
+  if (!note.empty()) out += cat("  # ", terminal_text(note, /*keep_newlines=*/false), "\n");
   std::size_t left_out = 0;
   for (const auto& argv : argvs.is_array() ? argvs : nlohmann::json::array()) {
     std::vector<std::string> words;
@@ -88,9 +91,12 @@ std::string render_text(const nlohmann::json& report) {
   }
   if (missing.empty()) return out;
   // The commands for exactly the missing paths; an older doctor.py has the Gated DeltaNet's only.
-  const nlohmann::json& argv_for = member(member(report, "next"), "argv_for");
-  const nlohmann::json& these = member(argv_for, join(missing, "+").c_str());
-  return out + next_commands(these.is_array() ? these : member(argv_for, "fast_path"));
+  const nlohmann::json& next = member(report, "next");
+  const nlohmann::json& argv_for = member(next, "argv_for");
+  std::string key = join(missing, "+");
+  if (!member(argv_for, key.c_str()).is_array()) key = "fast_path";
+  return out +
+         next_commands(member(argv_for, key.c_str()), str(member(next, "notes_for"), key.c_str()));
 }
 
 }  // namespace kiln::doctor

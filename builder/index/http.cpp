@@ -466,6 +466,29 @@ Response serve_static(const Request& req, const StaticFile& f) {
   return r;
 }
 
+// "/": the list of targets, as HTML (what it always was, and what anything but a PEP 691 JSON
+// request gets) or as JSON (targets_json: what `kiln doctor --server` reads).
+Response root(const Request& req, const IndexModel& model, const Routes& routes) {
+  std::string accept;
+  for (const auto& [k, v] : req.headers)
+    if (iequals(k, "Accept")) accept += accept.empty() ? v : cat(", ", v);
+  auto neg = negotiate(accept);
+  bool is_json = neg && neg->format == Format::Json;
+  std::string json = is_json ? targets_json(model, routes.declared) : std::string();
+  std::string etag = is_json ? cat('"', sha256_hex(json).substr(0, 32), '"') : model.root_etag;
+  Response r;
+  r.headers = {{"Content-Type", is_json ? kJsonType : kTextHtml},
+               {"ETag", etag},
+               {"Vary", "Accept"},
+               {"Cache-Control", kPageCache},
+               {"X-Content-Type-Options", "nosniff"}};
+  if (req.has_header("If-None-Match") && none_match(req.header("If-None-Match"), etag))
+    r.status = 304;
+  else
+    r.body = is_json ? std::move(json) : model.root_html;
+  return r;
+}
+
 }  // namespace
 
 Response handle(const Request& req, const IndexModel& model, const HandlerOptions& options) {
@@ -491,18 +514,7 @@ Response handle(const Request& req, const IndexModel& model, const HandlerOption
   if (!parsed) return text(400, "400 bad request: malformed path");
   const std::vector<std::string>& seg = *parsed;
 
-  if (seg.empty()) {
-    Response r;
-    r.headers = {{"Content-Type", kTextHtml},
-                 {"ETag", model.root_etag},
-                 {"Cache-Control", kPageCache},
-                 {"X-Content-Type-Options", "nosniff"}};
-    if (req.has_header("If-None-Match") && none_match(req.header("If-None-Match"), model.root_etag))
-      r.status = 304;
-    else
-      r.body = model.root_html;
-    return r;
-  }
+  if (seg.empty()) return root(req, model, options.routes);
   if (seg.size() == 1 && !slash)
     if (auto it = options.static_files.find(seg[0]); it != options.static_files.end())
       return serve_static(req, it->second);

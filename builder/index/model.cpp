@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <ctime>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -283,6 +284,7 @@ IndexModel build_model(std::vector<WheelEntry> entries) {
     f.dir = c.entry.dir;
     f.requires_python = wheel::parse_metadata(c.entry.metadata).first("Requires-Python");
     f.metadata_sha256 = sha256_hex(c.entry.metadata);
+    f.archs = c.entry.archs;
     f.metadata = std::move(c.entry.metadata);
     p.files.push_back(std::move(f));
   }
@@ -291,6 +293,133 @@ IndexModel build_model(std::vector<WheelEntry> entries) {
   model.root_html = render_root(model.targets);
   model.root_etag = etag_of(model.root_html);
   return model;
+}
+
+namespace {
+
+// An arch token as entry.json and ArchList::canonical() write it ("sm_90", "sm_120+ptx",
+// "compute_120", "sm_90a"): anything else is not listed.
+bool is_arch_token(std::string_view token) {
+  return token.size() <= 32 && all_of(token, "_+") &&
+         (token.starts_with("sm_") || token.starts_with("compute_"));
+}
+
+// The tokens in arch order ("sm_80", "sm_90", "sm_90a", "sm_120"), not the string order that would
+// put sm_120 first.
+std::vector<std::string> arch_order(const std::set<std::string>& tokens) {
+  auto number = [](const std::string& t) {
+    std::size_t at = t.find('_') + 1, end = at;
+    while (end < t.size() && end - at < 6 && t[end] >= '0' && t[end] <= '9') ++end;
+    return end > at ? std::stoi(t.substr(at, end - at)) : 0;
+  };
+  std::vector<std::string> out(tokens.begin(), tokens.end());
+  std::stable_sort(out.begin(), out.end(), [&](const std::string& a, const std::string& b) {
+    return number(a) < number(b);
+  });
+  return out;
+}
+
+std::set<std::string> arch_tokens(std::string_view archs) {
+  std::set<std::string> out;
+  for (const auto& token : split(archs, ";"))
+    if (is_arch_token(token)) out.insert(std::string(token));
+  return out;
+}
+
+// "1.7.0+cu130torch2.11" -> {"13.0", "2.11"} (wheel::local_label's form); {"", ""} for another.
+std::pair<std::string, std::string> label_facts(std::string_view version) {
+  auto plus = version.find('+');
+  if (plus == std::string_view::npos) return {};
+  std::string_view label = version.substr(plus + 1);
+  auto torch_at = label.find("torch");
+  if (!label.starts_with("cu") || torch_at == std::string_view::npos) return {};
+  std::string_view cuda = label.substr(2, torch_at - 2), torch = label.substr(torch_at + 5);
+  auto digits = [](std::string_view t) {
+    return !t.empty() && t.size() <= 8 &&
+           std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  auto dot = torch.find('.');
+  if (cuda.size() < 2 || !digits(cuda) || dot == std::string_view::npos ||
+      !digits(torch.substr(0, dot)) || !digits(torch.substr(dot + 1)))
+    return {};
+  return {cat(cuda.substr(0, cuda.size() - 1), ".", cuda.substr(cuda.size() - 1)),
+          std::string(torch)};
+}
+
+nlohmann::json target_json(const Target& t, const TargetFacts* declared) {
+  std::set<std::string> python;                          // CPython ABI tags
+  std::optional<std::set<std::string>> archs;            // what every compiled wheel holds
+  std::set<std::pair<std::string, std::string>> labels;  // (cuda, torch) of labelled wheels
+  nlohmann::json projects = nlohmann::json::array();
+  for (const auto& [pname, p] : t.projects) {
+    std::set<std::string> abi;
+    std::optional<std::set<std::string>> project_archs;
+    for (const auto& f : p.files) {
+      auto name = index_wheel_name(f.filename);
+      if (!name) continue;
+      for (const auto& a : name->abi_tags) {
+        abi.insert(a);
+        if (a.starts_with("cp")) python.insert(a);
+      }
+      if (auto l = label_facts(f.version); !l.first.empty()) labels.insert(l);
+      if (f.archs.empty()) continue;
+      std::set<std::string> have = arch_tokens(f.archs);
+      auto intersect = [&](std::optional<std::set<std::string>>& into) {
+        if (!into) {
+          into = have;
+          return;
+        }
+        std::erase_if(*into, [&](const std::string& a) { return !have.contains(a); });
+      };
+      intersect(project_archs);
+      intersect(archs);
+    }
+    nlohmann::json j = {{"name", pname},
+                        {"versions", p.versions},
+                        {"abi", std::vector<std::string>(abi.begin(), abi.end())}};
+    if (project_archs) j["archs"] = arch_order(*project_archs);
+    projects.push_back(std::move(j));
+  }
+  nlohmann::json j = {{"name", t.name},
+                      {"url", cat(percent_encode(t.name), "/simple/")},
+                      {"declared", declared != nullptr}};
+  std::string torch, cuda;
+  if (labels.size() == 1) std::tie(cuda, torch) = *labels.begin();
+  if (declared) {
+    if (!declared->torch.empty()) torch = declared->torch;
+    if (!declared->cuda.empty()) cuda = declared->cuda;
+    python.insert(declared->python.begin(), declared->python.end());
+    archs.emplace();
+    for (const auto& a : declared->archs)
+      if (is_arch_token(a)) archs->insert(a);
+  }
+  if (!torch.empty()) j["torch"] = torch;
+  if (!cuda.empty()) j["cuda"] = cuda;
+  j["python"] = std::vector<std::string>(python.begin(), python.end());
+  j["archs"] = archs ? arch_order(*archs) : std::vector<std::string>();
+  j["projects"] = std::move(projects);
+  return j;
+}
+
+}  // namespace
+
+std::string targets_json(const IndexModel& model,
+                         const std::map<std::string, TargetFacts, std::less<>>& declared) {
+  nlohmann::json targets = nlohmann::json::array();
+  std::set<std::string, std::less<>> names;
+  for (const auto& [name, t] : model.targets) names.insert(name);
+  for (const auto& [name, facts] : declared)
+    if (is_valid_target_name(name)) names.insert(name);
+  for (const auto& name : names) {
+    auto it = declared.find(name);
+    const TargetFacts* facts = it == declared.end() ? nullptr : &it->second;
+    if (const Target* t = model.target(name))
+      targets.push_back(target_json(*t, facts));
+    else
+      targets.push_back(target_json(model.known_target(name), facts));
+  }
+  return nlohmann::json{{"meta", {{"api-version", kApiVersion}}}, {"targets", std::move(targets)}}
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string percent_encode(std::string_view text) {

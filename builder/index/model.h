@@ -27,6 +27,7 @@ struct WheelEntry {
   std::int64_t committed_at = 0;  // unix seconds
   std::filesystem::path dir;      // the entry directory; the wheel is dir / filename
   std::string metadata;           // the wheel's .dist-info/METADATA bytes
+  std::string archs;  // entry.json's archs ("sm_90;sm_120+ptx"); "" for pure and kiln's wheels
   bool last = false;  // its package's last build for the target committed or hit this entry
 };
 
@@ -52,6 +53,7 @@ struct File {
   std::string requires_python;
   std::string metadata;
   std::string metadata_sha256;
+  std::string archs;  // the entry's archs ("sm_90;sm_120+ptx"); "" for pure wheels
 };
 
 struct Project {
@@ -79,6 +81,23 @@ struct IndexModel {
   // projects every target has.
   Target known_target(std::string_view name) const;
 };
+
+// What a target of the manifests directory declares, for the list of targets at "/" (JSON): what
+// a host must match to install its wheels, and whether `kiln build --target NAME` builds it there.
+struct TargetFacts {
+  std::string torch;                // "2.11.0" ([torch] version); "" when not pinned
+  std::string cuda;                 // "13.0"
+  std::vector<std::string> python;  // the CPython tags it has a torch for ("cp311", "cp313t")
+  std::vector<std::string> archs;   // canonical tokens: "sm_90", "sm_120+ptx", "compute_120"
+};
+
+// "/" as JSON (PEP 691's media type, kiln's own fields): every target of the model and of
+// `declared`, each with its index path (relative to "/"), what a host must match (torch, CUDA,
+// Python tags, archs: `declared`'s, else what the target's compiled wheels say: the local label's
+// torch major.minor and CUDA, their ABI tags, the archs every one of them holds), whether it is
+// declared (buildable), and its projects with their versions, ABI tags and archs.
+std::string targets_json(const IndexModel& model,
+                         const std::map<std::string, TargetFacts, std::less<>>& declared);
 
 // The model of these entries. Within one target, one wheel per (project, version, tags): the
 // entry marked `last` (its package's last build for the target), else the newest committed_at

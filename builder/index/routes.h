@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "core/expected.h"
+#include "index/model.h"
 
 namespace kiln::index {
 
@@ -27,6 +28,8 @@ struct Routes {
   std::string fallback;
   // Targets known from the manifests directory, served even before the cache has wheels for them.
   std::map<std::string, TargetUpstream, std::less<>> targets;
+  // What each of those targets declares (torch, CUDA, Python tags, archs), for "/" as JSON.
+  std::map<std::string, TargetFacts, std::less<>> declared;
 
   // The upstream project page URL for a name that is not kiln's: "<upstream><name>/", or "" (no
   // upstream, or a name that is not a PEP 503 normalised project name of at most 200 bytes).

@@ -268,6 +268,7 @@ ScanResult scan_cache(const fs::path& cache_root, ScanMemo& memo) {
     e.sha256 = entry.sha256;
     e.size = entry.size;
     e.committed_at = entry.info.committed_at;
+    e.archs = entry.info.archs;
     auto md = metadata_of(entry.wheel, e, memo);
     if (!md) {
       out.skipped.push_back(cat("cache entry ", key, ": ", md.error().message));

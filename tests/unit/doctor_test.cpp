@@ -148,6 +148,19 @@ TEST(Doctor, PrintsTheNextCommandsFromTheirWordsQuoted) {
       "control character)\n");
 }
 
+// doctor.py's line of why (which target of the server, or why none) comes first, as a comment of
+// one line a terminal shows as itself; a note of another set of paths, or none, is not shown.
+TEST(Doctor, PrintsTheNoteOfTheNextCommandsAsOneCommentLine) {
+  nlohmann::json r = sample(false);
+  r["next"]["notes_for"] = {{"fast_path", "target default of http://h/ fits\nrm -rf ~\x1b[2J"},
+                            {"mamba2_fast_path", "not this one"}};
+  EXPECT_CONTAINS(render_text(r),
+                  "next:\n  # target default of http://h/ fits\\x0arm -rf ~\\x1b[2J\n"
+                  "  kiln target init --name t\n");
+  r["next"]["notes_for"] = {{"fast_path", 3}};
+  EXPECT_CONTAINS(render_text(r), "next:\n  kiln target init --name t\n");
+}
+
 TEST(Doctor, StaticChecksKeepDoctorPyReasonsAndAddTheirOwn) {
   TempDir dir = TempDir::create(fs::temp_directory_path(), "kiln-doctor-").value();
   fs::path site = dir.path() / "site";

@@ -137,6 +137,84 @@ TEST(IndexHandler, ServesPagesInTheNegotiatedFormat) {
   EXPECT_TRUE(not_modified.body.empty());
 }
 
+TEST(IndexHandler, RootListsTheTargetsAsJsonOnlyWhenAskedFor) {
+  // What a declared target states, and a name that is no target name (left out).
+  HandlerOptions o;
+  o.routes.declared["default"] = {"2.11.0", "13.0", {"cp311", "cp312"}, {"sm_90"}};
+  o.routes.declared["fresh"] = {"2.12.0", "13.0", {"cp311"}, {"sm_90", "sm_120+ptx"}};
+  o.routes.declared["a b"] = {};
+  Response html = get("/", {{"Accept", "*/*"}}, "GET", o);
+  EXPECT_EQ(html.header("Content-Type"), "text/html; charset=utf-8");
+  EXPECT_EQ(html.body, model().root_html);  // the page as it always was
+  EXPECT_EQ(html.header("Vary"), "Accept");
+  EXPECT_EQ(get("/", {{"Accept", "application/json"}}, "GET", o).body, model().root_html);
+
+  Response json = get("/", {{"Accept", kPip}}, "GET", o);
+  EXPECT_EQ(json.status, 200);
+  EXPECT_EQ(json.header("Content-Type"), "application/vnd.pypi.simple.v1+json");
+  EXPECT_NE(json.header("ETag"), html.header("ETag"));
+  auto j = nlohmann::json::parse(json.body);
+  EXPECT_EQ(j["meta"]["api-version"], "1.1");
+  std::vector<std::string> names;
+  for (const auto& t : j["targets"]) names.push_back(t["name"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"default", "default-sm90-sm120-ptx120", "fresh"}));
+  const auto& d = j["targets"][0];
+  EXPECT_EQ(d["url"], "default/simple/");
+  EXPECT_EQ(d["torch"], "2.11.0");  // declared, not the label's 2.11
+  EXPECT_EQ(d["cuda"], "13.0");
+  EXPECT_EQ(d["python"], (std::vector<std::string>{"cp311", "cp312"}));
+  EXPECT_EQ(d["archs"], std::vector<std::string>{"sm_90"});
+  EXPECT_TRUE(d["declared"]);
+  EXPECT_EQ(d["projects"][0]["name"], "causal-conv1d");
+  EXPECT_EQ(d["projects"][0]["versions"], std::vector<std::string>{"1.7.0+cu130torch2.11"});
+  EXPECT_EQ(d["projects"][0]["abi"], std::vector<std::string>{"cp311"});
+  EXPECT_FALSE(d["projects"][0].contains("archs"));  // the entries state none
+  // Known only from the cache: what its wheels' local labels say, no archs stated.
+  const auto& o2 = j["targets"][1];
+  EXPECT_EQ(o2["torch"], "2.11");
+  EXPECT_EQ(o2["cuda"], "13.0");
+  EXPECT_EQ(o2["python"], std::vector<std::string>{"cp311"});
+  EXPECT_EQ(o2["archs"], std::vector<std::string>{});
+  EXPECT_FALSE(o2["declared"]);
+  // Declared without wheels yet: served empty, listed with what it declares.
+  const auto& f = j["targets"][2];
+  EXPECT_EQ(f["archs"], (std::vector<std::string>{"sm_90", "sm_120+ptx"}));
+  EXPECT_EQ(f["projects"], nlohmann::json::array());
+  EXPECT_EQ(get("/", {{"Accept", kPip}, {"If-None-Match", json.header("ETag")}}, "GET", o).status,
+            304);
+}
+
+TEST(IndexModel, TargetsJsonTakesArchsEveryCompiledWheelHolds) {
+  WheelEntry a;
+  a.target = "t";
+  a.key = "k1";
+  a.filename = kCausal;
+  a.sha256 = sha256_hex("wheel");
+  a.metadata = testutil::metadata_text("causal-conv1d", "1.7.0+cu130torch2.11");
+  a.archs = "sm_90;sm_120+ptx";
+  WheelEntry b = a;
+  b.key = "k2";
+  b.filename = "causal_conv1d-1.7.0+cu130torch2.11-cp312-cp312-manylinux_2_34_x86_64.whl";
+  b.sha256 = sha256_hex("wheel 2");
+  b.archs = "sm_90;<b>";
+  WheelEntry pure = a;
+  pure.key = "k3";
+  pure.filename = "fla_core-0.6.0-py3-none-any.whl";
+  pure.metadata = testutil::metadata_text("fla-core", "0.6.0");
+  pure.sha256 = sha256_hex("pure");
+  pure.archs = "";
+  auto j = nlohmann::json::parse(targets_json(build_model({a, b, pure}), {}));
+  const auto& t = j["targets"][0];
+  EXPECT_EQ(t["archs"], std::vector<std::string>{"sm_90"});
+  EXPECT_EQ(t["python"], (std::vector<std::string>{"cp311", "cp312"}));
+  EXPECT_EQ(t["torch"], "2.11");
+  EXPECT_EQ(t["projects"][0]["archs"], std::vector<std::string>{"sm_90"});
+  EXPECT_EQ(t["projects"][0]["abi"], (std::vector<std::string>{"cp311", "cp312"}));
+  EXPECT_EQ(t["projects"][1]["name"], "fla-core");
+  EXPECT_EQ(t["projects"][1]["abi"], std::vector<std::string>{"none"});
+  EXPECT_FALSE(t["projects"][1].contains("archs"));
+}
+
 TEST(IndexHandler, RedirectsToNormalisedNamesAndTrailingSlashes) {
   auto location = [](const std::string& path) {
     Response r = get(path);
