@@ -10,6 +10,7 @@ namespace kiln::fetch {
 namespace {
 
 constexpr double kRedrawSeconds = 0.25;  // at most 4 redraws a second
+constexpr double kQuietSeconds = 20;     // without a terminal: a line after this long silent
 
 std::string fixed1(double v) {
   char buf[32];
@@ -52,20 +53,33 @@ void DownloadProgress::start(std::string name, std::uint64_t total, std::uint64_
   already_ = already;
   received_ = 0;
   started_ = clock_();
+  line_at_ = started_;
   drawn_at_ = -1;
 }
 
 void DownloadProgress::update(std::uint64_t received, std::uint64_t total) {
   received_ = received;
   if (total_ == 0 && total > 0) total_ = already_ + total;
-  if (!terminal_ || received == 0) return;  // nothing to show before the body begins
   double now = clock_();
+  if (!terminal_) {  // a log: a line after kQuietSeconds without one, so it is never silent long
+    if (now - line_at_ >= kQuietSeconds) {
+      line_at_ = now;
+      write_(cat("kiln: fetching ", status(now), "\n"));
+    }
+    return;
+  }
+  if (received == 0) return;  // nothing to show before the body begins
   if (drawn_at_ >= 0 && now - drawn_at_ < kRedrawSeconds) return;
   draw(now);
 }
 
 void DownloadProgress::draw(double now) {
   drawn_at_ = now;
+  write_(cat("\r\x1b[K", status(now)));
+  shown_ = true;
+}
+
+std::string DownloadProgress::status(double now) const {
   const std::uint64_t have = already_ + received_;
   const double elapsed = now - started_;
   const double rate = elapsed > 0 ? static_cast<double>(received_) / elapsed : 0;
@@ -74,8 +88,7 @@ void DownloadProgress::draw(double now) {
   if (rate > 0) line += cat("  ", format_bytes(static_cast<std::uint64_t>(rate)), "/s");
   if (total_ > have && rate > 0)
     line += cat("  ETA ", format_seconds(static_cast<double>(total_ - have) / rate));
-  write_(cat("\r\x1b[K", line));
-  shown_ = true;
+  return line;
 }
 
 void DownloadProgress::done(std::uint64_t bytes) {

@@ -1,7 +1,9 @@
 // What a long download shows on stderr. On a terminal: one line, rewritten in place at most
 // 4 times a second, with the bytes so far, the size, the rate and the time left. Elsewhere (a log,
-// a pipe): nothing while it runs and one line per file when it completes ("fetched <file> 912.3 MB
-// in 41 s"). The clock and the writer are the caller's, so tests run it without a terminal.
+// a pipe): the same as a line of its own after 20 s without one ("fetching <file>  412.3 MB /
+// 912.3 MB …"), so a CI log is never silent for long, and one line per file when it completes
+// ("fetched <file> 912.3 MB in 41 s"). The clock and the writer are the caller's, so tests run it
+// without a terminal.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +37,7 @@ class DownloadProgress {
 
  private:
   void draw(double now);
+  std::string status(double now) const;  // "<file>  412.3 MB / 912.3 MB  10.2 MB/s  ETA 49 s"
 
   bool terminal_;
   MonotonicClock clock_;
@@ -42,6 +45,7 @@ class DownloadProgress {
   std::string name_;
   std::uint64_t total_ = 0, already_ = 0, received_ = 0;
   double started_ = 0, drawn_at_ = -1;
+  double line_at_ = 0;  // without a terminal: when the last line was written
   bool shown_ = false;  // a terminal line is on the screen
 };
 

@@ -1,5 +1,6 @@
 // DownloadProgress with a fake clock and writer: a terminal's line redrawn in place at most 4 times
-// a second (bytes, size, rate, ETA), one line per completed file otherwise.
+// a second (bytes, size, rate, ETA); otherwise the same as a line every 20 s and one line per
+// completed file.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -59,7 +60,9 @@ TEST(DownloadProgress, TerminalRedrawsInPlaceAtMostFourTimesASecond) {
   EXPECT_EQ(f.writes[1], "kiln: fetched torch.whl 1.0 GB in 2 s\n");
 }
 
-TEST(DownloadProgress, ElsewhereOneLinePerCompletedFile) {
+// A log: a line of its own after 20 s without one (never silent for minutes on a slow link),
+// and one per completed file.
+TEST(DownloadProgress, ElsewhereALineEvery20SecondsAndOnePerCompletedFile) {
   Fake f;
   auto p = f.make(false);
   p.start("torch-2.11.0-cp312-cp312-manylinux_2_28_x86_64.whl", 0, 0);
@@ -68,7 +71,16 @@ TEST(DownloadProgress, ElsewhereOneLinePerCompletedFile) {
     p.update(static_cast<std::uint64_t>(i) * 22251000, 912300000);
   }
   p.clear();
-  EXPECT_TRUE(f.writes.empty());
+  ASSERT_EQ(f.writes.size(), 2u);
+  EXPECT_EQ(f.writes[0],
+            "kiln: fetching torch-2.11.0-cp312-cp312-manylinux_2_28_x86_64.whl  445.0 MB / "
+            "912.3 MB  22.3 MB/s  ETA 21 s\n");
+  EXPECT_EQ(f.writes[1].rfind("kiln: fetching torch-2.11.0-cp312-cp312-manylinux_2_28_x86_64.whl  "
+                              "890.0 MB / 912.3 MB",
+                              0),
+            0u)
+      << f.writes[1];
+  f.writes.clear();
   p.done(912300000);
   ASSERT_EQ(f.writes.size(), 1u);
   EXPECT_EQ(f.writes[0],
