@@ -119,11 +119,14 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
   auto opts = std::make_shared<Options>();
   sub.add_option("packages", opts->packages,
                  "NAME, NAME==VERSION or NAME with specifiers, e.g. 'NAME>=1.6,<1.7' (default: "
-                 "every package)");
+                 "every package)")
+      ->type_name(kPackageValue);
   sub.add_option("-t,--target", opts->targets, "Target name or file (repeatable; default: default)")
-      ->allow_extra_args(false);
+      ->allow_extra_args(false)
+      ->type_name(kTargetValue);
   CLI::Option* archs_option =
-      sub.add_option("--archs", opts->archs, "Override the targets' archs, e.g. \"9.0;12.0+PTX\"");
+      sub.add_option("--archs", opts->archs, "Override the targets' archs, e.g. \"9.0;12.0+PTX\"")
+          ->type_name(kArchsValue);
   std::vector<std::string> backends;
   for (const auto& b : manifest::backends()) backends.emplace_back(b.name);
   sub.add_option(
