@@ -5,6 +5,7 @@
 
 #include "cli/build_commit.h"
 #include "cli/context.h"
+#include "cli/help.h"
 #include "cli/usage.h"
 #include "core/fs.h"
 #include "core/log.h"
@@ -19,13 +20,14 @@ namespace kiln::cli {
 
 namespace fs = std::filesystem;
 
+Expected<manifest::Repository> Context::load_repository() const {
+  fs::path dir = manifests_dir;
+  fs::path patches = patches_dir.empty() ? default_patches(dir) : absolute_path(patches_dir);
+  return manifest::Repository::load(absolute_path(dir), patches, manifests_dir);
+}
+
 const manifest::Repository& Context::repository() {
-  if (!repo_) {
-    fs::path dir = manifests_dir;
-    std::string display = manifests_dir;
-    fs::path patches = patches_dir.empty() ? default_patches(dir) : absolute_path(patches_dir);
-    repo_ = manifest::Repository::load(absolute_path(dir), patches, display).value();
-  }
+  if (!repo_) repo_ = load_repository().value();
   return *repo_;
 }
 
@@ -93,13 +95,16 @@ namespace {
 void add_global_options(CLI::App& app, Context& ctx) {
   app.add_option("--cache", ctx.cache_dir,
                  "Cache directory (default: $KILN_CACHE, the configuration's, the checkout's "
-                 "cache/ when kiln runs from one, else ~/.cache/kiln/cache)");
+                 "cache/ when kiln runs from one, else ~/.cache/kiln/cache)")
+      ->type_name("DIR");
   app.add_option("--manifests", ctx.manifests_dir,
                  "Manifests directory (default: $KILN_MANIFESTS, the configuration's, "
-                 "./manifests or kiln's own)");
+                 "./manifests or kiln's own)")
+      ->type_name("DIR");
   app.add_option("--patches", ctx.patches_dir,
                  "Patches directory, holding <name>/<version>/ (default: $KILN_PATCHES, the "
-                 "configuration's, the patches/ beside the manifests directory, else kiln's own)");
+                 "configuration's, the patches/ beside the manifests directory, else kiln's own)")
+      ->type_name("DIR");
   app.add_flag("--json", ctx.json, "Machine-readable output on stdout");
   CLI::Option* verbose =
       app.add_flag("-v,--verbose", ctx.verbosity, "More output (repeat for more)");
@@ -110,6 +115,7 @@ void add_global_options(CLI::App& app, Context& ctx) {
 
 int run(int argc, char** argv) {
   CLI::App app{"kiln: reproducible wheels for PyTorch CUDA extensions", "kiln"};
+  app.formatter(help_formatter());  // before the subcommands, which take it from here
   app.set_version_flag("-V,--version",
                        cat("kiln " KILN_VERSION " (commit ", build_commit(), ", recipe ",
                            std::to_string(resolve::kRecipeVersion), ")"));

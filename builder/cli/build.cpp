@@ -156,11 +156,14 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
   sub.add_option("packages", opts->packages,
                  "A requirement as pip reads it: NAME, NAME==VERSION, 'NAME>=1.6,<1.7', "
                  "'NAME[extra]', 'NAME (>=1.6)', 'NAME; python_version>=\"3.12\"' (default: every "
-                 "package)");
+                 "package)")
+      ->type_name(kPackageValue);
   sub.add_option("-t,--target", opts->targets, "Target name or file (repeatable; default: default)")
-      ->allow_extra_args(false);
+      ->allow_extra_args(false)
+      ->type_name(kTargetValue);
   CLI::Option* archs_option =
-      sub.add_option("--archs", opts->archs, "Override the targets' archs, e.g. \"9.0;12.0+PTX\"");
+      sub.add_option("--archs", opts->archs, "Override the targets' archs, e.g. \"9.0;12.0+PTX\"")
+          ->type_name(kArchsValue);
   std::vector<std::string> backends;
   for (const auto& b : manifest::backends()) backends.emplace_back(b.name);
   sub.add_option(

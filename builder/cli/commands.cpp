@@ -7,6 +7,7 @@ namespace kiln::cli {
 
 std::function<int()> configure_build(CLI::App& sub, Context& ctx);
 std::function<int()> configure_cache(CLI::App& sub, Context& ctx);
+std::function<int()> configure_complete(CLI::App& sub, Context& ctx);
 std::function<int()> configure_completion(CLI::App& sub, Context& ctx);
 std::function<int()> configure_help(CLI::App& sub, Context& ctx);
 std::function<int()> configure_doctor(CLI::App& sub, Context& ctx);
@@ -40,6 +41,8 @@ const std::vector<Command>& commands() {
       {"validate", "Check wheels statically: archive, metadata, tags, ELF, torch ABI, GPU archs",
        configure_validate},
       {"wheel", "Wheels from a directory: pack DIR", configure_wheel},
+      // Hidden: the completion scripts' candidates at TAB time (completion.cpp).
+      {"__complete", "Completion candidates: targets, packages or archs", configure_complete},
   };
   return table;
 }

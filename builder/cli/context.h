@@ -36,6 +36,9 @@ struct Context {
 
   // The manifests directory, loaded on first use.
   const manifest::Repository& repository();
+  // The manifests directory in effect, loaded afresh and not kept (completion: an error is a
+  // value, and no warning follows about its broken manifests).
+  Expected<manifest::Repository> load_repository() const;
   // --target values (default: the default targets, else "default"), each with --archs applied.
   std::vector<manifest::Target> targets(const std::vector<std::string>& names,
                                         const std::string& archs);
@@ -59,6 +62,13 @@ struct Command {
 };
 
 const std::vector<Command>& commands();
+
+// What an option's value (or a positional) is, written as its type name where it is declared:
+// help shows it, and the completion scripts offer what `kiln __complete` lists for it.
+inline constexpr const char* kTargetValue = "TARGET";    // a target's name (or file)
+inline constexpr const char* kPackageValue = "PACKAGE";  // a package, NAME or NAME==VERSION
+inline constexpr const char* kArchsValue = "ARCHS";      // an arch spec, e.g. "9.0;12.0+PTX"
+inline constexpr const char* kCommandValue = "COMMAND";  // one of kiln's commands
 
 // An --archs option given with an empty value is an error (not "no override").
 void require_archs_value(const CLI::Option* option, const std::string& value);

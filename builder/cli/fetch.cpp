@@ -114,12 +114,14 @@ std::function<int()> configure_fetch(CLI::App& sub, Context& ctx) {
   auto opts = std::make_shared<Options>();
   CLI::Option* packages =
       sub.add_option("packages", opts->packages,
-                     "NAME, NAME==VERSION or NAME with specifiers, e.g. 'NAME~=1.6.0'");
+                     "NAME, NAME==VERSION or NAME with specifiers, e.g. 'NAME~=1.6.0'")
+          ->type_name(kPackageValue);
   CLI::Option* targets =
       sub.add_option("-t,--target", opts->targets,
                      "Also fetch what a build for this target needs besides sources: its torch "
                      "wheel, toolkit wheels, the setuptools environment (repeatable)")
-          ->allow_extra_args(false);
+          ->allow_extra_args(false)
+          ->type_name(kTargetValue);
   CLI::Option* offline = sub.add_flag("--offline", opts->offline, "Use the download cache only");
   sub.add_option("--index-url", opts->index_url, "Package index (default: pip's configuration)");
   sub.add_option(

@@ -1,9 +1,11 @@
-// kiln help [COMMAND [SUBCOMMAND]]: a command's help, as `kiln COMMAND --help` prints it.
-// kiln completion bash|zsh|fish: a completion script made from the command table itself, so it
-// knows every subcommand and option of this kiln.
+// kiln help [COMMAND [SUBCOMMAND]]: a command's help, as `kiln COMMAND --help` prints it, in
+// kiln's own format (help_formatter). The completion scripts are made in completion.cpp.
+#include "cli/help.h"
+
 #include <CLI/CLI.hpp>
 
 #include <iostream>
+#include <set>
 
 #include "cli/context.h"
 #include "core/error.h"
@@ -11,112 +13,93 @@
 
 namespace kiln::cli {
 
+std::vector<const CLI::App*> visible_subcommands(const CLI::App& app) {
+  return app.get_subcommands(
+      [](const CLI::App* a) { return !a->get_name().empty() && !a->get_group().empty(); });
+}
+
 namespace {
 
-std::vector<const CLI::App*> children(const CLI::App& app) {
-  return app.get_subcommands([](const CLI::App* a) { return !a->get_name().empty(); });
+// The names of `options` as help shows them: "--torch", "packages".
+std::string option_list(const std::vector<CLI::Option*>& options) {
+  std::vector<std::string> names;
+  for (const CLI::Option* o : options) names.push_back(o->get_name());
+  return join(names, ", ");
 }
 
-// The long (else short) spellings of the options of `app`, positionals left out.
-std::vector<std::string> option_words(const CLI::App& app) {
-  std::vector<std::string> out;
-  for (const CLI::Option* o : app.get_options()) {
-    if (!o->nonpositional()) continue;
-    for (const auto& l : o->get_lnames()) out.push_back("--" + l);
-    if (o->get_lnames().empty())
-      for (const auto& s : o->get_snames()) out.push_back("-" + s);
+class Formatter : public CLI::Formatter {
+ public:
+  std::string make_help(const CLI::App* app, std::string name,
+                        CLI::AppFormatMode mode) const override {
+    if (mode == CLI::AppFormatMode::Sub) return make_expanded(app);
+    return cat(make_description(app), make_usage(app, name), make_positionals(app),
+               make_groups(app, mode), global_options(app), make_subcommands(app, mode), "\n",
+               make_footer(app));
   }
-  return out;
-}
 
-// Every command path under `app` ("build", "cache gc"), depth first, with its app.
-void walk(const CLI::App& app, const std::string& path,
-          std::vector<std::pair<std::string, const CLI::App*>>& out) {
-  out.emplace_back(path, &app);
-  for (const CLI::App* c : children(app))
-    walk(*c, path.empty() ? c->get_name() : cat(path, " ", c->get_name()), out);
-}
-
-std::string node_name(const std::string& path) {
-  std::string n = path.empty() ? "kiln" : "kiln_" + path;
-  for (char& c : n)
-    if (!is_ascii_alnum(c)) c = '_';
-  return n;
-}
-
-// bash (and zsh through bashcompinit): the words after `kiln` choose the node, whose subcommands
-// and options are the candidates; a value is completed as a file name.
-std::string bash_script(const CLI::App& root) {
-  std::vector<std::pair<std::string, const CLI::App*>> nodes;
-  walk(root, "", nodes);
-  std::string steps, words;
-  for (const auto& [path, app] : nodes) {
-    std::vector<std::string> w = option_words(*app);
-    for (const CLI::App* c : children(*app)) {
-      w.insert(w.begin(), c->get_name());
-      steps +=
-          cat("      \"", node_name(path), " ", c->get_name(),
-              "\") node=", node_name(path.empty() ? c->get_name() : cat(path, " ", c->get_name())),
-              " ;;\n");
-    }
-    words += cat("    ", node_name(path), ") words=\"", join(w, " "), "\" ;;\n");
+  // The value's type: "TARGET", "SIZE"; a check's own words in place of CLI11's generic type
+  // ("INT:INT>=0" -> "INT>=0", "TEXT:{a,b}" -> "{a,b}", "MODE:{a,b}" -> "{a,b}").
+  std::string make_option_opts(const CLI::Option* opt) const override {
+    if (opt->get_expected_max() == 0) return "";  // a flag
+    std::vector<std::string> parts = split(opt->get_type_name(), ":");
+    std::string out = parts.size() > 1
+                          ? join(std::vector<std::string>(parts.begin() + 1, parts.end()), " ")
+                      : parts.empty() ? ""
+                                      : parts[0];
+    if (!out.empty()) out = " " + out;
+    if (opt->get_expected_max() >= CLI::detail::expected_max_vector_size) out += " ...";
+    if (opt->get_required()) out += " (required)";
+    return out;
   }
-  return cat(
-      "# kiln's completion for bash: eval \"$(kiln completion bash)\"\n", "_kiln_complete() {\n",
-      "  local cur=${COMP_WORDS[COMP_CWORD]} node=kiln words i\n",
-      "  for ((i = 1; i < COMP_CWORD; i++)); do\n", "    case \"$node ${COMP_WORDS[i]}\" in\n",
-      steps, "    esac\n", "  done\n", "  case $node in\n", words, "  esac\n",
-      "  COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n",
-      "  [[ ${#COMPREPLY[@]} -eq 0 && $cur != -* ]] && COMPREPLY=($(compgen -f -- \"$cur\"))\n",
-      "  return 0\n", "}\n", "complete -F _kiln_complete kiln\n");
-}
 
-std::string fish_quote(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) {
-    if (c == '\'' || c == '\\') out += '\\';
-    if (c != '\n') out += c;
+  // The description, then what the option needs or rules out when it does not say so itself.
+  std::string make_option_desc(const CLI::Option* opt) const override {
+    std::string desc = opt->get_description();
+    auto unsaid = [&desc](const std::set<CLI::Option*>& options) {
+      std::vector<CLI::Option*> out;
+      for (CLI::Option* o : options)
+        if (desc.find(o->get_name()) == std::string::npos) out.push_back(o);
+      return out;
+    };
+    if (auto needs = unsaid(opt->get_needs()); !needs.empty())
+      desc += cat(" (with ", option_list(needs), ")");
+    if (auto excludes = unsaid(opt->get_excludes()); !excludes.empty())
+      desc += cat(" (not with ", option_list(excludes), ")");
+    return desc;
   }
-  return out + "'";
-}
 
-// fish: each subcommand offered where its parent's path was typed, each option of a command once
-// the command was.
-std::string fish_script(const CLI::App& root) {
-  std::vector<std::pair<std::string, const CLI::App*>> nodes;
-  walk(root, "", nodes);
-  std::string out = "# kiln's completion for fish: kiln completion fish | source\n";
-  for (const auto& [path, app] : nodes) {
-    std::string when = path.empty() ? "__fish_use_subcommand" : "";
-    for (const auto& word : split(path, " "))
-      when += cat(when.empty() ? "" : "; and ", "__fish_seen_subcommand_from ", word);
-    for (const CLI::App* c : children(*app))
-      out += cat("complete -c kiln -f -n ", fish_quote(when), " -a ", c->get_name(), " -d ",
-                 fish_quote(c->get_description()), "\n");
-    for (const CLI::Option* o : app->get_options()) {
-      if (!o->nonpositional()) continue;
-      out += cat("complete -c kiln -n ", fish_quote(when));
-      for (const auto& l : o->get_lnames()) out += " -l " + l;
-      for (const auto& s : o->get_snames()) out += " -s " + s;
-      out += cat(o->get_expected_min() > 0 ? " -r" : "", " -d ", fish_quote(o->get_description()),
-                 "\n");
-    }
+ private:
+  // In a subcommand's help, kiln's own options, which it takes before or after the command.
+  std::string global_options(const CLI::App* app) const {
+    if (!app->get_parent()) return "";
+    const CLI::App* root = app;
+    while (root->get_parent()) root = root->get_parent();
+    std::vector<const CLI::Option*> options = root->get_options([root](const CLI::Option* o) {
+      return o->nonpositional() && o != root->get_help_ptr() && o != root->get_help_all_ptr() &&
+             o != root->get_version_ptr();
+    });
+    if (options.empty()) return "";
+    return make_group("Global options (before or after the command)", false, options);
   }
-  return out;
-}
+};
 
 }  // namespace
 
+std::shared_ptr<CLI::Formatter> help_formatter() {
+  return std::make_shared<Formatter>();
+}
+
 std::function<int()> configure_help(CLI::App& sub, Context&) {
   auto words = std::make_shared<std::vector<std::string>>();
-  sub.add_option("command", *words, "The command (and subcommand) to explain, e.g. 'cache gc'");
+  sub.add_option("command", *words, "The command (and subcommand) to explain, e.g. 'cache gc'")
+      ->type_name(kCommandValue);
   return [&sub, words] {
     const CLI::App* app = sub.get_parent();
     std::string prefix;  // "kiln cache": what --help's usage line names the command with
     for (const auto& w : *words) {
       std::vector<std::string> names;
       const CLI::App* next = nullptr;
-      for (const CLI::App* c : children(*app)) {
+      for (const CLI::App* c : visible_subcommands(*app)) {
         names.push_back(c->get_name());
         if (c->get_name() == w) next = c;
       }
@@ -130,28 +113,6 @@ std::function<int()> configure_help(CLI::App& sub, Context&) {
       app = next;
     }
     std::cout << app->help(prefix);
-    return 0;
-  };
-}
-
-std::function<int()> configure_completion(CLI::App& sub, Context&) {
-  auto shell = std::make_shared<std::string>();
-  sub.add_option("shell", *shell, "bash, zsh or fish")
-      ->required()
-      ->check(CLI::IsMember({"bash", "zsh", "fish"}));
-  sub.footer(
-      "bash: eval \"$(kiln completion bash)\" in ~/.bashrc; zsh: eval \"$(kiln completion zsh)\" "
-      "in ~/.zshrc; fish: kiln completion fish > ~/.config/fish/completions/kiln.fish");
-  return [&sub, shell] {
-    const CLI::App& root = *sub.get_parent();
-    if (*shell == "fish")
-      std::cout << fish_script(root);
-    else if (*shell == "zsh")
-      std::cout << "# kiln's completion for zsh: eval \"$(kiln completion zsh)\"\n"
-                << "autoload -U +X bashcompinit && bashcompinit\n"
-                << bash_script(root);
-    else
-      std::cout << bash_script(root);
     return 0;
   };
 }

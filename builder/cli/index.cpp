@@ -155,14 +155,18 @@ std::function<int()> configure_index(CLI::App& sub, Context& ctx) {
                 "Copy the wheels (default: hard links into the cache where possible)");
   CLI::Option* from = exp->add_option("--from", opts->from,
                                       "Merge these caches' wheels into one index (repeatable)");
-  CLI::Option* packages = exp->add_option(
-      "packages", opts->packages,
-      "Export exactly these packages' wheels (NAME, NAME==VERSION or NAME with specifiers) for "
-      "the targets, taken from this cache or the remote cache, never built");
+  CLI::Option* packages =
+      exp->add_option("packages", opts->packages,
+                      "Export exactly these packages' wheels (NAME, NAME==VERSION or NAME with "
+                      "specifiers) for "
+                      "the targets, taken from this cache or the remote cache, never built")
+          ->type_name(kPackageValue);
   CLI::Option* target =
       exp->add_option("-t,--target", opts->targets, "With packages: target name or file")
-          ->allow_extra_args(false);
-  CLI::Option* archs = exp->add_option("--archs", opts->archs, "With packages: override archs");
+          ->allow_extra_args(false)
+          ->type_name(kTargetValue);
+  CLI::Option* archs = exp->add_option("--archs", opts->archs, "With packages: override archs")
+                           ->type_name(kArchsValue);
   add_remote_options(*exp, opts->remote);
   for (CLI::Option* o : {packages, target, archs, exp->get_option("--remote-cache"),
                          exp->get_option("--remote-cache-readonly")})

@@ -23,11 +23,13 @@ std::function<int()> configure_prepare(CLI::App& sub, Context& ctx) {
   auto opts = std::make_shared<Options>();
   sub.add_option("package", opts->package,
                  "NAME, NAME==VERSION or NAME with specifiers, e.g. 'NAME~=1.6.0'")
-      ->required();
+      ->required()
+      ->type_name(kPackageValue);
   sub.add_option("-o,--output", opts->output, "Directory to create (must not exist)")->required();
   sub.add_option("-t,--target", opts->targets,
                  "Target (accepted for symmetry with build; sources do not depend on it)")
-      ->allow_extra_args(false);
+      ->allow_extra_args(false)
+      ->type_name(kTargetValue);
   sub.add_flag("--offline", opts->offline, "Use the download cache only");
   sub.add_option("--index-url", opts->index_url, "Package index (default: pip's configuration)");
   return [&ctx, opts] {

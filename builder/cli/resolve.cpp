@@ -157,13 +157,16 @@ std::function<int()> configure_resolve(CLI::App& sub, Context& ctx) {
   auto opts = std::make_shared<Options>();
   sub.add_option("packages", opts->packages,
                  "NAME, NAME==VERSION or NAME with specifiers, e.g. 'NAME>=1.6,<1.7' (default: "
-                 "every package)");
+                 "every package)")
+      ->type_name(kPackageValue);
   sub.add_option("-t,--target", opts->targets,
                  "Target name or file (repeatable; default: default, or with --all-versions every "
                  "target of the manifests directory)")
-      ->allow_extra_args(false);
+      ->allow_extra_args(false)
+      ->type_name(kTargetValue);
   CLI::Option* archs_option =
-      sub.add_option("--archs", opts->archs, "Override the targets' archs, e.g. \"9.0;12.0+PTX\"");
+      sub.add_option("--archs", opts->archs, "Override the targets' archs, e.g. \"9.0;12.0+PTX\"")
+          ->type_name(kArchsValue);
   sub.add_flag("--all-versions", opts->all_versions,
                "Every manifest version of the packages (not only the newest) for every target");
   sub.add_flag("--github-matrix", opts->github_matrix,

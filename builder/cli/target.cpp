@@ -143,8 +143,10 @@ std::function<int()> configure_target(CLI::App& sub, Context& ctx) {
   init->add_option("--toolkit", opts->toolkit,
                    "system | wheels | debian (default: wheels for CUDA 13, debian for CUDA 12)")
       ->needs(torch);
-  CLI::Option* archs_option = init->add_option(
-      "--archs", opts->archs, "Arch spec (default: 9.0); with --torch, 'torch': torch's own");
+  CLI::Option* archs_option =
+      init->add_option("--archs", opts->archs,
+                       "Arch spec (default: 9.0); with --torch, 'torch': torch's own")
+          ->type_name(kArchsValue);
   init->add_option("--name", opts->name,
                    "Target name (default: the file name, or one made of torch's version)");
   init->add_option("-o,--output", opts->output,

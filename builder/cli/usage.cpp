@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "cli/help.h"
 #include "core/strings.h"
 
 namespace kiln::cli {
@@ -68,10 +69,9 @@ Walk walk(CLI::App& app, int argc, char** argv) {
   return w;
 }
 
-std::vector<std::string> command_names(CLI::App* level) {
+std::vector<std::string> command_names(const CLI::App* level) {
   std::vector<std::string> out;
-  for (CLI::App* s : level->get_subcommands([](CLI::App*) { return true; }))
-    out.push_back(s->get_name());
+  for (const CLI::App* s : visible_subcommands(*level)) out.push_back(s->get_name());
   return out;
 }
 

@@ -121,13 +121,15 @@ std::function<int()> configure_validate(CLI::App& sub, Context& ctx) {
       "for compiled wheels the torch==M.m.* pin and +cuXYtorchM.m label matching kiln.json) fail "
       "wheels with a .dist-info/kiln.json and only warn on others.");
   sub.add_option("paths", opts->paths, "Wheels, or directories searched for *.whl")->required();
-  sub.add_option("-t,--target", opts->target, "Check against this target's torch and archs");
+  sub.add_option("-t,--target", opts->target, "Check against this target's torch and archs")
+      ->type_name(kTargetValue);
   sub.add_option(
       "--torch-version", opts->torch_version,
       "Check the symbols against another torch: a target under manifests/targets pinning it");
   CLI::Option* archs_option =
       sub.add_option("--archs", opts->archs,
-                     "The archs the wheels must hold code for (default: their provenance's)");
+                     "The archs the wheels must hold code for (default: their provenance's)")
+          ->type_name(kArchsValue);
   sub.add_option("--gpu", opts->gpu, "Say whether the wheels run on this GPU, e.g. sm_120");
   sub.add_option("--junit", opts->junit, "Also write a JUnit XML report to FILE");
   sub.add_option(

@@ -150,6 +150,17 @@ bool parse_token(std::string_view token, std::vector<Arch>& out, std::string& er
 
 }  // namespace
 
+std::vector<std::string> known_arch_names() {
+  std::vector<std::string> out;
+  for (int number : kKnownArchs) {
+    std::string name = cat(number / 10, ".", number % 10);
+    out.push_back(name);
+    if (number >= 90) out.push_back(name + "a");
+    if (number >= 100) out.push_back(name + "f");
+  }
+  return out;
+}
+
 std::string Arch::sm_name() const {
   return cat("sm_", number(), suffix ? std::string(1, suffix) : std::string());
 }

@@ -60,6 +60,11 @@ class ArchList {
   std::vector<Arch> archs_;  // sorted by (major, minor, suffix), unique
 };
 
+// Every arch kiln knows as TORCH_CUDA_ARCH_LIST writes it ("9.0"), with its arch-specific ("9.0a":
+// sm_90 and sm_100 on) and family ("10.0f": sm_100 on) variants, oldest first: what completion
+// offers for an arch spec.
+std::vector<std::string> known_arch_names();
+
 // What a CUDA release can compile `arch` for: "" when it can, else why not, naming the limit
 // ("sm_120 needs CUDA 12.8 or newer (this toolkit is 12.4)", "CUDA 13.0 no longer builds sm_70
 // (CUDA 13 builds sm_75 and newer: use a CUDA 12 toolkit)"). `cuda_version` is "major.minor".

@@ -1,9 +1,12 @@
 """The CLI surface: help, version, usage errors and their exit codes."""
 
 import hashlib
+import os
 import re
+import shlex
 import shutil
 import socket
+import subprocess
 import unittest
 from pathlib import Path
 
@@ -122,6 +125,226 @@ class CliTest(KilnTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class HelpTest(KilnTestCase):
+    def commands(self, *path):
+        """Every command path under `path`, from the help's Subcommands section."""
+        out = self.kiln(*path, "--help", check=0).stdout
+        if "Subcommands:" not in out:
+            return [list(path)]
+        found = [list(path)] if path else []
+        for sub in re.findall(r"^  (\w[\w-]*)\s{2,}", out.split("Subcommands:")[1], re.M):
+            found += self.commands(*path, sub)
+        return found
+
+    def test_every_help_shows_the_global_options_and_no_cli11_badges(self):
+        top = self.kiln("--help", check=0).stdout
+        self.assertNotIn("__complete", top)  # hidden
+        paths = self.commands()
+        self.assertIn(["cache", "gc"], paths)
+        for path in [[]] + paths:
+            with self.subTest(path=path):
+                out = self.kiln(*path, "--help", check=0).stdout
+                for badge in ("Excludes", "Needs:", "TEXT:{", "INT:INT"):
+                    self.assertNotIn(badge, out)
+                for option in ("--cache", "--manifests", "--patches", "--json", "-v,--verbose", "-q,--quiet"):
+                    self.assertIn(option, out)
+                if path:
+                    self.assertIn("Global options (before or after the command):", out)
+        build = self.kiln("build", "--help", check=0).stdout
+        self.assertRegex(build, r"-t,--target TARGET \.\.\.")
+        self.assertRegex(build, r"--archs ARCHS\s")
+        self.assertRegex(build, r"--sandbox \{auto,required,off\}")
+        self.assertRegex(build, r"-j,--jobs INT>=0\s")
+        self.assertRegex(build, r"packages PACKAGE \.\.\.")
+        # What CLI11 printed as "Excludes: --quiet", in kiln's words.
+        self.assertIn("More output (repeat for more) (not with --quiet)", build)
+        self.assertIn("(with --torch)", self.kiln("target", "init", "--help", check=0).stdout)
+
+
+class CompletionTest(KilnTestCase):
+    """The completion scripts as the shells run them: `kiln` on PATH, the scripts asking
+    `kiln __complete` for the manifests directory's targets and packages at TAB time."""
+
+    def setUp(self):
+        super().setUp()
+        self.bin = self.tmp / "bin"
+        self.bin.mkdir()
+        (self.bin / "kiln").symlink_to(Path(KILN).resolve())
+
+    def env(self, extra=None):
+        env = dict(os.environ)
+        for name in ("KILN_MANIFESTS", "KILN_PATCHES", "KILN_TARGET", "KILN_JOBS", "KILN_OFFLINE",
+                     "KILN_INDEX_URL"):
+            env.pop(name, None)
+        env.update({"KILN_CONFIG": "/dev/null", "KILN_CACHE": str(self.cache),
+                    "PATH": f"{self.bin}:{env.get('PATH', '/usr/bin:/bin')}"})
+        env.update(extra or {})
+        return env
+
+    def complete(self, *words, env=None, shell="bash"):
+        """COMPREPLY for the command line `words` (the last the word being completed)."""
+        script = self.kiln("completion", shell, check=0).stdout
+        probe = (f"{script}\nCOMP_WORDS=({' '.join(shlex.quote(w) for w in words)}); "
+                 f"COMP_CWORD={len(words) - 1}; _kiln_complete; printf '%s\\n' \"${{COMPREPLY[@]}}\"")
+        got = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, cwd=self.project,
+                             env=self.env(env), timeout=60)
+        self.assertEqual(got.returncode, 0, got.stderr)
+        self.assertEqual(got.stderr, "", words)
+        return [line for line in got.stdout.splitlines() if line]
+
+    def targets(self):
+        return sorted({p.stem for p in (self.project / "manifests" / "targets").glob("*.toml")} | {"default"})
+
+    def one_target_manifests(self):
+        """A manifests directory with one target, `mine`, and one package, `solo`."""
+        manifests = self.tmp / "other" / "manifests"
+        (manifests / "targets").mkdir(parents=True)
+        shutil.copy(self.project / "manifests" / "targets" / "default.toml",
+                    manifests / "targets" / "mine.toml")
+        (manifests / "solo").mkdir()
+        demo = next((self.project / "manifests" / "kiln-demo").glob("*.toml"))
+        text = demo.read_text().replace('name = "kiln-demo"', 'name = "solo"')
+        (manifests / "solo" / demo.name).write_text(text)
+        return manifests
+
+    def test_target_values(self):
+        want = self.targets()
+        self.assertIn("torch2.10-cu128", want)
+        for words in (["kiln", "build", "--target", ""], ["kiln", "build", "-t", ""],
+                      ["kiln", "build", "kiln-demo", "--target", ""],
+                      ["kiln", "build", "--target", "=", ""],  # "--target=" where '=' breaks words
+                      ["kiln", "resolve", "--target", ""], ["kiln", "fetch", "-t", ""],
+                      ["kiln", "validate", "--target", ""], ["kiln", "index", "export", "d", "--target", ""]):
+            with self.subTest(words=words):
+                self.assertEqual(sorted(self.complete(*words)), want)
+        self.assertEqual(self.complete("kiln", "build", "--target", "torch2.1"),
+                         [t for t in want if t.startswith("torch2.1")])
+        # A target file: a path completes as one.
+        self.assertEqual(self.complete("kiln", "build", "--target", "manifests/targets/default."),
+                         ["manifests/targets/default.toml"])
+
+    def test_package_values(self):
+        packages = self.complete("kiln", "build", "")
+        self.assertIn("kiln-demo", packages)
+        self.assertIn("causal-conv1d", packages)
+        self.assertFalse([p for p in packages if p.startswith("-")], packages)
+        self.assertEqual(self.complete("kiln", "build", "--target", "default", "kiln-d"), ["kiln-demo"])
+        for command in (["resolve"], ["fetch"], ["prepare"], ["build", "--archs", "9.0", "--offline"]):
+            with self.subTest(command=command):
+                self.assertEqual(self.complete("kiln", *command, "kiln-d"), ["kiln-demo"])
+        # index export: a directory first, then packages.
+        self.assertEqual(self.complete("kiln", "index", "export", "mani"), ["manifests"])
+        self.assertEqual(self.complete("kiln", "index", "export", "out", "kiln-d"), ["kiln-demo"])
+        # Options where one is asked for, and theirs only; kiln's own too.
+        options = self.complete("kiln", "build", "-")
+        self.assertIn("--target", options)
+        self.assertIn("--manifests", options)
+        self.assertNotIn("kiln-demo", options)
+
+    def test_arch_values(self):
+        archs = self.complete("kiln", "build", "--archs", "")
+        for arch in ("9.0", "9.0a", "10.0f", "12.0", "12.0a"):
+            self.assertIn(arch, archs)
+        self.assertFalse([a for a in archs if not re.fullmatch(r"\d+\.\d[af]?", a)], archs)
+        self.assertEqual(self.complete("kiln", "resolve", "--archs", "12.0"), ["12.0", "12.0a", "12.0f"])
+        self.assertIn("9.0;12.0a", self.complete("kiln", "build", "--archs", "9.0;12"))
+        self.assertIn("9.0,10.0", self.complete("kiln", "validate", "--archs", "9.0,1"))
+        self.assertIn("9.0", self.complete("kiln", "target", "init", "--archs", "9"))
+
+    def test_other_values(self):
+        self.assertEqual(self.complete("kiln", "build", "--sandbox", ""), ["auto", "required", "off"])
+        self.assertEqual(sorted(self.complete("kiln", "completion", "")), ["bash", "fish", "zsh"])
+        helped = self.complete("kiln", "help", "")
+        self.assertIn("build", helped)
+        self.assertNotIn("__complete", helped)
+        self.assertNotIn("__complete", self.complete("kiln", ""))
+        self.assertNotIn("__complete", self.complete("kiln", "__"))
+        # A path: files, never option names.
+        self.assertEqual(self.complete("kiln", "build", "--index-url", "mani"), ["manifests"])
+        self.assertEqual(self.complete("kiln", "--manifests", "mani"), ["manifests"])
+        self.assertEqual(self.complete("kiln", "validate", "--junit", "mani"), ["manifests"])
+
+    def test_the_manifests_directory_in_effect(self):
+        manifests = self.one_target_manifests()
+        for words in (["kiln", "--manifests", str(manifests), "build", "--target", ""],
+                      ["kiln", "build", "--manifests", str(manifests), "--target", ""],
+                      ["kiln", "build", "--manifests", "=", str(manifests), "--target", ""]):
+            with self.subTest(words=words):
+                # default is built in, so every manifests directory has it.
+                self.assertEqual(self.complete(*words), ["default", "mine"])
+        self.assertEqual(self.complete("kiln", "--manifests", str(manifests), "build", ""), ["solo"])
+        self.assertEqual(self.complete("kiln", "build", "--target", "", env={"KILN_MANIFESTS": str(manifests)}),
+                         ["default", "mine"])
+
+    def test_a_broken_manifests_directory_completes_nothing(self):
+        not_a_dir = self.tmp / "file"
+        not_a_dir.write_text("x")
+        for what in ("targets", "packages"):
+            with self.subTest(what=what):
+                proc = self.kiln("--manifests", str(not_a_dir), "__complete", what, check=0)
+                self.assertEqual((proc.stdout, proc.stderr), ("", ""))
+        self.assertEqual(self.complete("kiln", "--manifests", str(not_a_dir), "build", ""), [])
+        # A manifest that does not load: its package is still a name to complete, without a word
+        # about it at TAB time.
+        broken = self.project / "manifests" / "kiln-demo" / "9.9.9.toml"
+        broken.write_text("this is not toml [")
+        proc = self.kiln("__complete", "packages", check=0)
+        self.assertIn("kiln-demo\n", proc.stdout)
+        self.assertEqual(proc.stderr, "")
+        self.assertIn("9.0a\n", self.kiln("__complete", "archs", check=0).stdout)
+        self.assertEqual(self.kiln("__complete", "nonsense", check=0).stdout, "")
+
+    def test_zsh_and_fish_load_their_scripts(self):
+        for shell, run in (("zsh", ["zsh", "-f", "-c"]), ("fish", ["fish", "--no-config", "-c"])):
+            with self.subTest(shell=shell):
+                if not shutil.which(shell):
+                    self.skipTest(f"{shell} is not installed")
+                script = self.kiln("completion", shell, check=0).stdout
+                load = ('autoload -U compinit && compinit -u && eval "$(kiln completion zsh)"' if shell == "zsh"
+                        else "kiln completion fish | source")
+                got = subprocess.run([*run, load], capture_output=True, text=True, cwd=self.project,
+                                     env=self.env(), timeout=60)
+                self.assertEqual((got.returncode, got.stderr), (0, ""), script[:200])
+        if shutil.which("zsh"):  # values as bashcompinit calls the function (arrays from 0)
+            probe = ('autoload -U compinit && compinit -u && eval "$(kiln completion zsh)"; setopt ksharrays; '
+                     'COMP_WORDS=(kiln build --target torch2.1); COMP_CWORD=3; _kiln_complete; '
+                     'print -l -- "${COMPREPLY[@]}"')
+            got = subprocess.run(["zsh", "-f", "-c", probe], capture_output=True, text=True, cwd=self.project,
+                                 env=self.env(), timeout=60)
+            self.assertEqual(got.stdout.split(), [t for t in self.targets() if t.startswith("torch2.1")],
+                             got.stderr)
+
+    def test_fish_completes_values(self):
+        if not shutil.which("fish"):
+            self.skipTest("fish is not installed")
+        manifests = self.one_target_manifests()
+
+        def complete(line):
+            got = subprocess.run(["fish", "--no-config", "-c",
+                                  f"kiln completion fish | source; complete -C {shlex.quote(line)}"],
+                                 capture_output=True, text=True, cwd=self.project, env=self.env(), timeout=60)
+            self.assertEqual((got.returncode, got.stderr), (0, ""), line)
+            return sorted(line.split("\t")[0] for line in got.stdout.splitlines())
+
+        self.assertEqual(complete("kiln build --target torch2.1"),
+                         [t for t in self.targets() if t.startswith("torch2.1")])
+        self.assertEqual(complete(f"kiln --manifests {manifests} build --target mi"), ["mine"])  # names, and files (none here)
+        self.assertEqual(complete("kiln build kiln-d"), ["kiln-demo"])
+        self.assertEqual(complete("kiln resolve --archs 12.0"), ["12.0", "12.0a", "12.0f"])
+        self.assertEqual(complete("kiln build --sandbox "), ["auto", "off", "required"])
+
+    def test_fish_script_completes_values(self):
+        fish = self.kiln("completion", "fish", check=0).stdout
+        self.assertIn("complete -c kiln -n '__fish_seen_subcommand_from build' -l target -s t -r "
+                      "-a '(__kiln_complete targets)'", fish)
+        self.assertIn("-l archs -x -a '(__kiln_complete archs)'", fish)
+        self.assertIn("complete -c kiln -n '__fish_seen_subcommand_from build' -f "
+                      "-a '(__kiln_complete packages)'", fish)
+        self.assertIn("-l sandbox -x -a 'auto required off'", fish)
+        self.assertIn("complete -c kiln -l manifests -r", fish)  # kiln's own options everywhere
+        self.assertNotIn("__complete -d", fish)
 
 
 class ResolveAllVersionsTest(KilnTestCase):

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace kiln::manifest {
 
 namespace {
@@ -114,6 +116,20 @@ TEST(ArchToolkit, EachArchNeedsItsFirstReleaseAndCuda13DropsTheOldest) {
             "CUDA 13.2 no longer builds sm_50 (CUDA 13 builds sm_75 and newer: use a CUDA 12 "
             "toolkit)");
   EXPECT_NE(problem("9.0", "x").find("cannot tell"), std::string::npos);
+}
+
+TEST(Arch, KnownArchNamesParseAsWritten) {
+  std::vector<std::string> names = known_arch_names();
+  ASSERT_FALSE(names.empty());
+  EXPECT_EQ(names.front(), "5.0");
+  for (const char* want : {"9.0", "9.0a", "10.0f", "12.0", "12.0a", "12.1"})
+    EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
+  EXPECT_EQ(std::find(names.begin(), names.end(), "8.0a"), names.end());
+  for (const auto& name : names) {
+    auto parsed = ArchList::parse(name);
+    ASSERT_TRUE(parsed) << name;
+    EXPECT_EQ(parsed->torch_arch_list(), name);
+  }
 }
 
 }  // namespace kiln::manifest
