@@ -134,7 +134,8 @@ void warn_of_missing_extras(const std::vector<std::string>& packages,
             !said.insert(cat(requirement->normalized, "[", extra, "]")).second)
           continue;
         log::warn(cat(item.package, " ", item.version, " does not provide the extra '", extra,
-                      "' (", provided.empty() ? "it has none" : cat("it has ", join(provided, ", ")),
+                      "' (",
+                      provided.empty() ? "it has none" : cat("it has ", join(provided, ", ")),
                       "); pip and uv install it without"));
       }
     }

@@ -56,7 +56,7 @@ Walk walk(CLI::App& app, int argc, char** argv) {
       }
       bool inline_value =
           word.find('=') != std::string::npos || (name.size() == 2 && word.size() > 2);
-      if (opt->get_type_size_max() > 0 && !inline_value) ++i;  // its value
+      if (opt->get_expected_max() > 0 && !inline_value) ++i;  // its value
       continue;
     }
     if (CLI::App* sub = find_command(w.level, word)) {

@@ -192,10 +192,9 @@ constexpr const char* kOfflineNextStep =
     "--target, into this cache), then build --offline";
 
 Error Downloader::offline_error(const std::string& filename, const std::string& sha256) const {
-  return Error::failed(cat(filename.empty() ? std::string("the file") : filename, " (sha256 ",
-                           sha256,
-                           ") is not in the download cache and --offline forbids downloading it",
-                           kOfflineNextStep));
+  return Error::failed(
+      cat(filename.empty() ? std::string("the file") : filename, " (sha256 ", sha256,
+          ") is not in the download cache and --offline forbids downloading it", kOfflineNextStep));
 }
 
 void Downloader::wait_before(int attempt) {

@@ -107,8 +107,8 @@ std::string python_string_value(std::string_view body) {
     char e = body[++i];
     std::size_t hex = e == 'x' ? 2 : e == 'u' ? 4 : e == 'U' ? 8 : 0;
     if (hex > 0) {
-      append_utf8(out, static_cast<std::uint32_t>(std::stoul(std::string(body.substr(i + 1, hex)),
-                                                             nullptr, 16)));
+      append_utf8(out, static_cast<std::uint32_t>(
+                           std::stoul(std::string(body.substr(i + 1, hex)), nullptr, 16)));
       i += hex;
     } else if (e >= '0' && e <= '7') {
       std::uint32_t cp = 0;
@@ -285,8 +285,7 @@ class MarkerParser {
   // markers.py's _eval_op and its _operators.
   bool compare(const std::string& l, const std::string& op, const std::string& r,
                const std::string& key) {
-    if (is_version_variable(key) && op != "in" && op != "not in" &&
-        is_valid_specifier(op + r)) {
+    if (is_version_variable(key) && op != "in" && op != "not in" && is_valid_specifier(op + r)) {
       auto set = SpecifierSet::parse(op + r);
       auto version = Version::parse(l);
       if (set && set->specifiers().size() == 1)
@@ -324,8 +323,8 @@ Expected<bool> evaluate_marker(std::string_view marker, const MarkerEnvironment&
   MarkerParser parser(marker, &environment);
   bool value = false;
   if (!parser.parse(value))
-    return Error::bad_input(
-        cat("'", printable_excerpt(marker), "' is not an environment marker as PEP 508 writes one"));
+    return Error::bad_input(cat("'", printable_excerpt(marker),
+                                "' is not an environment marker as PEP 508 writes one"));
   if (!parser.error().empty())
     return Error::bad_input(
         cat("the marker '", printable_excerpt(marker), "' does not evaluate: ", parser.error()));

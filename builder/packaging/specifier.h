@@ -61,8 +61,8 @@ class SpecifierSet {
 // "causal-conv1d==1.7", "causal-conv1d>=1.6,<1.7", "causal-conv1d[dev]", "causal-conv1d (>=1.6)",
 // "causal-conv1d; python_version >= '3.12'".
 struct Requirement {
-  std::string name;        // as written
-  std::string normalized;  // PEP 503
+  std::string name;                 // as written
+  std::string normalized;           // PEP 503
   std::vector<std::string> extras;  // normalised, as written in order
   SpecifierSet specifiers;
   std::string marker;  // after ';', trimmed; "" when none (checked: packaging/marker.h)

@@ -238,9 +238,12 @@ std::string python_minor(const ResolvedTarget& rt) {
 
 packaging::MarkerEnvironment marker_environment(const ResolvedTarget& rt) {
   packaging::MarkerEnvironment env = {
-      {"os_name", "posix"},         {"sys_platform", "linux"},
-      {"platform_system", "Linux"}, {"platform_machine", "x86_64"},
-      {"extra", ""},                {"implementation_name", "cpython"},
+      {"os_name", "posix"},
+      {"sys_platform", "linux"},
+      {"platform_system", "Linux"},
+      {"platform_machine", "x86_64"},
+      {"extra", ""},
+      {"implementation_name", "cpython"},
       {"platform_python_implementation", "CPython"},
   };
   if (std::string minor = python_minor(rt); !minor.empty()) env["python_version"] = minor;
@@ -307,14 +310,15 @@ Expected<void> override_backend(Plan& plan, std::vector<const Manifest*>& select
 
 // Whether an argument naming the package applies to the target: one without a marker, or one
 // whose marker is true there (a false one is left out as pip leaves it out, and said in `ignored`).
-Expected<bool> applies(const Selected& s, const ResolvedTarget& rt, std::vector<std::string>& ignored) {
+Expected<bool> applies(const Selected& s, const ResolvedTarget& rt,
+                       std::vector<std::string>& ignored) {
   packaging::MarkerEnvironment env = marker_environment(rt);
   for (const auto& marker : s.markers) {
     if (marker.empty()) return true;
     auto value = packaging::evaluate_marker(marker, env);
     if (!value)
-      return Error::bad_input(cat("'", s.spec, "' for target ", rt.target.name, ": ",
-                                  value.error().message));
+      return Error::bad_input(
+          cat("'", s.spec, "' for target ", rt.target.name, ": ", value.error().message));
     if (*value) return true;
   }
   std::string python = python_minor(rt);

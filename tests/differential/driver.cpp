@@ -20,8 +20,8 @@
 
 #include "core/strings.h"
 #include "index/model.h"
-#include "packaging/marker.h"
 #include "manifest/requirement.h"
+#include "packaging/marker.h"
 #include "packaging/specifier.h"
 #include "packaging/version.h"
 #include "packaging/wheel_name.h"

@@ -41,6 +41,8 @@ class CliTest(KilnTestCase):
     def test_every_usage_error_is_a_kiln_error_with_the_nearest_name(self):
         cases = [
             (["biuld"], "unknown command 'biuld' (did you mean 'build'?)", "kiln"),
+            # A flag takes no value: the word after it is the command.
+            (["--json", "biuld"], "unknown command 'biuld' (did you mean 'build'?)", "kiln"),
             (["cache", "list"], "unknown command 'cache list' (did you mean 'cache ls'?)", "kiln cache"),
             (["frobnicate"], "unknown command 'frobnicate'", "kiln"),
             (["build", "--taget", "x"], "unknown option '--taget' for 'kiln build' (did you mean '--target'?)",

@@ -62,12 +62,14 @@ TEST(Arch, Rejects) {
             "bad architecture '12.0+PTX+PTX': only one '+PTX' may follow an architecture");
   EXPECT_EQ(error_of("sm_999"), "bad architecture 'sm_999': unknown CUDA architecture 999");
   EXPECT_EQ(error_of("9.9"), "bad architecture '9.9': unknown CUDA architecture 9.9");
-  EXPECT_EQ(error_of("sm_35"),
-            "bad architecture 'sm_35': CUDA architecture 35 is older than any CUDA 12 or 13 toolkit "
-            "builds (CUDA 12 builds sm_50 and newer, CUDA 13 sm_75 and newer)");
-  EXPECT_EQ(error_of("3.7"), "bad architecture '3.7': CUDA architecture 3.7 is older than any CUDA "
-                             "12 or 13 toolkit builds (CUDA 12 builds sm_50 and newer, CUDA 13 "
-                             "sm_75 and newer)");
+  EXPECT_EQ(
+      error_of("sm_35"),
+      "bad architecture 'sm_35': CUDA architecture 35 is older than any CUDA 12 or 13 toolkit "
+      "builds (CUDA 12 builds sm_50 and newer, CUDA 13 sm_75 and newer)");
+  EXPECT_EQ(error_of("3.7"),
+            "bad architecture '3.7': CUDA architecture 3.7 is older than any CUDA "
+            "12 or 13 toolkit builds (CUDA 12 builds sm_50 and newer, CUDA 13 "
+            "sm_75 and newer)");
   EXPECT_EQ(error_of("90-fake"),
             "bad architecture '90-fake': a CMake-style architecture ends in -real or -virtual");
   EXPECT_EQ(error_of(""), "empty architecture list");

@@ -131,7 +131,8 @@ TEST_F(FakeBackendTest, MarkersChooseTheTargetsAPackageIsBuiltFor) {
   EXPECT_EQ(plan.ignored[0],
             "ignoring 'demo; python_version >= '3.12'' for target py311 (Python 3.11): its marker "
             "is false there");
-  EXPECT_TRUE(resolve::make_plan(repo, {"demo; os_name == 'nt'"}, {py312}, 1).value().items.empty());
+  EXPECT_TRUE(
+      resolve::make_plan(repo, {"demo; os_name == 'nt'"}, {py312}, 1).value().items.empty());
   // Named twice: the argument without a marker applies everywhere.
   EXPECT_EQ(resolve::make_plan(repo, {"demo; os_name == 'nt'", "demo[x]"}, {py312}, 1)
                 .value()

@@ -176,11 +176,12 @@ TEST_F(CurlTest, OfflineNeverConnects) {
   MAKE_DOWNLOADER(d, true);
   auto got = d.fetch(server_->url("/pkg-1.0.tar.gz"), "pkg-1.0.tar.gz", sha_);
   ASSERT_FALSE(got);
-  EXPECT_EQ(got.error().message,
-            "pkg-1.0.tar.gz (sha256 " + sha_ +
-                ") is not in the download cache and --offline forbids downloading it; fetch it first "
-                "where the network is reachable (`kiln fetch` with the same packages and "
-                "--target, into this cache), then build --offline");
+  EXPECT_EQ(
+      got.error().message,
+      "pkg-1.0.tar.gz (sha256 " + sha_ +
+          ") is not in the download cache and --offline forbids downloading it; fetch it first "
+          "where the network is reachable (`kiln fetch` with the same packages and "
+          "--target, into this cache), then build --offline");
   EXPECT_TRUE(server_->requests().empty());
   EXPECT_TRUE(downloads().empty());
 }

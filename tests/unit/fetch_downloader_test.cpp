@@ -79,11 +79,12 @@ TEST_F(DownloaderTest, OfflineMissingFileSaysSoWithoutNetwork) {
   MAKE_DOWNLOADER(d, true);
   auto got = d.fetch(url_, "pkg-1.0.tar.gz", sha_);
   ASSERT_FALSE(got);
-  EXPECT_EQ(got.error().message,
-            "pkg-1.0.tar.gz (sha256 " + sha_ +
-                ") is not in the download cache and --offline forbids downloading it; fetch it first "
-                "where the network is reachable (`kiln fetch` with the same packages and "
-                "--target, into this cache), then build --offline");
+  EXPECT_EQ(
+      got.error().message,
+      "pkg-1.0.tar.gz (sha256 " + sha_ +
+          ") is not in the download cache and --offline forbids downloading it; fetch it first "
+          "where the network is reachable (`kiln fetch` with the same packages and "
+          "--target, into this cache), then build --offline");
   EXPECT_TRUE(http_.requests.empty());
   EXPECT_TRUE(downloads().empty());
   EXPECT_FALSE(d.get_text("https://pypi.org/simple/x/", {}));

@@ -116,11 +116,12 @@ TEST_F(PypiTest, OfflineMissingFileAsksNothing) {
   Context ctx{d, server_->url("/json/")};
   auto got = fetch_index_file(ctx, "demo-pkg", "demo_pkg-1.0.tar.gz", sha256_hex(sdist_));
   ASSERT_FALSE(got);
-  EXPECT_EQ(got.error().message,
-            "demo_pkg-1.0.tar.gz (sha256 " + sha256_hex(sdist_) +
-                ") is not in the download cache and --offline forbids downloading it; fetch it first "
-                "where the network is reachable (`kiln fetch` with the same packages and "
-                "--target, into this cache), then build --offline");
+  EXPECT_EQ(
+      got.error().message,
+      "demo_pkg-1.0.tar.gz (sha256 " + sha256_hex(sdist_) +
+          ") is not in the download cache and --offline forbids downloading it; fetch it first "
+          "where the network is reachable (`kiln fetch` with the same packages and "
+          "--target, into this cache), then build --offline");
   EXPECT_TRUE(server_->requests().empty());
 }
 

@@ -112,23 +112,27 @@ TEST(SpecifierTest, RequirementsAsPipReadsThem) {
 
 // Marker.evaluate's answers (packaging 26.4) in a target's environment.
 TEST(SpecifierTest, MarkersEvaluateAsPackagingDoes) {
-  MarkerEnvironment env = {{"python_version", "3.12"},  {"python_full_version", "3.12.7"},
-                           {"os_name", "posix"},        {"sys_platform", "linux"},
-                           {"platform_system", "Linux"}, {"extra", ""},
+  MarkerEnvironment env = {{"python_version", "3.12"},
+                           {"python_full_version", "3.12.7"},
+                           {"os_name", "posix"},
+                           {"sys_platform", "linux"},
+                           {"platform_system", "Linux"},
+                           {"extra", ""},
                            {"platform_python_implementation", "CPython"}};
   auto value = [&](const char* marker) { return evaluate_marker(marker, env).value(); };
-  EXPECT_TRUE(value("python_version > \"3\""));       // as a version: 3.12 > 3
-  EXPECT_TRUE(value("python_version > '3.9'"));        // not as text ("3.12" < "3.9")
+  EXPECT_TRUE(value("python_version > \"3\""));  // as a version: 3.12 > 3
+  EXPECT_TRUE(value("python_version > '3.9'"));  // not as text ("3.12" < "3.9")
   EXPECT_FALSE(value("python_version < \"3\""));
   EXPECT_TRUE(value("python_version == '3.12.*'"));
   EXPECT_TRUE(value("python_full_version ~= '3.12.0'"));
-  EXPECT_TRUE(value("'3.11' < python_version"));        // the variable on the right
+  EXPECT_TRUE(value("'3.11' < python_version"));  // the variable on the right
   EXPECT_TRUE(value("os.name == 'posix' and sys_platform != 'win32'"));
   EXPECT_TRUE(value("os_name == 'nt' and sys_platform == 'win32' or platform_system == 'Linux'"));
-  EXPECT_FALSE(value("os_name == 'nt' and (sys_platform == 'win32' or platform_system == 'Linux')"));
+  EXPECT_FALSE(
+      value("os_name == 'nt' and (sys_platform == 'win32' or platform_system == 'Linux')"));
   EXPECT_TRUE(value("'lin' in sys_platform and 'z' not in os_name"));
   EXPECT_TRUE(value("python_implementation == 'CPython'"));
-  EXPECT_TRUE(value("os_name == '\\x70osix'"));         // escapes as Python reads them
+  EXPECT_TRUE(value("os_name == '\\x70osix'"));  // escapes as Python reads them
   EXPECT_FALSE(value("extra == 'dev'"));
   // Text where no version: packaging 26 orders no text (< and > false, <= and >= equality).
   EXPECT_FALSE(value("python_version == 'abc' or os_name > 'nt' or os_name < 'nt'"));

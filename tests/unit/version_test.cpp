@@ -6,8 +6,8 @@
 #include <tuple>
 
 #include "core/strings.h"
-#include "packaging/marker.h"
 #include "manifest/requirement.h"
+#include "packaging/marker.h"
 #include "packaging/name.h"
 #include "packaging/specifier.h"
 #include "packaging/version.h"
