@@ -493,30 +493,42 @@ class LastMileTest(LastMileCase):
 
     def test_doctor_next_install_commands_use_kiln_as_the_only_index(self):
         cache = self.persistent_cache()
-        # Doctor names the target for this host; kiln serves it once it is a known target (a copy
-        # of the default one), with empty pages for kiln's names (nothing is built for it).
+        # A known target without wheels (a copy of the default one, named as doctor names this
+        # host's): kiln serves it with empty pages for kiln's names.
         (self.project / "manifests" / "targets" / f"{DOCTOR_TARGET}.toml").write_text(
             (SOURCE_DIR / "manifests" / "targets" / "default.toml").read_text())
         up = self.upstream()
         served = self.serve(cache, "--fallback-url", up.url)
         python = self.doctor_python()
         nxt = self.doctor_next(python, served.base)
-        self.assertEqual(nxt["target"], DOCTOR_TARGET)
-        index = served.index(DOCTOR_TARGET)
+        # Issue 51: doctor asks the server which targets it serves and installs from the one that
+        # already holds this host's wheels (default), not from the name it would give the host's.
+        self.assertEqual(nxt["target"], "default")
+        default = served.index("default")
         pip_args = self.command_args(nxt["install"], ["pip", "install"])
         uv_args = self.command_args(nxt["install_uv"], ["uv", "pip", "install"])
         for args in (pip_args, uv_args):
-            self.assertEqual(args[:2], ["--index-url", index], args)
+            self.assertEqual(args[:2], ["--index-url", default], args)
             for other in ("--extra-index-url", "--index", "--default-index", "--trusted-host", "--find-links"):
                 self.assertNotIn(other, args)
             self.assertLessEqual({"causal-conv1d", "flash-linear-attention"}, set(pins_of(args)))
 
-        # As printed: kiln answers its own names for that target (200, no files), so pip and uv
-        # find no causal-conv1d, and never from the upstream.
-        proc, _ = self.pip_resolve(pip_args, check=False)
+        # As printed: everything resolves, kiln's from kiln.
+        kiln_projects = self.kiln_projects(default)
+        requested = set(pins_of(pip_args)) | {"fla-core"} | upstream_names(pins_of(pip_args))
+        for args, resolve, how in ((pip_args, self.pip_resolve, "pip"), (uv_args, self.uv_compile, "uv")):
+            _, resolved = resolve(args)
+            self.assertEqual(set(resolved), requested, how)
+            self.assert_resolution(resolved, default, kiln_projects, [up], requested, how)
+        self.assert_no_own_requests(up, set(kiln_projects) | {"kiln-wheels"})
+
+        # The same commands on the known target without wheels: kiln answers its own names (200,
+        # no files), so pip and uv find no causal-conv1d, and never from the upstream.
+        index = served.index(DOCTOR_TARGET)
+        proc, _ = self.pip_resolve([a.replace(default, index) for a in pip_args], check=False)
         self.assertNotEqual(proc.returncode, 0)
         self.assertRegex(proc.stderr, r"(?i)no matching distribution found for (causal-conv1d|flash-linear-attention)")
-        proc, _ = self.uv_compile(uv_args, check=False)
+        proc, _ = self.uv_compile([a.replace(default, index) for a in uv_args], check=False)
         self.assertNotEqual(proc.returncode, 0)
         self.assertRegex(proc.stderr, r"causal-conv1d|flash-linear-attention")
         text = served.log.read_text()
@@ -528,19 +540,10 @@ class LastMileTest(LastMileCase):
         status, headers, _ = http_get(f"{index}torch/")
         self.assertEqual((status, headers.get("location")), (307, f"{up.url}torch/"))
 
-        # With the default target's index in its place: everything resolves, kiln's from kiln.
-        default = served.index("default")
-        kiln_projects = self.kiln_projects(default)
-        requested = set(pins_of(pip_args)) | {"fla-core"} | upstream_names(pins_of(pip_args))
-        for args, resolve, how in ((pip_args, self.pip_resolve, "pip"), (uv_args, self.uv_compile, "uv")):
-            swapped = [a.replace(index, default) for a in args]
-            _, resolved = resolve(swapped)
-            self.assertEqual(set(resolved), requested, how)
-            self.assert_resolution(resolved, default, kiln_projects, [up], requested, how)
-        self.assert_no_own_requests(up, set(kiln_projects) | {"kiln-wheels"})
-
-        # A plain-http server on another host: pip is told to trust it (host:port); https needs nothing.
+        # A server doctor cannot ask (no such host): the host's own target, as before. A plain-http
+        # server on another host: pip is told to trust it (host:port); https needs nothing.
         nxt = self.doctor_next(python, "http://builder.example:8000")
+        self.assertEqual(nxt["target"], DOCTOR_TARGET)
         self.assertIn("--trusted-host builder.example:8000", nxt["install"])
         self.assertIn(f"--index-url http://builder.example:8000/{DOCTOR_TARGET}/simple/", nxt["install"])
         nxt = self.doctor_next(python, "https://builder.example")
@@ -558,16 +561,15 @@ class LastMileTest(LastMileCase):
             self.skipTest("no mamba-ssm wheel for the default target in the persistent cache "
                           "(kiln build mamba-ssm: 15 minutes on 2 cores)")
         nxt = self.doctor_next(self.doctor_python(), served.base)
-        index, default = served.index(DOCTOR_TARGET), served.index("default")
+        default = served.index("default")  # the served target holding this host's wheels
         pip_args = self.command_args(nxt["install_mamba2"], ["pip", "install"])
         uv_args = self.command_args(nxt["install_mamba2_uv"], ["uv", "pip", "install"])
         for args in (pip_args, uv_args):
-            self.assertEqual(args, ["--index-url", index, "causal-conv1d", "mamba-ssm"])
+            self.assertEqual(args, ["--index-url", default, "causal-conv1d", "mamba-ssm"])
         venv = self.pip_venv("mamba-pip")
-        self.run_client([str(venv / "bin" / "python"), "-m", "pip", "install",
-                         *[a.replace(index, default) for a in pip_args]])
+        self.run_client([str(venv / "bin" / "python"), "-m", "pip", "install", *pip_args])
         uv_venv = self.uv_venv("mamba-uv")
-        self.run_client([self.tool("uv"), "pip", "install", *[a.replace(index, default) for a in uv_args]],
+        self.run_client([self.tool("uv"), "pip", "install", *uv_args],
                         env=self.client_env(VIRTUAL_ENV=str(uv_venv)))
         needs = upstream_names({"mamba-ssm"})
         for env_dir in (venv, uv_venv):
