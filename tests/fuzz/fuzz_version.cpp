@@ -1,7 +1,10 @@
 // PEP 440 versions and wheel file names (packaging/): any text parses or is refused; a version's
 // canonical text parses back to an equal version and is a fixed point; the ordering is a strict
-// weak order on what the input holds; a wheel file name's fields are what it was built from.
+// weak order on what the input holds; a wheel file name's fields are what it was built from; a
+// package argument parses or is refused, and a marker evaluates exactly when it parses.
 #include "fuzz.h"
+#include "packaging/marker.h"
+#include "packaging/specifier.h"
 #include "packaging/version.h"
 #include "packaging/wheel_name.h"
 
@@ -45,6 +48,18 @@ KILN_FUZZ_TARGET(version) {
           kiln::fuzz::fail("the ordering is not transitive: " + a.str() + " " + b.str() + " " +
                            c.str());
     }
+  if (auto r = kiln::packaging::parse_requirement(text))
+    if (!r->marker.empty() && !kiln::packaging::is_valid_marker(r->marker))
+      kiln::fuzz::fail("a package argument's marker does not parse");
+  static const kiln::packaging::MarkerEnvironment env = {
+      {"python_version", "3.12"}, {"python_full_version", "3.12.7"}, {"os_name", "posix"},
+      {"sys_platform", "linux"},  {"extra", ""}};
+  auto value = kiln::packaging::evaluate_marker(text, env);
+  bool parses = kiln::packaging::is_valid_marker(text);
+  bool refused_as_no_marker =
+      !value && value.error().message.find("is not an environment marker") != std::string::npos;
+  if (parses == refused_as_no_marker)
+    kiln::fuzz::fail("evaluate_marker and is_valid_marker disagree on whether it parses");
   if (auto w = kiln::packaging::parse_wheel_file_name(text)) {
     if (!(w->parsed_version == *Version::parse(w->version)))
       kiln::fuzz::fail("a wheel's parsed version is not its version's");
