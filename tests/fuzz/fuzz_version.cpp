@@ -51,9 +51,11 @@ KILN_FUZZ_TARGET(version) {
   if (auto r = kiln::packaging::parse_requirement(text))
     if (!r->marker.empty() && !kiln::packaging::is_valid_marker(r->marker))
       kiln::fuzz::fail("a package argument's marker does not parse");
-  static const kiln::packaging::MarkerEnvironment env = {
-      {"python_version", "3.12"}, {"python_full_version", "3.12.7"}, {"os_name", "posix"},
-      {"sys_platform", "linux"},  {"extra", ""}};
+  static const kiln::packaging::MarkerEnvironment env = {{"python_version", "3.12"},
+                                                         {"python_full_version", "3.12.7"},
+                                                         {"os_name", "posix"},
+                                                         {"sys_platform", "linux"},
+                                                         {"extra", ""}};
   auto value = kiln::packaging::evaluate_marker(text, env);
   bool parses = kiln::packaging::is_valid_marker(text);
   bool refused_as_no_marker =
