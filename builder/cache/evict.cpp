@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <tuple>
 
+#include "cache/names.h"
 #include "cache/store.h"
 #include "core/fs.h"
 #include "core/hash.h"
@@ -64,7 +65,8 @@ std::vector<Candidate> scan(const Store& store) {
   std::vector<Candidate> out;
   for (const auto& key : store.keys()) {
     if (!is_sha256_hex(key)) continue;  // no entry of kiln's: left alone
-    if (auto c = wheel_candidate(store.wheels() / key, key)) out.push_back(std::move(*c));
+    if (auto c = wheel_candidate(StoreInternals::wheels(store) / key, key))
+      out.push_back(std::move(*c));
   }
   for (const auto& rel : store.object_files()) {
     Candidate c;
@@ -86,7 +88,7 @@ std::string entry_label(const Store& store, const std::string& key) {
 
 // Removes one wheel entry unless a build holds its key or used it since the scan.
 bool remove_wheel(const Store& store, Candidate& c, EvictResult& result) {
-  const fs::path lock_file = store.lock_path(c.key);
+  const fs::path lock_file = StoreInternals::lock_path(store, c.key);
   (void)ensure_directory(lock_file.parent_path());
   auto lock = FileLock::try_acquire(lock_file, /*create=*/true);
   if (!lock) {  // never delete what a build holds
@@ -95,7 +97,7 @@ bool remove_wheel(const Store& store, Candidate& c, EvictResult& result) {
     result.kept_locked.push_back(c.key);
     return false;
   }
-  auto now = wheel_candidate(store.wheels() / c.key, c.key);
+  auto now = wheel_candidate(StoreInternals::wheels(store) / c.key, c.key);
   if (!now) {  // removed by another process meanwhile
     c.gone = true;
     return false;

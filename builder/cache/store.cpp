@@ -11,6 +11,7 @@
 #include <ctime>
 #include <tuple>
 
+#include "cache/names.h"
 #include "cache/remote.h"
 #include "core/fault.h"
 #include "core/fs.h"
@@ -23,15 +24,14 @@ namespace kiln::cache {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-// A name that stays inside its directory: no separator, no control character, not "." or "..".
 bool is_plain_name(std::string_view name) {
   if (name.empty() || name == "." || name == ".." || name.size() > 255) return false;
   for (char c : name)
     if (c == '/' || c == '\\' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return false;
   return true;
 }
+
+namespace {
 
 // Marks an entry file used now: its mtime is what evict() goes by (atime is not kept on noatime or
 // relatime mounts). One syscall; a link is not followed, and a failure (a cache this process may
@@ -367,45 +367,57 @@ Expected<Staging> Store::staging(std::string_view prefix) const {
       cat("cannot create a staging directory in ", tmp_root().string(), ": it keeps disappearing"));
 }
 
+Expected<void> Store::each_kiln_wheel(const std::function<bool(const fs::path&)>& visit) const {
+  const fs::path dir = kiln_wheels();
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) return {};
+  if (!S_ISDIR(st.st_mode))
+    return Error::failed(cat(dir.string(), ": not a directory (a link is not followed)"));
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().filename().string().ends_with(".whl") && !visit(it->path())) break;
+  return {};
+}
+
+namespace {
+
+DirStamp stamp(const fs::path& dir) {
+  DirStamp s;
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return s;
+  auto ns = [](const struct timespec& t) {
+    return static_cast<std::int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
+  };
+  return {true, ns(st.st_mtim), ns(st.st_ctim), static_cast<std::uint64_t>(st.st_ino),
+          static_cast<std::uint64_t>(st.st_nlink)};
+}
+
+}  // namespace
+
+ServedStamp Store::served_stamp() const {
+  return {stamp(wheels()), stamp(last_root()), stamp(kiln_wheels())};
+}
+
+fs::path Store::keep_logs(const std::string& key, const fs::path& from) const {
+  const fs::path dest = absolute_path(root_ / "logs" / key);
+  if (!is_sha256_hex(key) || !ensure_directory(dest.parent_path())) return dest;
+  auto staged = TempDir::create(dest.parent_path(), cat(".", key, ".tmp-"));
+  if (!staged) return dest;
+  std::error_code ec;
+  fs::copy(from, staged->path() / "logs",
+           fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
+  if (ec) return dest;
+  fs::remove_all(dest, ec);
+  fs::rename(staged->path() / "logs", dest, ec);
+  return dest;
+}
+
 fs::path Store::lock_path(std::string_view name) const {
   return root_ / "locks" / cat(name, ".lock");
 }
 
 fs::path Store::last_inputs(const std::string& target, const std::string& normalized_name) const {
   return root_ / "last" / target / cat(normalized_name, ".json");
-}
-
-fs::path Store::download_path(std::string_view sha256, std::string_view filename) const {
-  return root_ / "downloads" / sha256.substr(0, 2) / sha256 / filename;
-}
-
-bool Store::discard_download(const fs::path& file) const {
-  const fs::path dir = file.parent_path();
-  const std::string sha256 = dir.filename().string();
-  if (!is_sha256_hex(sha256) || download_path(sha256, file.filename().string()) != file)
-    return false;
-  std::error_code ec;
-  return fs::remove_all(dir, ec) > 0 && !ec;
-}
-
-fs::path Store::git_mirror(std::string_view url) const {
-  return root_ / "git" / sha256_hex(url);
-}
-
-fs::path Store::torch_sysroot(std::string_view wheel_sha256) const {
-  return root_ / "sysroots" / cat("torch-", wheel_sha256.substr(0, 16));
-}
-
-fs::path Store::wheel_toolkit(std::string_view version, std::string_view pins_sha256) const {
-  return root_ / "toolkits" / cat("cuda-", version, "-", pins_sha256.substr(0, 16));
-}
-
-fs::path Store::debian_toolkit(std::string_view release, std::string_view pins_sha256) const {
-  return root_ / "toolkits" / cat("cuda-", release, "-debian-", pins_sha256.substr(0, 16));
-}
-
-fs::path Store::setuptools_env(std::string_view identity_sha256) const {
-  return root_ / "envs" / cat("setuptools-", identity_sha256.substr(0, 16));
 }
 
 namespace {
@@ -606,6 +618,10 @@ Expected<GcResult> Store::gc(bool all) const {
   }
   GcResult git = gc_git_mirrors();
   removed.items += git.items, removed.bytes += git.bytes;
+  GcResult made = gc_made();
+  removed.items += made.items, removed.bytes += made.bytes;
+  GcResult roots = gc_build_roots();
+  removed.build_roots += roots.items, removed.bytes += roots.bytes;
   // Object cache entries: with `all` every one; else the damaged ones (a build would only ever
   // remove one it needs again).
   for (const auto& rel : object_files()) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,7 +19,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/entry.h"
+#include "cache/made.h"
 #include "cache/remote.h"
+#include "cache/slots.h"
 #include "core/expected.h"
 #include "core/fs.h"
 #include "core/lock.h"
@@ -98,9 +101,24 @@ struct EvictPolicy {
   std::optional<std::uint64_t> max_bytes;  // then least recently used first until at most this
 };
 
-// What gc removed: entries (a file, a directory, a link each) and their apparent bytes.
+// What gc removed: entries (a file, a directory, a link each) and their apparent bytes; of them,
+// the build roots that killed builds left.
 struct GcResult {
   std::uint64_t items = 0, bytes = 0;
+  std::uint64_t build_roots = 0;
+};
+
+// One directory's stat, to tell whether it changed (DirStamp{} when it is missing).
+struct DirStamp {
+  bool exists = false;
+  std::int64_t mtime_ns = 0, ctime_ns = 0;
+  std::uint64_t ino = 0, nlink = 0;
+  bool operator==(const DirStamp&) const = default;
+};
+// What the index serves changes only with one of these: wheels/, last/ and kiln-wheels/.
+struct ServedStamp {
+  DirStamp wheels, last, kiln_wheels;
+  bool operator==(const ServedStamp&) const = default;
 };
 
 struct EvictResult {
@@ -157,8 +175,9 @@ class Store {
   // Removes a damaged entry so the next build rebuilds it.
   Expected<void> remove(const std::string& key) const;
   // Removes staging leftovers (what <cache>/tmp holds that no live process has locked), what failed
-  // or killed git fetches left in <cache>/git, and object cache entries no build would use
-  // (damaged, or stale); with `all`, every entry as well, except
+  // or killed git fetches left in <cache>/git, the build roots no build holds (what killed builds
+  // left: a live build and the compilers of a killed one hold their root's lock), and object cache
+  // entries no build would use (damaged, or stale); with `all`, every entry as well, except
   // those a build holds the key's lock of (they are kept and named), and every object cache entry.
   Expected<GcResult> gc(bool all) const;
   // Removes the wheel entries and objects last used more than `policy.max_age` seconds before
@@ -178,7 +197,6 @@ class Store {
   // one, ".dev"), under the sha256 of its exact commands. An entry is written whole (temp +
   // rename) behind a header that records the sha256 of its bytes; concurrent builds may write the
   // same entry, the last rename wins.
-  std::filesystem::path object_path(const std::string& key, std::string_view suffix) const;
   Expected<void> store_object(const std::string& key, std::string_view suffix,
                               std::string_view bytes) const;
   // An entry's bytes, when they hash to the recorded sha256 (a hit: the file's mtime is set to
@@ -218,16 +236,17 @@ class Store {
 
   // A fresh, locked staging directory under <cache>/tmp: "<tmp>/<prefix>XXXXXX".
   Expected<Staging> staging(std::string_view prefix) const;
-  std::filesystem::path tmp_root() const { return root_ / "tmp"; }
-  std::filesystem::path wheels() const { return root_ / "wheels"; }
-  // kiln's own wheels (scripts/package --cache), which the index serves on every target.
-  std::filesystem::path kiln_wheels() const { return root_ / "kiln-wheels"; }
-  // <cache>/locks/<name>.lock: a key's lock is named after the key; other locks (build roots')
-  // carry a prefix of their own.
-  std::filesystem::path lock_path(std::string_view name) const;
-  // Where a build records the key inputs of its package for `--explain`'s next diff.
-  std::filesystem::path last_inputs(const std::string& target,
-                                    const std::string& normalized_name) const;
+  // kiln's own wheels (scripts/package --cache), which the index serves on every target: `visit`
+  // gets each *.whl of <cache>/kiln-wheels, for reading only, in directory order, until it
+  // returns false. A missing folder has none; one that is no directory (a link is not followed)
+  // is an error naming it.
+  Expected<void> each_kiln_wheel(
+      const std::function<bool(const std::filesystem::path&)>& visit) const;
+  // The stat of wheels/, last/ and kiln-wheels/: one call tells the index whether to rescan.
+  ServedStamp served_stamp() const;
+  // Keeps a build's job logs (`from`: its logs/ folder) as <cache>/logs/<key>, replacing what an
+  // earlier build of the key kept, and returns where; a copy that fails keeps nothing new.
+  std::filesystem::path keep_logs(const std::string& key, const std::filesystem::path& from) const;
   // Records `last` (target, package, key, wheel, backend, inputs) as the package's last build for
   // its target. Written only when it changed; then <cache>/last/.changed is rewritten too, so that
   // one stat of <cache>/last tells the index that what it serves may have changed.
@@ -238,40 +257,48 @@ class Store {
                                      const std::string& normalized_name) const;
   // Every record that names an entry (key and wheel), sorted by target and package.
   std::vector<LastBuild> last_builds() const;
-  std::filesystem::path last_root() const { return root_ / "last"; }
-  std::filesystem::path objects() const { return root_ / "objects"; }
-  std::filesystem::path logs() const { return root_ / "logs"; }
-  std::filesystem::path build_roots() const {
-    return root_ / "build";
-  }  // the build roots this cache made
 
-  // The pinned inputs, each named by its key here and made by the stage that needs it (fetch,
-  // toolchain, the pipeline). Names and hashing are those of every kiln before: a cache made by
-  // one is used as it is.
-  // A file of the download cache: <cache>/downloads/<sha256[0:2]>/<sha256>/<filename>.
-  std::filesystem::path download_path(std::string_view sha256, std::string_view filename) const;
+  // The pinned inputs, each named by its key here as every kiln before named it (a cache made by
+  // one is used as it is). A file of the download cache, locked for writing it (slots.h).
+  Expected<DownloadSlot> download_slot(std::string_view sha256, std::string_view filename) const;
+  // The file of the download cache when it is there, for reading only: <cache>/downloads/
+  // <sha256[0:2]>/<sha256>/<filename>; with `filename` empty, the least name of those there.
+  std::optional<std::filesystem::path> downloaded(std::string_view sha256,
+                                                  std::string_view filename) const;
   // Removes `file` and its <sha256> directory when it is a file of this download cache (a path
-  // download_path made): an archive refused as hostile is not kept, though its bytes matched the
-  // pin. Anything else is left alone (false).
+  // downloaded() or a slot named): an archive refused as hostile is not kept, though its bytes
+  // matched the pin. Anything else is left alone (false).
   bool discard_download(const std::filesystem::path& file) const;
-  // The bare git mirror of `url`: <cache>/git/<sha256 of the URL>.
-  std::filesystem::path git_mirror(std::string_view url) const;
-  // torch unpacked from the pinned wheel `wheel_sha256`: <cache>/sysroots/torch-<sha256[0:16]>
-  // (the torch package directory is its torch/).
-  std::filesystem::path torch_sysroot(std::string_view wheel_sha256) const;
-  // A CUDA toolkit laid out from NVIDIA's wheels of CUDA `version`, `pins_sha256` the hash of its
-  // pinned set (toolchain::toolkit_pins_sha256): <cache>/toolkits/cuda-<version>-<pins[0:16]>.
-  std::filesystem::path wheel_toolkit(std::string_view version, std::string_view pins_sha256) const;
-  // One laid out from Debian's packages of CUDA `release` ("unknown" when the pins name none):
-  // <cache>/toolkits/cuda-<release>-debian-<pins[0:16]>.
-  std::filesystem::path debian_toolkit(std::string_view release,
-                                       std::string_view pins_sha256) const;
-  // The setuptools backend's environment whose identity (python, torch, pins) hashes to
-  // `identity_sha256`: <cache>/envs/setuptools-<identity_sha256[0:16]>.
-  std::filesystem::path setuptools_env(std::string_view identity_sha256) const;
+  // The bare git mirror of `url`, <cache>/git/<sha256 of the URL>, locked for fetching into it.
+  Expected<GitMirror> git_mirror(std::string_view url) const;
+  // The directory of `what` when it is whole, for reading only; nullopt when it is not made yet.
+  std::optional<std::filesystem::path> find_made(const MadeOnce& what) const;
+  // The directory of `what` (made.h), made first by `make` when it is not whole yet. The one place
+  // that makes them: one process at a time, in staging, renamed into place.
+  Expected<std::filesystem::path> ensure(const MadeOnce& what, const Maker& make) const;
 
  private:
+  friend class BuildRoot;
+  friend struct StoreInternals;
+  std::filesystem::path tmp_root() const { return root_ / "tmp"; }
+  std::filesystem::path wheels() const { return root_ / "wheels"; }
+  std::filesystem::path kiln_wheels() const { return root_ / "kiln-wheels"; }
+  std::filesystem::path last_root() const { return root_ / "last"; }
+  std::filesystem::path objects() const { return root_ / "objects"; }
+  std::filesystem::path build_roots() const { return root_ / "build"; }
+  // <cache>/locks/<name>.lock: a key's lock is named after the key; the others carry a prefix of
+  // their own ("build-<name>", "<folder>-<name>").
+  std::filesystem::path lock_path(std::string_view name) const;
+  // Where a build records the key inputs of its package for `--explain`'s next diff.
+  std::filesystem::path last_inputs(const std::string& target,
+                                    const std::string& normalized_name) const;
+  std::filesystem::path object_path(const std::string& key, std::string_view suffix) const;
+  std::filesystem::path download_path(std::string_view sha256, std::string_view filename) const;
   std::filesystem::path entry_dir(const std::string& key) const { return wheels() / key; }
+  // gc's pass over <cache>/build (build_root.cpp).
+  GcResult gc_build_roots() const;
+  // gc's pass over the made-once folders (made.cpp): staging that a process which died left.
+  GcResult gc_made() const;
   // gc's pass over <cache>/git (git_gc.cpp): mirrors that pin no commit, and temporary packs a
   // killed fetch left, in mirrors no fetch holds.
   GcResult gc_git_mirrors() const;

@@ -12,7 +12,6 @@
 #include "core/strings.h"
 #include "index/model.h"
 #include "index/scan.h"
-#include "pipeline/build_root.h"
 
 namespace kiln::cli {
 
@@ -91,11 +90,10 @@ int collect(const cache::Store& store, const GcOptions& o, bool json) {
   if (!o.max_age.empty()) policy.max_age = parse_duration(o.max_age);
   if (!o.max_size.empty()) policy.max_bytes = parse_byte_size(o.max_size);
   cache::EvictResult evicted = store.evict(policy, std::time(nullptr)).value();
-  cache::GcResult roots = pipeline::remove_abandoned_build_roots(store);
-  std::uint64_t freed = removed.bytes + evicted.freed_bytes + roots.bytes;
+  std::uint64_t freed = removed.bytes + evicted.freed_bytes;
   if (json) {
     std::cout << nlohmann::json{{"removed_items", removed.items},
-                                {"removed_build_roots", roots.items},
+                                {"removed_build_roots", removed.build_roots},
                                 {"removed_wheels", evicted.removed_wheels},
                                 {"removed_objects", evicted.removed_objects},
                                 {"freed_bytes", freed},
@@ -108,7 +106,8 @@ int collect(const cache::Store& store, const GcOptions& o, bool json) {
   }
   std::uint64_t items = removed.items + evicted.removed_wheels + evicted.removed_objects;
   log::info(cat("removed ", items, " items",
-                roots.items ? cat(" and ", roots.items, " abandoned build roots") : std::string(),
+                removed.build_roots ? cat(" and ", removed.build_roots, " abandoned build roots")
+                                    : std::string(),
                 " (", mib(freed), " freed)", "; cache now ", mib(evicted.remaining_bytes),
                 " of wheels and objects"));
   return 0;

@@ -84,7 +84,8 @@ int print_sha256(const Context& ctx, const std::vector<std::string>& sources,
                  const std::string& index_url) {
   std::vector<fetch::NewSource> parsed;  // every argument checked before anything is fetched
   for (const auto& text : sources) parsed.push_back(fetch::parse_new_source(text).value());
-  auto fetching = pipeline::Fetching::create(ctx.cache_path(), false, index_url).value();
+  const cache::Store store(ctx.cache_path());
+  auto fetching = pipeline::Fetching::create(store, false, index_url).value();
   nlohmann::json out = nlohmann::json::array();
   for (const auto& source : parsed) {
     fetch::NewPin pin = fetch::fetch_new_source(fetching->context(), source).value();
@@ -143,12 +144,12 @@ std::function<int()> configure_fetch(CLI::App& sub, Context& ctx) {
     }
     if (opts->packages.empty())
       raise(Error::bad_input("fetch needs package names, or --print-sha256 SOURCE..."));
-    auto fetching = pipeline::Fetching::create(ctx.cache_path(), ctx.offline(opts->offline),
+    const cache::Store store(ctx.cache_path());
+    auto fetching = pipeline::Fetching::create(store, ctx.offline(opts->offline),
                                                ctx.index_url(opts->index_url))
                         .value();
     nlohmann::json out = nlohmann::json::array();
     std::size_t cached = 0;
-    const cache::Store& store = fetching->store();
     for (const auto& spec : opts->packages) {
       const manifest::Manifest* m = ctx.repository().select(spec).value();
       // A git source is checked out into a scratch directory that is removed afterwards; the
@@ -156,9 +157,7 @@ std::function<int()> configure_fetch(CLI::App& sub, Context& ctx) {
       cache::Staging scratch = store.staging("fetch-").value();
       fetch::Fetched got =
           pipeline::fetch_package(*m, *fetching, scratch.path() / "checkout").value();
-      std::string where = got.is_directory && m->source.kind == manifest::Source::Kind::Git
-                              ? store.git_mirror(m->source.url).string()
-                              : got.path.string();
+      std::string where = got.kept.empty() ? got.path.string() : got.kept.string();
       out.push_back({{"package", m->name},
                      {"version", m->version},
                      {"path", where},

@@ -39,10 +39,10 @@ std::function<int()> configure_prepare(CLI::App& sub, Context& ctx) {
     std::error_code ec;
     if (fs::exists(dest, ec))
       raise(Error::bad_input(cat("output directory ", opts->output, " already exists")));
-    auto fetching = pipeline::Fetching::create(ctx.cache_path(), ctx.offline(opts->offline),
+    cache::Store store(ctx.cache_path());
+    auto fetching = pipeline::Fetching::create(store, ctx.offline(opts->offline),
                                                ctx.index_url(opts->index_url))
                         .value();
-    cache::Store store(ctx.cache_path());
     cache::Staging scratch = store.staging("prepare-").value();
     // Hunks away from their stated line: a patch's author may want to refresh it.
     std::vector<std::string> offsets =

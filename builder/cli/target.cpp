@@ -95,7 +95,8 @@ int init_from_index(Context& ctx, const Options& opts) {
     if (!manifest::is_cpython_tag(tag))
       raise(Error::bad_input(cat("bad --python-tags entry '", printable_excerpt(tag, 40),
                                  "': expected e.g. cp312 or cp313t")));
-  auto fetching = pipeline::Fetching::create(ctx.cache_path(), false, "").value();
+  const cache::Store store(ctx.cache_path());
+  auto fetching = pipeline::Fetching::create(store, false, "").value();
   init::IndexRequest r;
   r.torch_version = opts.torch;
   r.cuda_index = fetching->context().index_url;

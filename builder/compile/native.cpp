@@ -50,7 +50,6 @@ Expected<void> prepare_root(const NativeContext& ctx) {
   KILN_CHECK(write_compat_headers(ctx.root, ctx.manylinux));
   KILN_CHECK(ensure_directory(ctx.root / "obj"));
   KILN_CHECK(ensure_directory(ctx.root / "out"));
-  KILN_CHECK(ensure_directory(ctx.cache->objects()));
   return fix_mtimes(ctx.root / "src");
 }
 

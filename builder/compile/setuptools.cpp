@@ -180,22 +180,13 @@ std::vector<std::pair<std::string, double>> parse_ninja_log(const std::string& t
   return out;
 }
 
-Expected<void> ensure_build_env(const BuildEnvSpec& spec) {
-  const fs::path marker = spec.dir / "kiln-env.json";
-  std::error_code ec;
-  if (fs::is_regular_file(marker, ec)) return {};
-  KILN_CHECK(ensure_directory(spec.dir.parent_path()));
-  KILN_TRY(FileLock lock, FileLock::acquire(spec.dir.string() + ".lock"));
-  if (fs::is_regular_file(marker, ec)) return {};  // another kiln made it meanwhile
-  remove_stale_staging(spec.dir);  // what a process that died while holding this lock left
-  KILN_TRY(TempDir tmp, TempDir::create(spec.dir.parent_path(),
-                                        cat(".", spec.dir.filename().string(), ".tmp-")));
-  const fs::path env = tmp.path() / "env";
-  const std::string python = (env / "bin" / "python").string();
-  log::info(
-      cat("making the setuptools build environment ", spec.dir.filename().string(), " (once)"));
-  const auto started = std::chrono::steady_clock::now();
+namespace {
 
+// Makes the environment at `env` (not there yet), its steps' logs in `scratch`.
+Expected<void> make_build_env(const BuildEnvSpec& spec, const fs::path& env,
+                              const fs::path& scratch) {
+  const std::string python = (env / "bin" / "python").string();
+  const auto started = std::chrono::steady_clock::now();
   std::vector<Job> steps;
   auto step = [&](std::string label, std::vector<std::string> argv) {
     Job job;
@@ -203,8 +194,8 @@ Expected<void> ensure_build_env(const BuildEnvSpec& spec) {
     job.argv = std::move(argv);
     job.env = python_env();
     job.env_unset = unset_list(false);
-    job.cwd = tmp.path();
-    job.log = tmp.path() / "logs" / cat(steps.size(), ".log");
+    job.cwd = scratch;
+    job.log = scratch / "logs" / cat(steps.size(), ".log");
     if (!steps.empty()) job.deps = {steps.size() - 1};
     steps.push_back(std::move(job));
   };
@@ -236,16 +227,20 @@ Expected<void> ensure_build_env(const BuildEnvSpec& spec) {
     return Error::failed(cat("cannot make the setuptools build environment: ", ran.error().message),
                          ran.error().detail);
   KILN_CHECK(write_file_atomic(env / "kiln-env.json", spec.identity));
-  fs::rename(env, spec.dir, ec);
-  if (ec)
-    return Error::failed(
-        cat("cannot move the build environment to ", spec.dir.string(), ": ", ec.message()));
-  KILN_CHECK(fsync_directory(spec.dir.parent_path()));
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  log::info(cat("made the setuptools build environment ", spec.dir.filename().string(), " in ",
-                static_cast<int>(seconds + 0.5), " s"));
+  log::info(
+      cat("made the setuptools build environment in ", static_cast<int>(seconds + 0.5), " s"));
   return {};
+}
+
+}  // namespace
+
+Expected<fs::path> ensure_build_env(const BuildEnvSpec& spec, const cache::Store& store) {
+  return store.ensure(cache::setuptools_env(spec.identity_sha256),
+                      [&](const fs::path& env, const fs::path& scratch) {
+                        return make_build_env(spec, env, scratch);
+                      });
 }
 
 namespace {
@@ -431,10 +426,9 @@ Expected<fs::path> environment(const Preparation& p, const toolchain::Toolchain&
       {"pins", p.build_env->identity(pinned_torch ? target.torch_version : "")}};
   if (!pinned_torch) identity["torch"]["site"] = tc.torch.root.parent_path().string();
   BuildEnvSpec spec;
-  spec.dir = p.store->setuptools_env(sha256_hex(identity.dump()));
   spec.identity = identity.dump(2) + "\n";
-  std::error_code ec;
-  if (fs::is_regular_file(spec.dir / "kiln-env.json", ec)) return spec.dir;
+  spec.identity_sha256 = sha256_hex(identity.dump());
+  if (auto made = p.store->find_made(cache::setuptools_env(spec.identity_sha256))) return *made;
   spec.interpreter = tc.python.executable;
   for (const auto& w : files) {
     KILN_TRY(fs::path got, p.fetch(w));
@@ -445,8 +439,7 @@ Expected<fs::path> environment(const Preparation& p, const toolchain::Toolchain&
     spec.wheels.push_back(tc.torch_wheel);
   else
     spec.torch_site = tc.torch.root.parent_path();
-  KILN_CHECK(ensure_build_env(spec));
-  return spec.dir;
+  return ensure_build_env(spec, *p.store);
 }
 
 class SetuptoolsBackend final : public Backend {

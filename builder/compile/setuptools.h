@@ -23,18 +23,19 @@ namespace kiln::compile {
 
 // A build environment, made once per identity and reused.
 struct BuildEnvSpec {
-  std::filesystem::path dir;  // where it lives: <cache>/envs/setuptools-<identity hash>
-  std::string interpreter;    // the target's Python: the environment's base
-  std::filesystem::path pip;  // pip's wheel file: it runs the installation
+  std::string interpreter;                    // the target's Python: the environment's base
+  std::filesystem::path pip;                  // pip's wheel file: it runs the installation
   std::vector<std::filesystem::path> wheels;  // installed with --no-deps from these files only
   std::filesystem::path torch_site;  // a torch of another environment: its site-packages (a .pth)
   std::string identity;              // written into the environment as kiln-env.json
+  std::string identity_sha256;       // names it: <cache>/envs/setuptools-<identity_sha256[0:16]>
 };
 
-// Makes the environment unless it is there: in a staging directory beside `dir` (so the rename
-// never crosses a mount, even when envs/ is a link to another one), renamed into place when
-// complete (under a lock), so a half-made one is never used. It must import torch.
-Expected<void> ensure_build_env(const BuildEnvSpec& spec);
+// The environment's directory, made first unless it is there (Store::ensure: under its lock, in
+// staging, renamed into place when complete, so a half-made one is never used). It must import
+// torch.
+Expected<std::filesystem::path> ensure_build_env(const BuildEnvSpec& spec,
+                                                 const cache::Store& store);
 
 // The root (CompileBasics::root) depends only on the package's sources and holds src/ (the patched
 // tree); the environment is reached through <root>/env, so recorded paths are fixed.

@@ -16,14 +16,13 @@
 #include "core/interrupt.h"
 #include "core/log.h"
 #include "core/strings.h"
-#include "fetch/lock.h"
 #include "fetch/url.h"
 
 namespace kiln::fetch {
 
 namespace {
 
-constexpr std::string_view kPartSuffix = ".part";
+constexpr std::string_view kPartSuffix = cache::kPartialSuffix;
 
 Expected<void> check_pin(const std::string& filename, const std::string& sha256) {
   if (!is_safe_filename(filename))
@@ -46,13 +45,6 @@ std::uint64_t size_or_zero(const fs::path& file) {
 void remove_if_empty_file(const fs::path& file) {
   std::error_code ec;
   if (fs::exists(file, ec) && size_or_zero(file) == 0) fs::remove(file, ec);
-}
-
-// Removes <sha> and <sha[0:2]> when a failure left them empty (remove() keeps non-empty ones).
-void remove_empty_dirs(const fs::path& sha_dir) {
-  std::error_code ec;
-  fs::remove(sha_dir, ec);
-  fs::remove(sha_dir.parent_path(), ec);
 }
 
 // fsync, rename over the final name, fsync the directory.
@@ -160,30 +152,9 @@ Downloader::Downloader(HttpClient& http, const cache::Store& store, bool offline
       offline_(offline),
       sleep_([](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); }) {}
 
-fs::path Downloader::path_for(const std::string& sha256, const std::string& filename) const {
-  return store_.download_path(sha256, filename);
-}
-
 std::optional<fs::path> Downloader::find_cached(const std::string& sha256,
                                                 const std::string& filename) const {
-  if (!is_sha256_hex(sha256)) return std::nullopt;
-  std::error_code ec;
-  if (!filename.empty()) {
-    if (!is_safe_filename(filename)) return std::nullopt;
-    fs::path p = path_for(sha256, filename);
-    if (fs::is_regular_file(p, ec)) return p;
-    return std::nullopt;
-  }
-  fs::path dir = path_for(sha256, "x").parent_path();
-  std::vector<fs::path> found;
-  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator();
-       it.increment(ec)) {
-    std::string name = it->path().filename().string();
-    if (name.empty() || name[0] == '.' || name.ends_with(kPartSuffix)) continue;
-    if (it->is_regular_file(ec)) found.push_back(it->path());
-  }
-  if (found.empty()) return std::nullopt;
-  return *std::min_element(found.begin(), found.end());
+  return store_.downloaded(sha256, filename);
 }
 
 // What to do about it, for every --offline miss.
@@ -207,9 +178,7 @@ Expected<CachedFile> Downloader::fetch(const std::string& url, const std::string
                                        const std::string& sha256, std::optional<std::uint64_t> size,
                                        UrlFrom from) {
   KILN_CHECK(check_pin(filename, sha256));
-  fs::path final_path = path_for(sha256, filename);
-  std::error_code ec;
-  if (fs::is_regular_file(final_path, ec)) return CachedFile{final_path, false};
+  if (auto cached = store_.downloaded(sha256, filename)) return CachedFile{*cached, false};
   if (is_file_url(url) && from == UrlFrom::User) {
     std::string local = file_url_path(url);
     if (local.empty())
@@ -223,10 +192,10 @@ Expected<CachedFile> Downloader::fetch(const std::string& url, const std::string
                                 from == UrlFrom::User
                                     ? "expected an http://, https:// or file:// URL"
                                     : "expected an http:// or https:// URL"));
-  KILN_TRY(DirLock lock, DirLock::acquire(final_path.parent_path()));
-  if (fs::is_regular_file(final_path, ec)) return CachedFile{final_path, false};  // another process
-  auto result = download_locked(url, filename, sha256, final_path, size);
-  if (!result) remove_empty_dirs(final_path.parent_path());
+  KILN_TRY(cache::DownloadSlot slot, store_.download_slot(sha256, filename));
+  if (slot.complete()) return CachedFile{slot.file(), false};  // another process downloaded it
+  auto result = download_locked(url, filename, sha256, slot.file(), size);
+  if (!result) slot.abandon();
   return result;
 }
 
@@ -330,20 +299,20 @@ Expected<CachedFile> Downloader::download_locked(const std::string& url,
 Expected<CachedFile> Downloader::import_file(const fs::path& file, const std::string& filename,
                                              const std::string& sha256) {
   KILN_CHECK(check_pin(filename, sha256));
-  fs::path final_path = path_for(sha256, filename);
+  if (auto cached = store_.downloaded(sha256, filename)) return CachedFile{*cached, false};
   std::error_code ec;
-  if (fs::is_regular_file(final_path, ec)) return CachedFile{final_path, false};
   if (!fs::is_regular_file(file, ec))
     return Error::failed(cat("cannot read ", file.string(), ": ",
                              fs::exists(file, ec) ? "not a file" : "no such file"));
-  KILN_TRY(DirLock lock, DirLock::acquire(final_path.parent_path()));
-  if (fs::is_regular_file(final_path, ec)) return CachedFile{final_path, false};
+  KILN_TRY(cache::DownloadSlot slot, store_.download_slot(sha256, filename));
+  const fs::path& final_path = slot.file();
+  if (slot.complete()) return CachedFile{final_path, false};
   fs::path part = final_path;
   part += kPartSuffix;
   auto got = copy_hashing(file, part, max_bytes_);
   if (!got || *got != sha256) {
     fs::remove(part, ec);
-    remove_empty_dirs(final_path.parent_path());
+    slot.abandon();
     if (!got) return std::move(got).error();
     // No hash of a local file in the message: a manifest could name any file kiln can read
     // (file:///etc/shadow) and learn its hash from the error.
@@ -355,7 +324,7 @@ Expected<CachedFile> Downloader::import_file(const fs::path& file, const std::st
   auto published = publish(part, final_path);
   if (!published) {
     fs::remove(part, ec);
-    remove_empty_dirs(final_path.parent_path());
+    slot.abandon();
     return std::move(published).error();
   }
   return CachedFile{final_path, false};

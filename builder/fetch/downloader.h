@@ -52,8 +52,6 @@ class Downloader {
   // Where transfers show their progress (none by default; the CLI's: DownloadProgress::to_stderr).
   void set_progress(std::shared_ptr<DownloadProgress> progress) { progress_ = std::move(progress); }
 
-  // store().download_path(sha256, filename)
-  std::filesystem::path path_for(const std::string& sha256, const std::string& filename) const;
   // The published file, if it is there; with an empty `filename`, any file cached under sha256.
   std::optional<std::filesystem::path> find_cached(const std::string& sha256,
                                                    const std::string& filename = {}) const;

@@ -23,7 +23,6 @@
 #include "fetch/git_stream.h"
 #include "fetch/http.h"
 #include "fetch/ini.h"
-#include "fetch/lock.h"
 #include "fetch/url.h"
 
 namespace kiln::fetch {
@@ -85,30 +84,18 @@ struct Pinned {
   std::string commit;  // 40 hex digits
   RepoPtr repo;
   bool fetched = false;  // network I/O was needed
+  fs::path mirror;       // where the cache keeps it
 };
 
-// Empties a mirror directory (its lock, on the directory itself, stays held).
-void empty_directory(const fs::path& dir) {
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) fs::remove_all(entry.path(), ec);
-}
-
-// Removes a mirror this process made and holds the lock of (another process waiting for the lock
-// sees the directory gone and takes a new one: DirLock).
-void remove_mirror(const fs::path& dir) {
-  empty_directory(dir);
-  std::error_code ec;
-  fs::remove(dir, ec);
-}
-
-Expected<RepoPtr> open_or_init_mirror(const fs::path& dir, bool& made) {
+Expected<RepoPtr> open_or_init_mirror(const cache::GitMirror& mirror, bool& made) {
+  const fs::path& dir = mirror.path();
   git_repository* repo = nullptr;
   std::error_code ec;
   made = false;
   if (fs::exists(dir / "HEAD", ec)) {
     if (git_repository_open_bare(&repo, dir.c_str()) == 0) return RepoPtr(repo);
     log::warn(cat("git mirror ", dir.string(), " is damaged (", git_why(), "); making it again"));
-    empty_directory(dir);
+    mirror.empty();
   }
   if (git_repository_init(&repo, dir.c_str(), /*is_bare=*/1) != 0)
     return Error::failed(cat("cannot create git mirror ", dir.string(), ": ", git_why()));
@@ -204,14 +191,13 @@ Expected<Pinned> ensure_commit(const GitOptions& o, const std::string& url,
   // The git cache is keyed by the manifest's URL; a $KILN_GIT_MIRRORS mirror only serves the
   // bytes, which the commit id checks.
   KILN_TRY(std::string from, git_fetch_url(env_value("KILN_GIT_MIRRORS"), url));
-  fs::path dir = o.store.git_mirror(url);
-  KILN_TRY(DirLock lock, DirLock::acquire(dir));
+  KILN_TRY(cache::GitMirror mirror, o.store.git_mirror(url));
   bool made = false;
-  KILN_TRY(RepoPtr repo, open_or_init_mirror(dir, made));
-  Pinned pinned{shown, commit, nullptr, false};
+  KILN_TRY(RepoPtr repo, open_or_init_mirror(mirror, made));
+  Pinned pinned{shown, commit, nullptr, false, mirror.path()};
   if (!has_commit(repo.get(), oid)) {
     if (o.offline) {
-      if (made) repo.reset(), remove_mirror(dir);
+      if (made) repo.reset(), mirror.remove();
       return Error::failed(cat("commit ", commit, " of ", shown,
                                " is not in the git cache and --offline forbids fetching it"));
     }
@@ -222,7 +208,7 @@ Expected<Pinned> ensure_commit(const GitOptions& o, const std::string& url,
     if (fetched && !has_commit(repo.get(), oid))
       fetched = Error::failed(cat("commit ", commit, " not found in ", shown));
     if (!fetched) {
-      if (made) repo.reset(), remove_mirror(dir);
+      if (made) repo.reset(), mirror.remove();
       return fetched.error();
     }
     // Keep the commit reachable in the mirror whatever the remote's branches do later.
@@ -404,9 +390,9 @@ std::string submodule_url(const std::string& super_url, const std::string& url) 
   return cat(base, "/", rest);
 }
 
-Expected<void> check_out(const GitOptions& o, const std::string& url, const std::string& commit,
-                         const std::vector<std::string>& submodules, const fs::path& dir,
-                         bool& fetched);
+Expected<fs::path> check_out(const GitOptions& o, const std::string& url, const std::string& commit,
+                             const std::vector<std::string>& submodules, const fs::path& dir,
+                             bool& fetched);
 
 // Checks out the listed submodules (paths, or names from .gitmodules) below `dir`.
 Expected<void> check_out_submodules(const GitOptions& o, const std::string& url,
@@ -461,10 +447,11 @@ Expected<void> check_out_submodules(const GitOptions& o, const std::string& url,
   return {};
 }
 
-// Writes commit `commit` of `url` (and the listed submodules) into the existing empty `dir`.
-Expected<void> check_out(const GitOptions& o, const std::string& url, const std::string& commit,
-                         const std::vector<std::string>& submodules, const fs::path& dir,
-                         bool& fetched) {
+// Writes commit `commit` of `url` (and the listed submodules) into the existing empty `dir`;
+// returns the git mirror that holds it.
+Expected<fs::path> check_out(const GitOptions& o, const std::string& url, const std::string& commit,
+                             const std::vector<std::string>& submodules, const fs::path& dir,
+                             bool& fetched) {
   KILN_TRY(Pinned pinned, ensure_commit(o, url, commit));
   fetched = fetched || pinned.fetched;
   git_oid oid;
@@ -480,7 +467,8 @@ Expected<void> check_out(const GitOptions& o, const std::string& url, const std:
   TreePtr tree(raw_tree);
   std::vector<Gitlink> gitlinks;
   KILN_CHECK(write_tree(pinned.repo.get(), tree.get(), dir, "", pinned, o.max_bytes, gitlinks));
-  return check_out_submodules(o, url, pinned, tree.get(), gitlinks, submodules, dir, fetched);
+  KILN_CHECK(check_out_submodules(o, url, pinned, tree.get(), gitlinks, submodules, dir, fetched));
+  return pinned.mirror;
 }
 
 class GitSource final : public Source {
@@ -507,13 +495,14 @@ class GitSource final : public Source {
     const Downloader& d = context_.downloader;
     KILN_TRY(std::int64_t deadline_s, git_deadline_seconds());
     GitOptions o{d.store(), d.offline(), d.max_bytes(), deadline_s};
-    KILN_CHECK(check_out(o, source_.url, source_.commit, source_.submodules, temp.path(), fetched));
+    KILN_TRY(fs::path mirror,
+             check_out(o, source_.url, source_.commit, source_.submodules, temp.path(), fetched));
     if (::rename(temp.path().c_str(), checkout_dir.c_str()) != 0)
       return Error::failed(cat("cannot rename ", temp.path().string(), " to ",
                                checkout_dir.string(), ": ", errno_text()));
     temp.release();
     KILN_TRY(std::string tree, tree_sha256(checkout_dir));
-    return Fetched{checkout_dir, true, tree, fetched};
+    return Fetched{checkout_dir, true, tree, fetched, mirror};
   }
 
  private:

@@ -16,8 +16,9 @@ namespace kiln::fetch {
 struct Fetched {
   std::filesystem::path path;  // the archive (in the download cache) or the directory
   bool is_directory = false;
-  std::string sha256;       // the archive's sha256, or the directory's tree_sha256 (core/fs.h)
-  bool downloaded = false;  // network I/O was needed (a download or a git fetch)
+  std::string sha256;          // the archive's sha256, or the directory's tree_sha256 (core/fs.h)
+  bool downloaded = false;     // network I/O was needed (a download or a git fetch)
+  std::filesystem::path kept;  // a git source's mirror in the cache (empty for the others)
 };
 
 // What the backends share.

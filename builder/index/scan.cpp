@@ -172,75 +172,71 @@ Expected<std::string> metadata_of(const fs::path& wheel, const WheelEntry& e, Sc
   return cached->second;
 }
 
+// One of kiln's own wheels: a regular kiln-wheels-*.whl of at most kMaxKilnWheelBytes, hashed once
+// per identity, its METADATA read as an entry's is.
+void scan_kiln_wheel(const fs::path& path, ScanResult& out, ScanMemo& memo,
+                     std::map<ScanMemo::FileIdentity, std::string>& hashes) {
+  const std::string filename = path.filename().string();
+  auto skip = [&](std::string_view why) { out.skipped.push_back(cat(path.string(), ": ", why)); };
+  auto name = index_wheel_name(filename);
+  if (!name || name->project != "kiln-wheels") {
+    skip("not a kiln-wheels wheel");
+    return;
+  }
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    skip("not a regular file");
+    return;
+  }
+  if (static_cast<std::uint64_t>(st.st_size) > kMaxKilnWheelBytes) {
+    skip(cat("larger than ", kMaxKilnWheelBytes >> 20, " MiB"));
+    return;
+  }
+  ScanMemo::FileIdentity id{
+      static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino),
+      static_cast<std::uint64_t>(st.st_size), to_ns(st.st_mtim), to_ns(st.st_ctim)};
+  std::string sha;
+  if (auto known = memo.kiln_wheels.find(id); known != memo.kiln_wheels.end()) {
+    sha = known->second;
+  } else if (auto hashed = sha256_file(path)) {
+    sha = *hashed;
+  } else {
+    skip(hashed.error().message);
+    return;
+  }
+  hashes[id] = sha;
+  WheelEntry e;
+  e.target = std::string(kEveryTarget);
+  e.key = "kiln-wheels";
+  e.dir = path.parent_path();
+  e.filename = filename;
+  e.size = static_cast<std::uint64_t>(st.st_size);
+  e.sha256 = sha;
+  auto md = metadata_of(path, e, memo);
+  if (!md) {
+    skip(md.error().message);
+    return;
+  }
+  e.metadata = std::move(*md);
+  out.entries.push_back(std::move(e));
+}
+
 // kiln's own wheels in <cache>/kiln-wheels/, for every target (kEveryTarget): at most
 // kMaxKilnWheels regular files named kiln_wheels-*.whl of at most kMaxKilnWheelBytes each, in a
 // folder that is no link (the server opens it without following one), each hashed once per
 // identity, their METADATA read as an entry's is.
 void scan_kiln_wheels(const cache::Store& store, ScanResult& out, ScanMemo& memo) {
-  struct stat dir {};
-  if (::lstat(store.kiln_wheels().c_str(), &dir) != 0) return;
-  if (!S_ISDIR(dir.st_mode)) {
-    out.skipped.push_back(cat(store.kiln_wheels().string(),
-                              ": not a directory (a link is not "
-                              "followed): nothing of it served"));
-    return;
-  }
   std::map<ScanMemo::FileIdentity, std::string> hashes;  // this scan's: what memo keeps next
   std::size_t seen = 0;
-  std::error_code ec;
-  for (fs::directory_iterator it(store.kiln_wheels(), ec), end; !ec && it != end;
-       it.increment(ec)) {
-    std::string filename = it->path().filename().string();
-    if (!filename.ends_with(".whl")) continue;
-    auto skip = [&](std::string_view why) {
-      out.skipped.push_back(cat(it->path().string(), ": ", why));
-    };
-    if (++seen > kMaxKilnWheels) {
-      skip(cat("more than ", kMaxKilnWheels, " wheels in the folder"));
-      continue;
-    }
-    auto name = index_wheel_name(filename);
-    if (!name || name->project != "kiln-wheels") {
-      skip("not a kiln-wheels wheel");
-      continue;
-    }
-    struct stat st {};
-    if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
-      skip("not a regular file");
-      continue;
-    }
-    if (static_cast<std::uint64_t>(st.st_size) > kMaxKilnWheelBytes) {
-      skip(cat("larger than ", kMaxKilnWheelBytes >> 20, " MiB"));
-      continue;
-    }
-    ScanMemo::FileIdentity id{
-        static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino),
-        static_cast<std::uint64_t>(st.st_size), to_ns(st.st_mtim), to_ns(st.st_ctim)};
-    std::string sha;
-    if (auto known = memo.kiln_wheels.find(id); known != memo.kiln_wheels.end()) {
-      sha = known->second;
-    } else if (auto hashed = sha256_file(it->path())) {
-      sha = *hashed;
-    } else {
-      skip(hashed.error().message);
-      continue;
-    }
-    hashes[id] = sha;
-    WheelEntry e;
-    e.target = std::string(kEveryTarget);
-    e.key = "kiln-wheels";
-    e.dir = store.kiln_wheels();
-    e.filename = filename;
-    e.size = static_cast<std::uint64_t>(st.st_size);
-    e.sha256 = sha;
-    auto md = metadata_of(it->path(), e, memo);
-    if (!md) {
-      skip(md.error().message);
-      continue;
-    }
-    e.metadata = std::move(*md);
-    out.entries.push_back(std::move(e));
-  }
+  auto walked = store.each_kiln_wheel([&](const fs::path& path) {
+    if (++seen > kMaxKilnWheels)
+      out.skipped.push_back(
+          cat(path.string(), ": more than ", kMaxKilnWheels, " wheels in the folder"));
+    else
+      scan_kiln_wheel(path, out, memo, hashes);
+    return true;
+  });
+  if (!walked) out.skipped.push_back(cat(walked.error().message, ": nothing of it served"));
   memo.kiln_wheels = std::move(hashes);
 }
 
@@ -283,38 +279,19 @@ ScanResult scan_cache(const fs::path& cache_root, ScanMemo& memo) {
 
 CacheIndex::CacheIndex(fs::path cache_root) : root_(std::move(cache_root)) {}
 
-namespace {
-
-template <typename DirStat>
-DirStat stat_dir(const fs::path& dir) {
-  DirStat s;
-  struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0) return s;
-  s.exists = true;
-  s.mtime_ns = to_ns(st.st_mtim);
-  s.ctime_ns = to_ns(st.st_ctim);
-  s.ino = st.st_ino;
-  s.nlink = st.st_nlink;
-  return s;
-}
-
-}  // namespace
-
-CacheIndex::Signature CacheIndex::stat_wheels() const {
-  const cache::Store store(root_);
-  return {stat_dir<DirStat>(store.wheels()), stat_dir<DirStat>(store.last_root()),
-          stat_dir<DirStat>(store.kiln_wheels())};
+cache::ServedStamp CacheIndex::stat_wheels() const {
+  return cache::Store(root_).served_stamp();
 }
 
 std::shared_ptr<const IndexModel> CacheIndex::current() {
   using namespace std::chrono;
-  auto fresh = [&](const Signature& sig) {
+  auto fresh = [&](const cache::ServedStamp& sig) {
     // A directory changed within the last second may change again within the same timestamp
     // tick: until it settles, rescan at most every 100 ms even when the signature is the same.
     return model_ && sig == signature_ &&
            (settled_ || steady_clock::now() - scanned_at_ < milliseconds(100));
   };
-  Signature sig = stat_wheels();
+  cache::ServedStamp sig = stat_wheels();
   {
     std::lock_guard lock(model_mutex_);
     if (fresh(sig)) return model_;
@@ -340,7 +317,7 @@ std::shared_ptr<const IndexModel> CacheIndex::current() {
     if (reported_.insert(s).second) new_skipped_.push_back(s);
   model_ = std::move(model);
   signature_ = sig;
-  auto settled = [now_ns](const DirStat& d) {
+  auto settled = [now_ns](const cache::DirStamp& d) {
     return !d.exists || now_ns - d.mtime_ns > 1000000000;
   };
   settled_ = settled(sig.wheels) && settled(sig.last);

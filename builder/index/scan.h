@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "cache/store.h"
 #include "core/expected.h"
 #include "index/model.h"
 #include "manifest/limits.h"
@@ -92,24 +93,14 @@ class CacheIndex {
   const std::filesystem::path& root() const { return root_; }
 
  private:
-  struct DirStat {
-    bool exists = false;
-    std::int64_t mtime_ns = 0, ctime_ns = 0;
-    std::uint64_t ino = 0, nlink = 0;
-    bool operator==(const DirStat&) const = default;
-  };
-  // <cache>/wheels and <cache>/last (which wheel of a file name is served changes with it).
-  struct Signature {
-    DirStat wheels, last, kiln_wheels;
-    bool operator==(const Signature&) const = default;
-  };
-  Signature stat_wheels() const;
+  // wheels/, last/ (which wheel of a file name is served changes with it) and kiln-wheels/.
+  cache::ServedStamp stat_wheels() const;
 
   std::filesystem::path root_;
   std::mutex scan_mutex_;   // one rescan at a time
   std::mutex model_mutex_;  // guards the fields below
   std::shared_ptr<const IndexModel> model_;
-  Signature signature_;
+  cache::ServedStamp signature_;
   bool settled_ = false;  // the directory had not changed for a while when last scanned
   std::chrono::steady_clock::time_point scanned_at_;
   ScanMemo memo_;  // (scan_mutex_)

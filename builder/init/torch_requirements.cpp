@@ -14,10 +14,9 @@ std::set<std::string, std::less<>> torch_requirement_names(const cache::Store& s
                                                            const manifest::TorchWheel& w) {
   std::set<std::string, std::less<>> names;
   if (w.sha256.size() != 64 || !fetch::is_safe_filename(w.file)) return names;
-  std::filesystem::path path = store.download_path(w.sha256, w.file);
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return names;
-  auto metadata = wheel::read_wheel_file(path, [](std::string_view member) {
+  auto path = store.downloaded(w.sha256, w.file);
+  if (!path) return names;
+  auto metadata = wheel::read_wheel_file(*path, [](std::string_view member) {
     auto slash = member.find('/');
     return slash != std::string_view::npos && member.substr(0, slash).ends_with(".dist-info") &&
            member.substr(slash + 1) == "METADATA";

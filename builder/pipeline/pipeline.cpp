@@ -4,10 +4,10 @@
 #include <chrono>
 #include <cstring>
 
+#include "cache/build_root.h"
 #include "cache/store.h"
 #include "compile/backend.h"
 #include "compile/sandbox.h"
-#include "compile/setuptools.h"
 #include "core/clock.h"
 #include "core/fs.h"
 #include "core/hash.h"
@@ -19,7 +19,6 @@
 #include "elf/elf.h"
 #include "manifest/backend.h"
 #include "packaging/name.h"
-#include "pipeline/build_root.h"
 #include "pipeline/pins.h"
 #include "pipeline/sources.h"
 #include "toolchain/compiler.h"
@@ -179,14 +178,6 @@ Expected<void> finish_compiled(const manifest::Manifest& m, const resolve::Resol
   return {};
 }
 
-// Keeps a build's job logs (commands and output) where the user can read them; the root goes.
-void keep_logs(const fs::path& root, const fs::path& dest) {
-  std::error_code ec;
-  fs::remove_all(dest, ec);
-  fs::create_directories(dest.parent_path(), ec);
-  fs::copy(root / "logs", dest, fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
-}
-
 // The differences between two key-input documents, as "path: old -> new" lines.
 std::vector<std::string> explain_changes(const json& before, const json& after) {
   std::map<std::string, std::string> a, b;
@@ -289,7 +280,8 @@ Expected<const Toolchain*> toolchain_for(Run& run, const resolve::ResolvedTarget
 Expected<compile::BuildRequest> build_request(Run& run, const compile::Backend& backend,
                                               const resolve::PlanItem& item,
                                               const resolve::ResolvedTarget& rt,
-                                              const Toolchain* tc, const BuildRoot& build_root) {
+                                              const Toolchain* tc,
+                                              const cache::BuildRoot& build_root) {
   compile::BuildRequest request;
   request.manifest = item.manifest;
   request.root = build_root.path();
@@ -363,11 +355,13 @@ Expected<compile::BuildOutput> run_backend(Run& run, const compile::Backend& bac
                                            const resolve::PlanItem& item,
                                            const compile::BuildRequest& request) {
   auto built = backend.build(request);
-  const fs::path kept = absolute_path(run.store.logs() / item.key);
-  if (request.toolchain) keep_logs(request.root, kept);
-  if (!built)
-    return with_kept_logs(std::move(built).error(), request.root, kept,
-                          run.options.keep_build_root);
+  if (request.toolchain) {  // its job logs (commands and output) kept for the user; the root goes
+    const fs::path kept = run.store.keep_logs(item.key, request.root / "logs");
+    if (!built)
+      return with_kept_logs(std::move(built).error(), request.root, kept,
+                            run.options.keep_build_root);
+  }
+  if (!built) return built;
   run.result.compile_jobs += built->stats.run;
   run.result.objects_reused += built->objects_reused;
   for (const auto& t : built->stats.timings) run.result.timings.push_back(t);
@@ -422,8 +416,8 @@ Expected<cache::Entry> build_item(Run& run, const resolve::PlanItem& item,
 
   // Sources: fetch, unpack or copy, patch — in a build root named after the sources.
   // Removed however this item ends (unless --keep-build-root).
-  KILN_TRY(BuildRoot build_root,
-           BuildRoot::create(run.store, item.root_key, run.options.keep_build_root));
+  KILN_TRY(cache::BuildRoot build_root,
+           cache::BuildRoot::create(run.store, item.root_key, run.options.keep_build_root));
   if (!build_root.caveat().empty()) caveats.push_back(build_root.caveat());
   fs::path src = build_root.path() / "src";
   KILN_TRY(std::vector<std::string> offsets,
@@ -614,7 +608,7 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
   cache::Store store(options.cache);
   store.set_shared(options.shared);
   KILN_TRY(std::unique_ptr<Fetching> fetching,
-           Fetching::create(options.cache, options.offline, options.index_url));
+           Fetching::create(store, options.offline, options.index_url));
   Run state{plan, options, store, *fetching, {}, result};
   for (const auto& item : plan.items) {
     check_interrupted();

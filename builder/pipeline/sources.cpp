@@ -13,18 +13,18 @@ namespace kiln::pipeline {
 
 namespace fs = std::filesystem;
 
-Fetching::Fetching(std::unique_ptr<fetch::HttpClient> http, const fs::path& cache, bool offline,
+Fetching::Fetching(std::unique_ptr<fetch::HttpClient> http, const cache::Store& store, bool offline,
                    std::string index)
     : http_(std::move(http)),
-      store_(cache),
+      store_(store),
       downloader_(*http_, store_, offline),
       context_{downloader_, std::move(index)} {}
 
-Expected<std::unique_ptr<Fetching>> Fetching::create(const fs::path& cache, bool offline,
+Expected<std::unique_ptr<Fetching>> Fetching::create(const cache::Store& store, bool offline,
                                                      const std::string& index_url) {
   KILN_TRY(fetch::IndexSetting index, fetch::configured_index(index_url));
   auto fetching =
-      std::unique_ptr<Fetching>(new Fetching(fetch::make_curl_client(), cache, offline, index.url));
+      std::unique_ptr<Fetching>(new Fetching(fetch::make_curl_client(), store, offline, index.url));
   // What kiln writes into is marked as kiln's cache; a cache this process may only read is no
   // error here (what it then cannot write fails with its own message).
   (void)fetching->store_.mark();

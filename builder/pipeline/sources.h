@@ -16,12 +16,12 @@
 
 namespace kiln::pipeline {
 
-// The fetch stage wired up: libcurl, the download cache (and git mirrors) of the cache at `cache`,
-// pip's index settings.
+// The fetch stage wired up: libcurl, the download cache (and git mirrors) of `store` (the run's
+// one Store, which must outlive it), pip's index settings.
 class Fetching {
  public:
-  static Expected<std::unique_ptr<Fetching>> create(const std::filesystem::path& cache,
-                                                    bool offline, const std::string& index_url);
+  static Expected<std::unique_ptr<Fetching>> create(const cache::Store& store, bool offline,
+                                                    const std::string& index_url);
   fetch::Context& context() { return context_; }
   // The cache whose download cache and git mirrors are filled.
   const cache::Store& store() const { return store_; }
@@ -30,10 +30,10 @@ class Fetching {
   void count_git_fetch() { ++git_fetches_; }
 
  private:
-  Fetching(std::unique_ptr<fetch::HttpClient> http, const std::filesystem::path& cache,
-           bool offline, std::string index);
+  Fetching(std::unique_ptr<fetch::HttpClient> http, const cache::Store& store, bool offline,
+           std::string index);
   std::unique_ptr<fetch::HttpClient> http_;
-  cache::Store store_;  // (declared before the downloader, which refers to it)
+  const cache::Store& store_;
   fetch::Downloader downloader_;
   fetch::Context context_;
   std::size_t git_fetches_ = 0;

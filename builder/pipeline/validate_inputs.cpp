@@ -55,14 +55,12 @@ void ValidateInputs::add_upstream(const validate::WheelSummary& summary,
     return;
   }
   const auto& source = *p->facts.source;
-  fs::path sdist = store_.download_path(source.sha256, source.file);
-  std::error_code ec;
-  if (!is_sha256_hex(source.sha256) || source.file.find('/') != std::string::npos ||
-      !fs::is_regular_file(sdist, ec)) {
+  auto sdist = store_.downloaded(source.sha256, source.file);
+  if (!sdist) {
     options.upstream_note = cat("its sdist ", source.file, " is not in the download cache");
     return;
   }
-  auto upstream = read_sdist_metadata(sdist, store_.tmp_root());
+  auto upstream = read_sdist_metadata(*sdist, store_);
   if (!upstream)
     options.upstream_note = cat("cannot read ", source.file, ": ", upstream.error().message);
   else if (upstream->origin.empty())
@@ -72,9 +70,8 @@ void ValidateInputs::add_upstream(const validate::WheelSummary& summary,
 }
 
 Expected<wheel::UpstreamMetadata> read_sdist_metadata(const fs::path& sdist,
-                                                      const fs::path& scratch) {
-  KILN_CHECK(ensure_directory(scratch));
-  KILN_TRY(TempDir tmp, TempDir::create(scratch, "sdist-"));
+                                                      const cache::Store& store) {
+  KILN_TRY(cache::Staging scratch, store.staging("sdist-"));
   archive::UnpackOptions options;
   options.limits.max_total_bytes = 64u << 20;
   options.filter = [](std::string_view path) {
@@ -82,9 +79,9 @@ Expected<wheel::UpstreamMetadata> read_sdist_metadata(const fs::path& sdist,
     return (parts.size() == 2 && parts[1] == "PKG-INFO") ||
            (parts.size() == 3 && parts[1].ends_with(".egg-info") && parts[2] == "entry_points.txt");
   };
-  KILN_TRY(archive::UnpackResult unpacked, archive::unpack(sdist, tmp.path() / "x", options));
+  KILN_TRY(archive::UnpackResult unpacked, archive::unpack(sdist, scratch.path() / "x", options));
   if (unpacked.top_level.size() != 1) return wheel::UpstreamMetadata{};
-  return wheel::read_upstream_metadata(tmp.path() / "x" / unpacked.top_level.front());
+  return wheel::read_upstream_metadata(scratch.path() / "x" / unpacked.top_level.front());
 }
 
 // The pinned torch wheel's sysroot: from the cache's sysroots, else fetched and unpacked there.
@@ -92,15 +89,12 @@ Expected<toolchain::TorchSysroot> ValidateInputs::pinned(const std::string& file
                                                          const std::string& sha256,
                                                          const std::string& index_url) {
   if (auto it = sysroots_.find(sha256); it != sysroots_.end()) return it->second;
-  fs::path dir = store_.torch_sysroot(sha256) / "torch";
-  std::error_code ec;
   toolchain::TorchSysroot t;
-  if (fs::exists(dir / "version.py", ec)) {
-    KILN_TRY(t, toolchain::read_torch_sysroot(dir));
-    t.identity_sha256 = sha256;
+  if (auto dir = store_.find_made(cache::torch_sysroot(sha256))) {
+    KILN_TRY(t, toolchain::cached_torch_sysroot(*dir, sha256));
   } else {
     if (!fetching_) {
-      KILN_TRY(fetching_, Fetching::create(store_.root(), offline_, index_url_));
+      KILN_TRY(fetching_, Fetching::create(store_, offline_, index_url_));
     }
     log::info(cat("fetching ", file, " to check against its libraries"));
     KILN_TRY(fetch::Fetched got, fetch_pinned(*fetching_, {"torch", file, sha256, "", index_url}));
@@ -160,19 +154,23 @@ void ValidateInputs::add_wheel_toolkit(const validate::WheelSummary& summary,
   toolchain::CudaRequest request;
   request.toolkit = *kind;
   request.version = cuda.version;
-  fs::path lib;
+  cache::MadeOnce made;
+  std::string lib;
   if (*kind == manifest::ToolkitKind::Wheels && cuda.wheels) {
     for (const auto& w : *cuda.wheels) request.wheels.push_back({w.file, w.sha256});
-    lib = toolchain::wheel_toolkit_dir(request, store_) / "lib";
+    made = toolchain::wheel_toolkit_of(request);
+    lib = "lib";
   } else if (*kind == manifest::ToolkitKind::Debian && cuda.debs) {
     for (const auto& d : *cuda.debs) request.debs.push_back({d.path, d.sha256});
-    lib = toolchain::debian_toolkit_dir(request, store_) / "lib64";
+    made = toolchain::debian_toolkit_of(request);
+    lib = "lib64";
   } else {
     return;
   }
+  auto toolkit = store_.find_made(made);
   std::error_code ec;
-  if (!fs::is_directory(lib, ec)) return;
-  std::vector<fs::path> dirs = {lib};
+  if (!toolkit || !fs::is_directory(*toolkit / lib, ec)) return;
+  std::vector<fs::path> dirs = {*toolkit / lib};
   for (const auto& d :
        options.library_dirs.empty() ? validate::default_library_dirs() : options.library_dirs)
     dirs.push_back(d);

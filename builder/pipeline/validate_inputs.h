@@ -24,9 +24,9 @@ Expected<manifest::Target> target_for_torch(const manifest::Repository& repo,
                                             const std::string& version);
 
 // The metadata an sdist says of itself: its PKG-INFO and egg-info entry points, unpacked alone
-// (safely, bounded) into a temporary directory under `scratch`.
+// (safely, bounded) into a staging directory of `store`.
 Expected<wheel::UpstreamMetadata> read_sdist_metadata(const std::filesystem::path& sdist,
-                                                      const std::filesystem::path& scratch);
+                                                      const cache::Store& store);
 
 class ValidateInputs {
  public:

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cache/made.h"
 #include "core/expected.h"
 #include "manifest/toolkit.h"
 #include "toolchain/compiler.h"
@@ -79,22 +80,22 @@ std::unique_ptr<CudaSource> debian_cuda_source(const CudaRequest& request,
 // The system toolkit: looks in `home_hint` (the target's), $CUDA_HOME, $CUDA_PATH, nvcc on PATH,
 // /usr/local/cuda.
 Expected<CudaToolkit> detect_cuda(const std::string& home_hint);
-// The wheel toolkit: wheel_toolkit_dir(), unpacked and laid out like an installed toolkit (bin/,
+// The wheel toolkit: wheel_toolkit_of(), unpacked and laid out like an installed toolkit (bin/,
 // nvvm/, include/, lib/ with lib64 and targets/x86_64-linux/ links), made whole in a temporary
-// directory and renamed into place under a lock. `wheels` are the pinned files already in the
-// download cache, in the order of `request.wheels`.
+// directory and renamed into place under a lock (Store::ensure). `wheels` are the pinned files
+// already in the download cache, in the order of `request.wheels`.
 Expected<CudaToolkit> cuda_from_wheels(const CudaRequest& request,
                                        const std::vector<std::filesystem::path>& wheels,
                                        const cache::Store& cache);
-// Where `cache` keeps the wheel toolkit of `request` (Store::wheel_toolkit: named after CUDA's
+// The wheel toolkit of `request` as the cache keeps it (cache::wheel_toolkit: named after CUDA's
 // version and the hash of the pinned set, toolkit_pins_sha256).
-std::filesystem::path wheel_toolkit_dir(const CudaRequest& request, const cache::Store& cache);
+cache::MadeOnce wheel_toolkit_of(const CudaRequest& request);
 
-// The Debian toolkit: debian_toolkit_dir(), the packages' data read with archive::unpack_deb and
+// The Debian toolkit: debian_toolkit_of(), the packages' data read with archive::unpack_deb and
 // laid out like an installed toolkit (bin/, nvvm/, include/ with CCCL, lib64/ with libcudart and
 // lib -> lib64) with kiln's own bin/nvcc.profile, every path relative to nvcc ($(_HERE_)), so
 // nothing is read from /usr or /usr/local/cuda; made whole in a temporary directory and renamed
-// into place under a lock. `debs`: the pinned files in the
+// into place under a lock (Store::ensure). `debs`: the pinned files in the
 // download cache, in the order of `request.debs`.
 Expected<CudaToolkit> cuda_from_debs(const CudaRequest& request,
                                      const std::vector<std::filesystem::path>& debs,
@@ -102,9 +103,9 @@ Expected<CudaToolkit> cuda_from_debs(const CudaRequest& request,
 // The CUDA release of the pinned nvidia-cuda-toolkit package ("nvidia-cuda-toolkit_12.4.131~..."
 // -> "12.4"), known without downloading anything.
 Expected<std::string> debian_release(const CudaRequest& request);
-// Where `cache` keeps the Debian toolkit of `request` (Store::debian_toolkit: named after the
+// The Debian toolkit of `request` as the cache keeps it (cache::debian_toolkit: named after the
 // release, "unknown" when the pins name none, and the hash of the pinned set).
-std::filesystem::path debian_toolkit_dir(const CudaRequest& request, const cache::Store& cache);
+cache::MadeOnce debian_toolkit_of(const CudaRequest& request);
 // Where a toolkit file comes from in a Debian package's data ("usr/bin/ptxas" -> "bin/ptxas"),
 // or "" when a build does not need it.
 std::string debian_toolkit_path(std::string_view package_path);

@@ -232,10 +232,10 @@ Expected<std::string> debian_release(const CudaRequest& request) {
       "holding nvcc)");
 }
 
-fs::path debian_toolkit_dir(const CudaRequest& request, const cache::Store& cache) {
+cache::MadeOnce debian_toolkit_of(const CudaRequest& request) {
   auto release = debian_release(request);
-  return cache.debian_toolkit(release ? *release : std::string("unknown"),
-                              toolkit_pins_sha256(request.debs));
+  return cache::debian_toolkit(release ? *release : std::string("unknown"),
+                               toolkit_pins_sha256(request.debs));
 }
 
 Expected<CudaToolkit> cuda_from_debs(const CudaRequest& request, const std::vector<fs::path>& debs,
@@ -243,7 +243,7 @@ Expected<CudaToolkit> cuda_from_debs(const CudaRequest& request, const std::vect
   if (debs.size() != request.debs.size() || debs.empty())
     return Error::bad_input("the Debian CUDA toolkit needs its pinned packages");
   KILN_CHECK(debian_release(request));
-  return ensure_toolkit(debian_toolkit_dir(request, cache),
+  return ensure_toolkit(cache, debian_toolkit_of(request),
                         {[&](const fs::path& root) { return open_toolkit(root, request); },
                          [&](const fs::path& root, const fs::path& scratch) {
                            return fill_toolkit(request, debs, root, scratch);

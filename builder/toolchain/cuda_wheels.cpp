@@ -150,8 +150,8 @@ Expected<nlohmann::json> fill_toolkit(const CudaRequest& request,
 
 }  // namespace
 
-fs::path wheel_toolkit_dir(const CudaRequest& request, const cache::Store& cache) {
-  return cache.wheel_toolkit(request.version, toolkit_pins_sha256(request.wheels));
+cache::MadeOnce wheel_toolkit_of(const CudaRequest& request) {
+  return cache::wheel_toolkit(request.version, toolkit_pins_sha256(request.wheels));
 }
 
 Expected<CudaToolkit> cuda_from_wheels(const CudaRequest& request,
@@ -161,7 +161,7 @@ Expected<CudaToolkit> cuda_from_wheels(const CudaRequest& request,
     return Error::bad_input(
         cat("the CUDA ", request.version, " wheel toolkit needs its pinned wheels"));
   return ensure_toolkit(
-      wheel_toolkit_dir(request, cache),
+      cache, wheel_toolkit_of(request),
       {[&](const fs::path& root) { return open_toolkit(root, request.version); },
        [&](const fs::path& root, const fs::path& scratch) {
          return fill_toolkit(request, wheels, root, scratch);

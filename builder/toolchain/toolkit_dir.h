@@ -1,8 +1,7 @@
 // The toolkit directories kiln lays out itself (from Debian's packages, from NVIDIA's wheels), and
-// what the two makers share: `<toolkits>/<name>` (named by the cache's Store) is whole when its
-// marker file is there, and is made by one process at a time, under `<name>.lock`, in a staging
-// directory beside it that is renamed into place; its pinned files are fetched once per process
-// (pinned_toolkit_source), unpacked one by one (merge_each), its nvcc asked for its release
+// what the two makers share: the cache makes each once (Store::ensure: under its lock, in staging,
+// renamed into place with its marker, kiln-toolkit.json); its pinned files are fetched once per
+// process (pinned_toolkit_source), unpacked one by one (merge_each), its nvcc asked for its release
 // (run_nvcc).
 #pragma once
 
@@ -16,12 +15,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cache/store.h"
 #include "core/expected.h"
 #include "toolchain/cuda.h"
 
 namespace kiln::toolchain {
-
-inline constexpr const char* kToolkitMarker = "kiln-toolkit.json";
 
 // Whether something (a link too, dangling or not) is at `p`.
 bool present(const std::filesystem::path& p);
@@ -62,9 +60,10 @@ struct ToolkitMaker {
   std::string what;  // "the CUDA toolkit from 7 Debian packages", for the log
 };
 
-// `dest` opened when whole; else made (by `maker.make` in a staging root, marked, renamed in)
-// under its lock, after removing what a maker that died left, then opened.
-Expected<CudaToolkit> ensure_toolkit(const std::filesystem::path& dest, const ToolkitMaker& maker);
+// The toolkit `what` of `cache`, made first (by `maker.make`, then marked with what it returns)
+// when it is not whole, then opened.
+Expected<CudaToolkit> ensure_toolkit(const cache::Store& cache, cache::MadeOnce what,
+                                     const ToolkitMaker& maker);
 
 // The hash that names a toolkit made from `pins`: of "<sha256> <file>" each, sorted (the set, not
 // its order, is the toolkit) and joined by newlines.

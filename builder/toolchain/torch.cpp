@@ -141,27 +141,37 @@ std::string cpp_extension_std(std::string_view text, std::string_view marker) {
   return cat("c++", digits);
 }
 
+namespace {
+
+// What a build needs of torch's wheel: its headers, the libraries extensions link, version.py and
+// cpp_extension.py.
+bool sysroot_member(std::string_view path) {
+  if (path.rfind("torch/include/", 0) == 0) return true;
+  if (path == "torch/version.py" || path == "torch/utils/cpp_extension.py") return true;
+  for (const auto& lib : kLibFiles)
+    if (path == "torch/lib/" + lib) return true;
+  return path == "torch/" || path == "torch/lib/" || path == "torch/utils/";
+}
+
+}  // namespace
+
 Expected<TorchSysroot> torch_from_wheel(const fs::path& wheel, const std::string& sha256,
                                         const cache::Store& cache) {
-  fs::path dest = cache.torch_sysroot(sha256);
-  std::error_code ec;
-  if (!fs::exists(dest / "torch" / "version.py", ec)) {
-    if (fs::exists(dest, ec)) fs::remove_all(dest, ec);  // a leftover without its marker file
+  auto unpack = [&](const fs::path& dest, const fs::path&) -> Expected<void> {
     archive::UnpackOptions options;
-    options.filter = [](std::string_view path) {
-      if (path.rfind("torch/include/", 0) == 0) return true;
-      if (path == "torch/version.py" || path == "torch/utils/cpp_extension.py") return true;
-      for (const auto& lib : kLibFiles)
-        if (path == "torch/lib/" + lib) return true;
-      return path == "torch/" || path == "torch/lib/" || path == "torch/utils/";
-    };
+    options.filter = sysroot_member;
     auto unpacked = archive::unpack(wheel, dest, options);
-    if (!unpacked &&
-        !fs::exists(dest / "torch" / "version.py", ec))  // a concurrent kiln may have won
+    if (!unpacked)
       return Error::failed(cat("cannot unpack torch from ", wheel.filename().string(), ": ",
                                unpacked.error().message));
-  }
-  KILN_TRY(TorchSysroot t, read_torch_sysroot(dest / "torch"));
+    return {};
+  };
+  KILN_TRY(fs::path dir, cache.ensure(cache::torch_sysroot(sha256), unpack));
+  return cached_torch_sysroot(dir, sha256);
+}
+
+Expected<TorchSysroot> cached_torch_sysroot(const fs::path& dir, const std::string& sha256) {
+  KILN_TRY(TorchSysroot t, read_torch_sysroot(dir / "torch"));
   t.identity_sha256 = sha256;
   return t;
 }

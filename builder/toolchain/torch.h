@@ -39,10 +39,13 @@ struct TorchSysroot {
 };
 
 // Unpacks include/, lib/ (the libraries extensions link), version.py and cpp_extension.py of the
-// wheel once into the cache's sysroot for it (Store::torch_sysroot(sha256)), then reads the facts
-// from those files.
+// wheel once into the cache's sysroot for it (Store::ensure(cache::torch_sysroot(sha256))), then
+// reads the facts from those files.
 Expected<TorchSysroot> torch_from_wheel(const std::filesystem::path& wheel,
                                         const std::string& sha256, const cache::Store& cache);
+// The facts of the sysroot `dir` the cache made from the wheel `sha256` (Store::find_made).
+Expected<TorchSysroot> cached_torch_sysroot(const std::filesystem::path& dir,
+                                            const std::string& sha256);
 // Reads the facts from an unpacked torch package directory (used by both sources and by tests).
 Expected<TorchSysroot> read_torch_sysroot(const std::filesystem::path& torch_dir);
 // torch of a Python environment: asks the interpreter where torch is, then reads its files.

@@ -93,7 +93,7 @@ class DebianToolkitTest(KilnTestCase):
         self.assert_ok(proc)
         warm = json.loads(proc.stdout)
         self.assertEqual(warm["fetches"], 0)
-        self.assertNotIn("laying out the CUDA", proc.stderr)
+        self.assertNotIn("making the CUDA", proc.stderr)
         self.assertEqual(warm["items"][0]["key"], item["key"])
 
     def test_archs_past_the_toolkit_are_refused_before_any_download(self):

@@ -90,7 +90,7 @@ class NoSystemCudaTest(KilnTestCase):
         self.assert_ok(proc)
         warm = json.loads(proc.stdout)
         self.assertEqual(warm["fetches"], 0)
-        self.assertNotIn("laying out the CUDA", proc.stderr)
+        self.assertNotIn("making the CUDA", proc.stderr)
         self.assertEqual(warm["items"][0]["key"], item["key"])
 
         # The machine's toolkit of the same release gives the same extension module, byte for byte

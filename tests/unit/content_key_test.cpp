@@ -10,6 +10,10 @@
 #include "core/hash.h"
 #include "core/strings.h"
 
+#include "cache_layout.h"
+
+using kiln::testing::layout;
+
 namespace kiln::compile {
 
 namespace fs = std::filesystem;
@@ -107,7 +111,7 @@ TEST_F(ContentKeysTest, DamagedOrHostileManifestsAreMisses) {
   // FIFO and a device: misses, and nothing blocks.
   ContentKeys keys(*objects_, dir_->path());
   keys.record(command_, {path("x.d")}).value();
-  fs::path entry = store_->object_path(command_, ".deps");
+  fs::path entry = layout(*store_).object_path(command_, ".deps");
   std::string bytes = read_file(entry).value();
   bytes.back() ^= 1;
   write_file_atomic(entry, bytes).value();

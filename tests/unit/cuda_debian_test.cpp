@@ -160,7 +160,7 @@ class CudaDebian : public ::testing::Test {
 TEST_F(CudaDebian, LaysOutAToolkitThatReadsNothingFromUsr) {
   CudaRequest r = make(packages("12.4"));
   CudaToolkit t = cuda_from_debs(r, files_, store_).value();
-  fs::path root = debian_toolkit_dir(r, store_);
+  fs::path root = dir_ / "toolkits" / debian_toolkit_of(r).name;
   // The name the cache has always had: cuda-<release>-debian-<the sorted pins' sha256, 16 digits>.
   std::vector<std::string> pins;
   for (const auto& d : r.debs) pins.push_back(cat(d.sha256, " ", d.file));
@@ -197,8 +197,9 @@ TEST_F(CudaDebian, LaysOutAToolkitThatReadsNothingFromUsr) {
   auto marker = nlohmann::json::parse(read_file(root / "kiln-toolkit.json").value());
   EXPECT_EQ(marker["release"], "12.4");
   EXPECT_EQ(marker["debs"].size(), 6u);
-  EXPECT_EQ(toolkits_entries(), (std::vector<std::string>{root.filename().string(),
-                                                          root.filename().string() + ".lock"}));
+  // Nothing else beside it: its lock is the cache's, <cache>/locks/toolkits-<name>.lock.
+  EXPECT_EQ(toolkits_entries(), (std::vector<std::string>{root.filename().string()}));
+  EXPECT_TRUE(fs::exists(dir_ / "locks" / cat("toolkits-", root.filename().string(), ".lock")));
   // A second call opens what is there.
   EXPECT_EQ(cuda_from_debs(r, files_, store_).value().version, "12.4");
 }
@@ -211,9 +212,7 @@ TEST_F(CudaDebian, ErrorsLeaveNothingBehind) {
   ASSERT_FALSE(t);
   EXPECT_NE(t.error().message.find("missing include/thrust/version.h"), std::string::npos)
       << t.error().message;
-  EXPECT_EQ(
-      toolkits_entries(),
-      (std::vector<std::string>{debian_toolkit_dir(r, store_).filename().string() + ".lock"}));
+  EXPECT_TRUE(toolkits_entries().empty());
 
   pkgs = packages("12.4");
   pkgs.back().second.push_back({"./usr/include/cuda/std/version", "another"});
@@ -236,7 +235,7 @@ TEST_F(CudaDebian, ErrorsLeaveNothingBehind) {
   t = cuda_from_debs(r, files_, store_);
   ASSERT_FALSE(t);
   EXPECT_NE(t.error().message.find("hold nvcc 12.6"), std::string::npos) << t.error().message;
-  for (const auto& name : toolkits_entries()) EXPECT_TRUE(name.ends_with(".lock")) << name;
+  EXPECT_TRUE(toolkits_entries().empty());
 }
 
 TEST(CudaDebianPaths, WhereEachPackageFileGoes) {
@@ -266,10 +265,8 @@ TEST(CudaDebianPaths, ReleaseNameAndIdentity) {
   EXPECT_EQ(debian_release(r).value(), "12.4");
   CudaRequest swapped = r;
   std::swap(swapped.debs[0], swapped.debs[1]);
-  cache::Store store("cache");
-  EXPECT_EQ(debian_toolkit_dir(r, store),
-            debian_toolkit_dir(swapped, store));  // the set, not the order
-  EXPECT_TRUE(debian_toolkit_dir(r, store).filename().string().starts_with("cuda-12.4-debian-"));
+  EXPECT_EQ(debian_toolkit_of(r).name, debian_toolkit_of(swapped).name);  // the set, not the order
+  EXPECT_TRUE(debian_toolkit_of(r).name.starts_with("cuda-12.4-debian-"));
   auto id = debian_cuda_source(r, {}, {})->identity().value();
   EXPECT_EQ(id["toolkit"], "debian");
   EXPECT_EQ(id["release"], "12.4");

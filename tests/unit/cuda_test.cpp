@@ -114,7 +114,7 @@ TEST_F(CudaWheels, LaysOutAToolkitOnce) {
   auto wheels = cu13_wheels();
   CudaRequest r = request(wheels);
   CudaToolkit t = cuda_from_wheels(r, wheels, store_).value();
-  EXPECT_EQ(t.home, wheel_toolkit_dir(r, store_));
+  EXPECT_EQ(t.home, toolkits_ / wheel_toolkit_of(r).name);
   // The name the cache has always had: cuda-<version>-<the sorted pins' sha256, 16 digits>.
   std::vector<std::string> pins;
   for (const auto& w : r.wheels) pins.push_back(cat(w.sha256, " ", w.file));
@@ -229,7 +229,7 @@ TEST_F(CudaWheels, ConflictingFilesAndForeignWheelsAreRefused) {
 TEST_F(CudaWheels, StaleStagingOfADeadProcessIsCleanedUp) {
   auto wheels = cu13_wheels();
   CudaRequest r = request(wheels);
-  const std::string name = wheel_toolkit_dir(r, store_).filename().string();
+  const std::string name = wheel_toolkit_of(r).name;
   fs::create_directories(toolkits_ / cat(".", name, ".tmp-dead") / "root" / "bin");
   fs::create_directories(toolkits_ / name / "bin");  // no marker: never completed
   CudaToolkit t = cuda_from_wheels(r, wheels, store_).value();
@@ -272,10 +272,10 @@ TEST_F(CudaWheels, SourcesAndIdentities) {
   // The set, not its order, names the toolkit; another pin, another toolkit.
   CudaRequest reordered = r;
   std::reverse(reordered.wheels.begin(), reordered.wheels.end());
-  EXPECT_EQ(wheel_toolkit_dir(reordered, store_), wheel_toolkit_dir(r, store_));
+  EXPECT_EQ(wheel_toolkit_of(reordered).name, wheel_toolkit_of(r).name);
   CudaRequest other = r;
   other.wheels[0].sha256[1] = 'f';
-  EXPECT_NE(wheel_toolkit_dir(other, store_), wheel_toolkit_dir(r, store_));
+  EXPECT_NE(wheel_toolkit_of(other).name, wheel_toolkit_of(r).name);
 
   // The system source with a home that has no nvcc names where it looked.
   CudaRequest sys;

@@ -6,11 +6,15 @@
 
 #include "../support/fake_http.h"
 #include "../support/fetch_util.h"
+#include "cache/dir_lock.h"
 #include "cache/store.h"
 #include "core/hash.h"
 #include "core/lock.h"
 #include "core/strings.h"
-#include "fetch/lock.h"
+
+#include "cache_layout.h"
+
+using kiln::testing::layout;
 
 namespace kiln::fetch {
 
@@ -197,7 +201,7 @@ TEST_F(DownloaderTest, BrokenEveryTimeKeepsTheResumablePartFile) {
 
 TEST_F(DownloaderTest, CompletePartFileIsPublishedOn416) {
   MAKE_DOWNLOADER(d, false);
-  fs::path part = d.path_for(sha_, "pkg-1.0.tar.gz");
+  fs::path part = layout(store_).download_path(sha_, "pkg-1.0.tar.gz");
   part += ".part";
   kiln::testing::write_text(part, body_);  // a run that died between download and rename
   http_.add(url_, {200, body_});
@@ -210,7 +214,7 @@ TEST_F(DownloaderTest, CompletePartFileIsPublishedOn416) {
 
 TEST_F(DownloaderTest, ResumedMismatchStartsOverOnce) {
   MAKE_DOWNLOADER(d, false);
-  fs::path part = d.path_for(sha_, "pkg-1.0.tar.gz");
+  fs::path part = layout(store_).download_path(sha_, "pkg-1.0.tar.gz");
   part += ".part";
   kiln::testing::write_text(part, "stale bytes of another file");
   http_.add(url_, {200, body_});
@@ -327,11 +331,11 @@ TEST_F(DownloaderTest, GetTextRetriesServerErrorsButReturnsClientErrors) {
 TEST_F(DownloaderTest, ALinkAtADownloadsLockedDirectoryIsNotFollowed) {
   fs::path outside = dir_->path() / "outside";
   fs::create_directories(outside);
-  fs::path at = store_.download_path(sha_, "pkg-1.0.tar.gz").parent_path();
+  fs::path at = layout(store_).download_path(sha_, "pkg-1.0.tar.gz").parent_path();
   fs::create_directories(at.parent_path());
   fs::create_directory_symlink(outside, at);
 
-  auto lock = DirLock::acquire(at);
+  auto lock = cache::DirLock::acquire(at);
   ASSERT_FALSE(lock);
   EXPECT_EQ(lock.error().message,
             cat("cannot open directory ", at.string(), ": it is a symbolic link or no directory"));
@@ -349,7 +353,7 @@ TEST(DirLockTest, LocksADirectoryItMakes) {
   auto dir = TempDir::create(fs::temp_directory_path(), "kiln-dirlock-").value();
   fs::path at = dir.path() / "a" / "b";
   {
-    DirLock lock = DirLock::acquire(at).value();
+    cache::DirLock lock = cache::DirLock::acquire(at).value();
     EXPECT_TRUE(fs::is_directory(at));
     EXPECT_FALSE(FileLock::try_acquire(at));  // held
   }

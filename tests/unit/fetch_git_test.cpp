@@ -9,6 +9,10 @@
 #include "fetch/source.h"
 #include "fetch/url.h"
 
+#include "cache_layout.h"
+
+using kiln::testing::layout;
+
 namespace kiln::fetch {
 
 using kiln::testing::FakeHttp;
@@ -85,9 +89,9 @@ TEST_F(GitTest, ChecksOutExactlyThePinnedCommit) {
   EXPECT_EQ(fs::read_symlink(out / "link"), "a.txt");
   EXPECT_FALSE(fs::exists(out / ".git"));
   EXPECT_EQ(got.sha256, tree_sha256(out).value());
-  EXPECT_TRUE(fs::exists(store_.git_mirror(repo_.string()) / "HEAD"));
+  EXPECT_TRUE(fs::exists(layout(store_).git_mirror(repo_.string()) / "HEAD"));
   // The mirror's name, as every kiln's: git/<sha256 of the URL>.
-  EXPECT_EQ(store_.git_mirror(repo_.string()), cache_ / "git" / sha256_hex(repo_.string()));
+  EXPECT_EQ(layout(store_).git_mirror(repo_.string()), cache_ / "git" / sha256_hex(repo_.string()));
   // Nothing but the checkout beside it (the temporary directory is gone).
   EXPECT_EQ(
       kiln::testing::tree_listing(dir_->path() / "work"),
@@ -173,7 +177,7 @@ TEST_F(GitTest, KilnGitMirrorsServeThePinnedCommit) {
   auto got = make_source(pin(url, first_), ctx)->fetch(dir_->path() / "src").value();
   EXPECT_TRUE(got.downloaded);
   EXPECT_EQ(read_file(dir_->path() / "src" / "a.txt").value(), "first\n");
-  EXPECT_TRUE(fs::exists(store_.git_mirror(url) / "HEAD"));
+  EXPECT_TRUE(fs::exists(layout(store_).git_mirror(url) / "HEAD"));
   // The git cache is the URL's: offline, with no mirror, the commit is still there.
   ScopedEnv none("KILN_GIT_MIRRORS", nullptr);
   Downloader offline(http_, store_, true);
@@ -193,7 +197,7 @@ TEST_F(GitTest, UnknownCommitIsAnError) {
                                               " (it did not send that commit"))
       << got.error().message;
   // Nothing but the pinned commit was asked for: the failed fetch left no mirror, no branch.
-  EXPECT_FALSE(fs::exists(store_.git_mirror(repo_.string())));
+  EXPECT_FALSE(fs::exists(layout(store_).git_mirror(repo_.string())));
   EXPECT_FALSE(fs::exists(dir_->path() / "out"));
   for (const auto& entry : fs::directory_iterator(dir_->path()))
     EXPECT_EQ(entry.path().filename().string().find(".out.tmp-"), std::string::npos);

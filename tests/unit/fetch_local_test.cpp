@@ -7,6 +7,10 @@
 #include "core/hash.h"
 #include "fetch/source.h"
 
+#include "cache_layout.h"
+
+using kiln::testing::layout;
+
 namespace kiln::fetch {
 
 using kiln::testing::FakeHttp;
@@ -51,7 +55,7 @@ TEST_F(LocalTest, ArchiveIsVerifiedIntoTheCache) {
   s.sha256 = sha256_hex("archive bytes");
   auto got = make_source(s, ctx)->fetch({}).value();
   EXPECT_FALSE(got.is_directory);
-  EXPECT_EQ(got.path, d.path_for(s.sha256, "pkg-1.0.tar.gz"));
+  EXPECT_EQ(got.path, layout(store_).download_path(s.sha256, "pkg-1.0.tar.gz"));
   EXPECT_EQ(read_file(got.path).value(), "archive bytes");
 
   s.sha256 = sha256_hex("pinned bytes");

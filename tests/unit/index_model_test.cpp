@@ -12,6 +12,10 @@
 #include "index/scan.h"
 #include "index_testutil.h"
 
+#include "cache_layout.h"
+
+using kiln::testing::layout;
+
 namespace kiln::index {
 
 namespace {
@@ -333,7 +337,7 @@ TEST(IndexScan, KilnsOwnWheelIsOnEveryTarget) {
   set_old_mtime(cache / "wheels");
   EXPECT_FALSE(live.current()->target("default")->projects.contains("kiln-wheels"));
 
-  fs::path own = cache::Store(cache).kiln_wheels();
+  fs::path own = layout(cache::Store(cache)).kiln_wheels();
   const std::string name = "kiln_wheels-0.1.0+g0123456789ab-py3-none-manylinux_2_28_x86_64.whl";
   write_wheel(own, name, metadata_text("kiln-wheels", "0.1.0+g0123456789ab", ""));
   write_wheel(dir.path(), "other-1.0-py3-none-any.whl", metadata_text("other", "1.0"));
@@ -398,7 +402,7 @@ TEST(IndexModel, AFileIsServedOnlyAsWhatItsMetadataSays) {
 TEST(IndexScan, KilnWheelsAreBoundedAndHashedOncePerIdentity) {
   auto dir = TempDir::create(fs::temp_directory_path(), "kiln-index-").value();
   fs::path cache = dir.path() / "cache";
-  fs::path own = cache::Store(cache).kiln_wheels();
+  fs::path own = layout(cache::Store(cache)).kiln_wheels();
   const std::string name = "kiln_wheels-0.1.0-py3-none-manylinux_2_28_x86_64.whl";
   write_wheel(own, name, metadata_text("kiln-wheels", "0.1.0", ""));
   ScanMemo memo;
@@ -435,7 +439,7 @@ TEST(IndexScan, KilnWheelsAreBoundedAndHashedOncePerIdentity) {
   // The folder itself a link: nothing served from it.
   fs::path cache2 = dir.path() / "cache2";
   fs::create_directories(cache2);
-  fs::create_directory_symlink(own, cache::Store(cache2).kiln_wheels());
+  fs::create_directory_symlink(own, layout(cache::Store(cache2)).kiln_wheels());
   ScanMemo memo2;
   r = scan_cache(cache2, memo2);
   EXPECT_TRUE(r.entries.empty());

@@ -20,6 +20,10 @@
 #include "packaging/version.h"
 #include "toolchain/compiler.h"
 
+#include "cache_layout.h"
+
+using kiln::testing::layout;
+
 namespace kiln::init {
 
 using kiln::testing::HttpServer;
@@ -105,7 +109,7 @@ TEST(Requirements, TorchRequirementNamesFromItsWheelInTheDownloadCache) {
   manifest::TorchWheel w{"cp311", "torch-2.11.0-cp311-cp311-manylinux_2_28_x86_64.whl",
                          std::string(64, 'a')};
   EXPECT_TRUE(torch_requirement_names(cache::Store(dir.path()), w).empty());  // not downloaded
-  fs::path path = cache::Store(dir.path()).download_path(w.sha256, w.file);
+  fs::path path = layout(cache::Store(dir.path())).download_path(w.sha256, w.file);
   fs::create_directories(path.parent_path());
   auto zip = archive::ZipWriter::create(path).value();
   zip.add("torch-2.11.0.dist-info/METADATA",

@@ -20,6 +20,10 @@
 #include "core/strings.h"
 #include "manifest/manifest.h"
 
+#include "cache_layout.h"
+
+using kiln::testing::layout;
+
 namespace kiln::compile {
 
 namespace {
@@ -679,7 +683,7 @@ TEST_F(JobGraphTest, DamagedCacheEntriesAreRebuiltNeverUsed) {
   run_graph(plan("9.0", 16, cache), cold, 16, -1).value();
   // One bit of every stored object flipped (the device parts are left whole).
   std::size_t damaged = 0;
-  for (const auto& entry : fs::recursive_directory_iterator(store.objects())) {
+  for (const auto& entry : fs::recursive_directory_iterator(layout(store).objects())) {
     if (entry.path().extension() != ".o") continue;
     std::string bytes = read_file(entry.path()).value();
     bytes.back() ^= 1;

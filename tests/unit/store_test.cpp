@@ -14,6 +14,10 @@
 #include "core/hash.h"
 #include "core/strings.h"
 
+#include "cache_layout.h"
+
+using kiln::testing::layout;
+
 namespace kiln::cache {
 
 namespace {
@@ -45,7 +49,7 @@ TEST(Store, CommitLookupVerifyRemove) {
   store.remove(kKey).value();
   EXPECT_FALSE(store.lookup(kKey));
   // Staging leaves nothing behind.
-  EXPECT_TRUE(fs::is_empty(store.tmp_root()));
+  EXPECT_TRUE(fs::is_empty(layout(store).tmp_root()));
 }
 
 TEST(Store, LockSerialisesOneKey) {
@@ -122,21 +126,21 @@ TEST(Store, GcRemovesOnlyStagingNoLiveProcessHolds) {
   auto live = store.staging("wheel-").value();
   std::ofstream(live.path() / "half.whl") << "half";
   // What a killed process left: a staging directory nobody holds, and a stray file.
-  fs::create_directories(store.tmp_root() / "commit-dead");
-  std::ofstream(store.tmp_root() / "commit-dead" / "entry.json") << "{}";
-  std::ofstream(store.tmp_root() / "stray") << "x";
+  fs::create_directories(layout(store).tmp_root() / "commit-dead");
+  std::ofstream(layout(store).tmp_root() / "commit-dead" / "entry.json") << "{}";
+  std::ofstream(layout(store).tmp_root() / "stray") << "x";
   // A planted link to a directory outside: the link goes, what it points at stays.
   fs::create_directories(dir.path() / "outside");
   std::ofstream(dir.path() / "outside" / "theirs") << "x";
-  fs::create_symlink(dir.path() / "outside", store.tmp_root() / "planted");
+  fs::create_symlink(dir.path() / "outside", layout(store).tmp_root() / "planted");
   GcResult removed = store.gc(false).value();
   EXPECT_EQ(removed.items, 4u);  // the directory, its file, the stray file, the link
   EXPECT_EQ(removed.bytes, 3u);  // "{}" and "x": what the link points at is not counted
   EXPECT_TRUE(fs::exists(dir.path() / "outside" / "theirs"));
-  EXPECT_FALSE(fs::is_symlink(store.tmp_root() / "planted"));
+  EXPECT_FALSE(fs::is_symlink(layout(store).tmp_root() / "planted"));
   EXPECT_TRUE(fs::exists(live.path() / "half.whl"));
-  EXPECT_FALSE(fs::exists(store.tmp_root() / "commit-dead"));
-  EXPECT_FALSE(fs::exists(store.tmp_root() / "stray"));
+  EXPECT_FALSE(fs::exists(layout(store).tmp_root() / "commit-dead"));
+  EXPECT_FALSE(fs::exists(layout(store).tmp_root() / "stray"));
 }
 
 TEST(Store, GcAllKeepsEntriesWhoseKeyABuildHolds) {
@@ -145,7 +149,7 @@ TEST(Store, GcAllKeepsEntriesWhoseKeyABuildHolds) {
   const std::string other = std::string(64, 'b');
   store.commit(kKey, make_wheel(dir.path() / "o1", "x-1.0-py3-none-any.whl", "x"), {}).value();
   store.commit(other, make_wheel(dir.path() / "o2", "y-1.0-py3-none-any.whl", "y"), {}).value();
-  const std::uint64_t other_bytes = tree_bytes(store.wheels() / other);
+  const std::uint64_t other_bytes = tree_bytes(layout(store).wheels() / other);
   EXPECT_GT(other_bytes, 0u);
   {
     Lock held = store.lock(kKey).value();
@@ -167,13 +171,14 @@ TEST(Store, ObjectsRecordTheirSha256AndADamagedOneIsAMiss) {
   auto dir = TempDir::create(fs::temp_directory_path(), "kiln-store-").value();
   Store store(dir.path() / "cache");
   const std::string key = sha256_hex("commands");
-  EXPECT_EQ(store.object_path(key, ".o"), store.objects() / key.substr(0, 2) / (key + ".o"));
+  EXPECT_EQ(layout(store).object_path(key, ".o"),
+            layout(store).objects() / key.substr(0, 2) / (key + ".o"));
   EXPECT_FALSE(store.load_object(key, ".o"));
   const std::string bytes("an object\0with a NUL", 20);
   store.store_object(key, ".o", bytes).value();
   EXPECT_EQ(store.load_object(key, ".o"), bytes);
   EXPECT_FALSE(store.load_object(key, ".dev"));  // another kind of entry
-  const std::string entry = read_file(store.object_path(key, ".o")).value();
+  const std::string entry = read_file(layout(store).object_path(key, ".o")).value();
   EXPECT_EQ(entry.substr(0, entry.find('\n')), "kiln-object 1 " + sha256_hex(bytes));
 
   // A flipped byte, a truncated entry, a missing header: each a miss, never the damaged bytes.
@@ -181,7 +186,7 @@ TEST(Store, ObjectsRecordTheirSha256AndADamagedOneIsAMiss) {
   flipped.back() ^= 1;
   for (const std::string& damaged : {flipped, entry.substr(0, entry.size() - 1),
                                      entry.substr(entry.find('\n') + 1), std::string()}) {
-    write_file_atomic(store.object_path(key, ".o"), damaged).value();
+    write_file_atomic(layout(store).object_path(key, ".o"), damaged).value();
     EXPECT_FALSE(store.load_object(key, ".o"));
   }
   // Stored again, it is whole again.
@@ -300,31 +305,38 @@ TEST(Store, ReadEntrySaysWhyAnEntryCannotBeUsed) {
   EXPECT_TRUE(fs::exists(dir.path() / "moved" / name));
 }
 
-TEST(Store, OwnsThePathsOfLocksAndLastInputs) {
-  Store store("/c");
-  EXPECT_EQ(store.wheels(), fs::path("/c/wheels"));
-  EXPECT_EQ(store.lock_path(kKey), fs::path("/c/locks/" + kKey + ".lock"));
-  EXPECT_EQ(store.lock_path("build-0123"), fs::path("/c/locks/build-0123.lock"));
-  EXPECT_EQ(store.last_inputs("default", "causal_conv1d"),
-            fs::path("/c/last/default/causal_conv1d.json"));
-}
-
-// The pinned inputs' paths, named by key exactly as every kiln before named them (a cache made by
-// one keeps working, and no build key changes).
-TEST(Store, NamesThePinnedInputsByKeyAsTheCacheAlwaysHad) {
-  Store store("/c");
+// Where the Store puts what it is asked for: the names every kiln before used (a cache made by one
+// keeps working, and no build key changes).
+TEST(Store, KeepsWhatItMakesWhereEveryKilnBeforeKeptIt) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-store-").value();
+  const fs::path c = dir.path() / "c";
+  Store store(c);
   const std::string sha = sha256_hex("a wheel");
-  EXPECT_EQ(store.download_path(sha, "torch-2.11.0-cp312-cp312-linux_x86_64.whl"),
-            fs::path(cat("/c/downloads/", sha.substr(0, 2), "/", sha,
-                         "/torch-2.11.0-cp312-cp312-linux_x86_64.whl")));
-  EXPECT_EQ(store.git_mirror("https://github.com/Dao-AILab/causal-conv1d"),
-            fs::path(cat("/c/git/", sha256_hex("https://github.com/Dao-AILab/causal-conv1d"))));
-  EXPECT_EQ(store.torch_sysroot(sha), fs::path(cat("/c/sysroots/torch-", sha.substr(0, 16))));
-  EXPECT_EQ(store.wheel_toolkit("13.0", sha),
-            fs::path(cat("/c/toolkits/cuda-13.0-", sha.substr(0, 16))));
-  EXPECT_EQ(store.debian_toolkit("12.4", sha),
-            fs::path(cat("/c/toolkits/cuda-12.4-debian-", sha.substr(0, 16))));
-  EXPECT_EQ(store.setuptools_env(sha), fs::path(cat("/c/envs/setuptools-", sha.substr(0, 16))));
+  auto lock = store.lock(kKey).value();
+  EXPECT_TRUE(fs::exists(c / "locks" / (kKey + ".lock")));
+  LastBuild last{"default", "causal_conv1d", kKey, "x-1.0-py3-none-any.whl", "native", {}};
+  ASSERT_TRUE(store.record_last(last));
+  EXPECT_TRUE(fs::is_regular_file(c / "last" / "default" / "causal_conv1d.json"));
+  auto slot = store.download_slot(sha, "torch-2.11.0-cp312-cp312-linux_x86_64.whl").value();
+  EXPECT_EQ(slot.file(),
+            c / "downloads" / sha.substr(0, 2) / sha / "torch-2.11.0-cp312-cp312-linux_x86_64.whl");
+  const std::string url = "https://github.com/Dao-AILab/causal-conv1d";
+  EXPECT_EQ(store.git_mirror(url).value().path(), c / "git" / sha256_hex(url));
+  auto made = [&](const MadeOnce& what) {
+    return store
+        .ensure(what,
+                [&](const fs::path& d, const fs::path&) -> Expected<void> {
+                  fs::create_directories((d / what.marker).parent_path());
+                  return write_file_atomic(d / what.marker, "x");
+                })
+        .value();
+  };
+  EXPECT_EQ(made(torch_sysroot(sha)), c / "sysroots" / cat("torch-", sha.substr(0, 16)));
+  EXPECT_EQ(made(wheel_toolkit("13.0", sha)),
+            c / "toolkits" / cat("cuda-13.0-", sha.substr(0, 16)));
+  EXPECT_EQ(made(debian_toolkit("12.4", sha)),
+            c / "toolkits" / cat("cuda-12.4-debian-", sha.substr(0, 16)));
+  EXPECT_EQ(made(setuptools_env(sha)), c / "envs" / cat("setuptools-", sha.substr(0, 16)));
 }
 
 // A download refused as hostile goes with its <sha256> directory; nothing else is removed.
@@ -332,9 +344,9 @@ TEST(Store, DiscardsADownloadAndNothingElse) {
   auto dir = TempDir::create(fs::temp_directory_path(), "kiln-store-").value();
   Store store(dir.path());
   const std::string sha = sha256_hex("an sdist");
-  fs::path file = store.download_path(sha, "x-1.0.tar.gz");
+  fs::path file = layout(store).download_path(sha, "x-1.0.tar.gz");
   write_file_atomic(file, "bytes").value();
-  fs::path other = store.download_path(sha256_hex("another"), "y-1.0.tar.gz");
+  fs::path other = layout(store).download_path(sha256_hex("another"), "y-1.0.tar.gz");
   write_file_atomic(other, "bytes").value();
   fs::path outside = dir.path() / "elsewhere" / "ab" / sha / "x-1.0.tar.gz";
   write_file_atomic(outside, "bytes").value();
@@ -357,9 +369,9 @@ TEST(Store, RecordsAndReadsTheLastBuild) {
   kiln::cache::LastBuild last{
       "default", "demo", kKey, "demo-1.0-py3-none-any.whl", "pure", nlohmann::json{{"recipe", 4}}};
   ASSERT_TRUE(store.record_last(last));
-  auto changed = fs::last_write_time(store.last_root() / ".changed");
+  auto changed = fs::last_write_time(layout(store).last_root() / ".changed");
   ASSERT_TRUE(store.record_last(last));  // the same: nothing written
-  EXPECT_EQ(fs::last_write_time(store.last_root() / ".changed"), changed);
+  EXPECT_EQ(fs::last_write_time(layout(store).last_root() / ".changed"), changed);
   auto read = store.read_last("default", "demo");
   ASSERT_TRUE(read);
   EXPECT_EQ(read->key, kKey);
@@ -368,7 +380,7 @@ TEST(Store, RecordsAndReadsTheLastBuild) {
   EXPECT_EQ(read->inputs, (nlohmann::json{{"recipe", 4}}));
   ASSERT_EQ(store.last_builds().size(), 1u);
 
-  const fs::path d = store.last_root() / "default";
+  const fs::path d = layout(store).last_root() / "default";
   kiln::write_file_atomic(d / "old.json", R"({"recipe": 3})").value();
   auto old = store.read_last("default", "old");
   ASSERT_TRUE(old);
@@ -392,16 +404,16 @@ TEST(Store, AnObjectThatIsNoRegularFileIsAMissAndRemoved) {
   auto dir = TempDir::create(fs::temp_directory_path(), "kiln-store-").value();
   Store store(dir.path() / "cache");
   const std::string fifo = sha256_hex("fifo"), link = sha256_hex("link");
-  fs::create_directories(store.object_path(fifo, ".o").parent_path());
-  fs::create_directories(store.object_path(link, ".o").parent_path());
-  ASSERT_EQ(::mkfifo(store.object_path(fifo, ".o").c_str(), 0644), 0);
+  fs::create_directories(layout(store).object_path(fifo, ".o").parent_path());
+  fs::create_directories(layout(store).object_path(link, ".o").parent_path());
+  ASSERT_EQ(::mkfifo(layout(store).object_path(fifo, ".o").c_str(), 0644), 0);
   const fs::path outside = dir.path() / "outside";
   write_file_atomic(outside, "not an object").value();
-  fs::create_symlink(outside, store.object_path(link, ".o"));
+  fs::create_symlink(outside, layout(store).object_path(link, ".o"));
   EXPECT_FALSE(store.load_object(fifo, ".o"));
   EXPECT_FALSE(store.load_object(link, ".o"));
-  EXPECT_FALSE(fs::exists(fs::symlink_status(store.object_path(fifo, ".o"))));
-  EXPECT_FALSE(fs::exists(fs::symlink_status(store.object_path(link, ".o"))));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(layout(store).object_path(fifo, ".o"))));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(layout(store).object_path(link, ".o"))));
   EXPECT_EQ(read_file(outside).value(), "not an object");
 }
 
@@ -413,11 +425,12 @@ TEST(Store, VerifyReportsDamagedObjectsAndGcRemovesThem) {
   store.store_object(bad, ".dev", "bad bytes").value();
   store.store_object(gone, ".o", "gone bytes").value();
   // A temporary of a store_object in flight is no entry.
-  std::ofstream(store.object_path(good, ".o").parent_path() / ("." + good + ".o.tmp-abc")) << "x";
+  std::ofstream(layout(store).object_path(good, ".o").parent_path() / ("." + good + ".o.tmp-abc"))
+      << "x";
   // An entry from a kiln whose objects had no header: stale, not damage.
   const std::string old = sha256_hex("old");
-  fs::create_directories(store.object_path(old, ".o").parent_path());
-  std::ofstream(store.object_path(old, ".o")) << "\177ELF raw object";
+  fs::create_directories(layout(store).object_path(old, ".o").parent_path());
+  std::ofstream(layout(store).object_path(old, ".o")) << "\177ELF raw object";
   ObjectsVerified v = store.verify_objects();
   EXPECT_TRUE(v.damaged.empty());
   EXPECT_EQ(v.stale, std::vector<std::string>{cat("objects/", old.substr(0, 2), "/", old, ".o")});
@@ -427,9 +440,9 @@ TEST(Store, VerifyReportsDamagedObjectsAndGcRemovesThem) {
   EXPECT_TRUE(store.list().empty());
 
   auto flip = [&](const std::string& key, const char* suffix) {
-    std::string entry = read_file(store.object_path(key, suffix)).value();
+    std::string entry = read_file(layout(store).object_path(key, suffix)).value();
     entry.back() ^= 1;
-    write_file_atomic(store.object_path(key, suffix), entry).value();
+    write_file_atomic(layout(store).object_path(key, suffix), entry).value();
   };
   flip(bad, ".dev");
   flip(gone, ".o");
@@ -446,18 +459,18 @@ TEST(Store, VerifyReportsDamagedObjectsAndGcRemovesThem) {
   }
   // A build that finds a damaged object removes it (and stores it anew).
   EXPECT_FALSE(store.load_object(gone, ".o"));
-  EXPECT_FALSE(fs::exists(store.object_path(gone, ".o")));
+  EXPECT_FALSE(fs::exists(layout(store).object_path(gone, ".o")));
   // gc removes the damaged and the stale ones, and keeps the whole ones and the temporary.
   EXPECT_EQ(store.gc(false).value().items, 2u);
-  EXPECT_FALSE(fs::exists(store.object_path(bad, ".dev")));
-  EXPECT_FALSE(fs::exists(store.object_path(old, ".o")));
+  EXPECT_FALSE(fs::exists(layout(store).object_path(bad, ".dev")));
+  EXPECT_FALSE(fs::exists(layout(store).object_path(old, ".o")));
   EXPECT_EQ(store.load_object(good, ".o"), "good bytes");
   v = store.verify_objects();
   EXPECT_TRUE(v.damaged.empty() && v.stale.empty());
   EXPECT_EQ(v.checked, 1u);
   // gc --all removes every object entry.
   EXPECT_EQ(store.gc(true).value().items, 1u);
-  EXPECT_FALSE(fs::exists(store.object_path(good, ".o")));
+  EXPECT_FALSE(fs::exists(layout(store).object_path(good, ".o")));
 }
 
 }  // namespace kiln::cache
@@ -503,12 +516,12 @@ struct EvictFixture {
   std::uint64_t object(const std::string& key, const char* suffix, std::size_t bytes,
                        std::time_t used) {
     store.store_object(key, suffix, std::string(bytes, 'o')).value();
-    set_mtime(store.object_path(key, suffix), used);
-    return fs::file_size(store.object_path(key, suffix));
+    set_mtime(layout(store).object_path(key, suffix), used);
+    return fs::file_size(layout(store).object_path(key, suffix));
   }
-  bool has_wheel(const std::string& key) const { return fs::exists(store.wheels() / key); }
+  bool has_wheel(const std::string& key) const { return fs::exists(layout(store).wheels() / key); }
   bool has_object(const std::string& key, const char* suffix) const {
-    return fs::exists(store.object_path(key, suffix));
+    return fs::exists(layout(store).object_path(key, suffix));
   }
 };
 
@@ -542,7 +555,7 @@ TEST(StoreEvict, ByAgeRemovesWhatNoBuildUsedSince) {
   EXPECT_TRUE(f.has_wheel(kB) && f.has_wheel(kC));
   EXPECT_TRUE(f.has_object(kO2, ".dev") && f.has_object(kO3, ".deps"));
   // Removed whole (renamed out of wheels/ first): no staging or half entry left.
-  EXPECT_TRUE(fs::is_empty(f.store.tmp_root()));
+  EXPECT_TRUE(fs::is_empty(layout(f.store).tmp_root()));
   EXPECT_EQ(f.store.keys(), (std::vector<std::string>{std::min(kB, kC), std::max(kB, kC)}));
   EXPECT_TRUE(f.store.verify().empty());
   EXPECT_EQ(f.store.load_object(kO2, ".dev"), std::string(50, 'o'));
@@ -616,8 +629,8 @@ TEST(StoreEvict, ABuildsHitMarksTheEntryUsed) {
   EvictFixture f;
   f.wheel(kA, 100, kNow - 9 * kDay);
   f.object(kO1, ".o", 100, kNow - 9 * kDay);
-  const fs::path json = f.store.wheels() / kA / "entry.json";
-  const fs::path object = f.store.object_path(kO1, ".o");
+  const fs::path json = layout(f.store).wheels() / kA / "entry.json";
+  const fs::path object = layout(f.store).object_path(kO1, ".o");
   // Readers that are not a build's hit leave the last use as it was.
   EXPECT_TRUE(f.store.lookup(kA));
   EXPECT_EQ(f.store.list().size(), 1u);
@@ -648,24 +661,28 @@ TEST(StoreEvict, NeverFollowsALinkOutOfTheCache) {
   write_file_atomic(outside / "dir" / "entry.json", "{}").value();
   write_file_atomic(outside / "file", "precious").value();
   set_mtime(outside / "file", kNow - 100 * kDay);
-  fs::create_directories(f.store.wheels());
-  fs::create_directory_symlink(outside / "dir", f.store.wheels() / kA);  // an entry as a link
+  fs::create_directories(layout(f.store).wheels());
+  fs::create_directory_symlink(outside / "dir",
+                               layout(f.store).wheels() / kA);  // an entry as a link
   f.wheel(kB, 10, kNow);  // an entry whose entry.json and wheel are links
   for (const char* name : {"entry.json", "x-1.0-py3-none-any.whl"}) {
-    fs::remove(f.store.wheels() / kB / name);
-    fs::create_symlink(outside / "file", f.store.wheels() / kB / name);
+    fs::remove(layout(f.store).wheels() / kB / name);
+    fs::create_symlink(outside / "file", layout(f.store).wheels() / kB / name);
   }
-  fs::create_directories(f.store.wheels() / "not-a-key");
-  std::ofstream(f.store.wheels() / "not-a-key" / "x") << "junk";
-  fs::create_directories(f.store.object_path(kO1, ".o").parent_path());
-  fs::create_symlink(outside / "file", f.store.object_path(kO1, ".o"));     // an object as a link
-  fs::create_directory_symlink(outside / "dir", f.store.objects() / "ff");  // a shard as a link
-  fs::create_directories(f.store.object_path(kO3, ".o").parent_path());
-  ASSERT_EQ(::mkfifo(f.store.object_path(kO3, ".o").c_str(), 0644), 0);  // not a regular file
+  fs::create_directories(layout(f.store).wheels() / "not-a-key");
+  std::ofstream(layout(f.store).wheels() / "not-a-key" / "x") << "junk";
+  fs::create_directories(layout(f.store).object_path(kO1, ".o").parent_path());
+  fs::create_symlink(outside / "file",
+                     layout(f.store).object_path(kO1, ".o"));  // an object as a link
+  fs::create_directory_symlink(outside / "dir",
+                               layout(f.store).objects() / "ff");  // a shard as a link
+  fs::create_directories(layout(f.store).object_path(kO3, ".o").parent_path());
+  ASSERT_EQ(::mkfifo(layout(f.store).object_path(kO3, ".o").c_str(), 0644),
+            0);  // not a regular file
   // A 255-byte name (too long for store_object's temporary: a stranger's, or another tool's).
   const std::string long_suffix = "." + std::string(190, 'x');
-  fs::create_directories(f.store.object_path(kO2, long_suffix).parent_path());
-  std::ofstream(f.store.object_path(kO2, long_suffix))
+  fs::create_directories(layout(f.store).object_path(kO2, long_suffix).parent_path());
+  std::ofstream(layout(f.store).object_path(kO2, long_suffix))
       << "kiln-object 1 " << sha256_hex("x") << "\nx";
 
   // Everything is older than a day from now: the age takes what it may (links count 0 bytes).
@@ -673,17 +690,17 @@ TEST(StoreEvict, NeverFollowsALinkOutOfTheCache) {
   EXPECT_EQ(r.removed_wheels, 2u);   // the link, and the entry of links
   EXPECT_EQ(r.removed_objects, 1u);  // the long name; the link and the FIFO are no entries
   EXPECT_EQ(r.remaining_bytes, 0u);
-  EXPECT_FALSE(fs::exists(fs::symlink_status(f.store.wheels() / kA)));
-  EXPECT_FALSE(fs::exists(fs::symlink_status(f.store.wheels() / kB)));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(layout(f.store).wheels() / kA)));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(layout(f.store).wheels() / kB)));
   EXPECT_FALSE(f.has_object(kO2, long_suffix.c_str()));
-  EXPECT_TRUE(fs::exists(f.store.wheels() / "not-a-key" / "x"));
+  EXPECT_TRUE(fs::exists(layout(f.store).wheels() / "not-a-key" / "x"));
   EXPECT_EQ(read_file(outside / "file").value(), "precious");
   EXPECT_EQ(mtime_of(outside / "file"), kNow - 100 * kDay);
   EXPECT_TRUE(fs::exists(outside / "dir" / "entry.json"));
-  EXPECT_TRUE(fs::exists(fs::symlink_status(f.store.objects() / "ff")));
-  EXPECT_TRUE(fs::exists(fs::symlink_status(f.store.object_path(kO1, ".o"))));
-  EXPECT_TRUE(fs::exists(fs::symlink_status(f.store.object_path(kO3, ".o"))));
-  EXPECT_TRUE(fs::is_empty(f.store.tmp_root()));
+  EXPECT_TRUE(fs::exists(fs::symlink_status(layout(f.store).objects() / "ff")));
+  EXPECT_TRUE(fs::exists(fs::symlink_status(layout(f.store).object_path(kO1, ".o"))));
+  EXPECT_TRUE(fs::exists(fs::symlink_status(layout(f.store).object_path(kO3, ".o"))));
+  EXPECT_TRUE(fs::is_empty(layout(f.store).tmp_root()));
   // Only what is beside wheels/ and objects/ is "other", links not followed.
   fs::create_directory_symlink(outside, f.store.root() / "downloads");
   EXPECT_EQ(f.store.other_bytes(), 0u);
@@ -786,10 +803,10 @@ TEST(Store, GcReclaimsWhatFailedGitFetchesLeft) {
   Store store(dir.path() / "cache");
   store.mark().value();
   const std::string pin(40, 'c');
-  fs::path pinned = store.git_mirror("https://example.org/pinned.git");
-  fs::path packed = store.git_mirror("https://example.org/packed.git");
-  fs::path failed = store.git_mirror("https://example.org/failed.git");
-  fs::path held = store.git_mirror("https://example.org/held.git");
+  fs::path pinned = layout(store).git_mirror("https://example.org/pinned.git");
+  fs::path packed = layout(store).git_mirror("https://example.org/packed.git");
+  fs::path failed = layout(store).git_mirror("https://example.org/failed.git");
+  fs::path held = layout(store).git_mirror("https://example.org/held.git");
   for (const fs::path& m : {pinned, packed, failed, held}) {
     fs::create_directories(m / "objects" / "pack");
     fs::create_directories(m / "refs" / "kiln");

@@ -8,7 +8,7 @@
 #include "core/expected.h"
 #include "core/lock.h"
 
-namespace kiln::fetch {
+namespace kiln::cache {
 
 class DirLock {
  public:
@@ -23,4 +23,4 @@ class DirLock {
   FileLock lock_;  // on the directory's own descriptor; closing it releases the lock
 };
 
-}  // namespace kiln::fetch
+}  // namespace kiln::cache

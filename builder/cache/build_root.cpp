@@ -1,4 +1,4 @@
-#include "pipeline/build_root.h"
+#include "cache/build_root.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,12 +8,13 @@
 #include <mutex>
 #include <vector>
 
+#include "cache/store.h"
 #include "core/fs.h"
 #include "core/log.h"
 #include "core/namespace.h"
 #include "core/strings.h"
 
-namespace kiln::pipeline {
+namespace kiln::cache {
 
 namespace fs = std::filesystem;
 
@@ -26,8 +27,8 @@ bool is_root_name(const std::string& name) {
 }
 
 // Beside the key locks: <cache>/locks/build-<name>.lock.
-fs::path lock_path(const cache::Store& store, const std::string& name) {
-  return store.lock_path(cat("build-", name));
+std::string lock_name(const std::string& name) {
+  return cat("build-", name);
 }
 
 // Where this process's build roots are: /tmp/kiln-build in kiln's namespace (entered for the first
@@ -36,12 +37,11 @@ struct BuildRoots {
   fs::path base;
   std::string caveat;
 };
-Expected<BuildRoots> build_roots(const cache::Store& store) {
+Expected<BuildRoots> build_roots(const fs::path& dir) {
   static std::mutex mutex;
   static fs::path entered_for;  // the build directory /tmp/kiln-build shows
   static std::string why_not;   // why there is no namespace
   std::lock_guard lock(mutex);
-  const fs::path dir = absolute_path(store.build_roots());
   KILN_CHECK(ensure_directory(dir));  // before the namespace: a new cache under /tmp stays real
   if (entered_for.empty()) {
     if (auto entered = enter_private_tmp(fs::path(kBuildRootsPath).filename(), dir); entered) {
@@ -63,18 +63,18 @@ Expected<BuildRoots> build_roots(const cache::Store& store) {
 
 }  // namespace
 
-Expected<BuildRoot> BuildRoot::create(const cache::Store& store, const std::string& root_key,
-                                      bool keep) {
-  KILN_TRY(BuildRoots roots, build_roots(store));
+Expected<BuildRoot> BuildRoot::create(const Store& store, const std::string& root_key, bool keep) {
+  const fs::path dir = absolute_path(store.build_roots());
+  KILN_TRY(BuildRoots roots, build_roots(dir));
   const std::string name = root_key.substr(0, kNameLength);
-  KILN_TRY(FileLock lock, FileLock::acquire(lock_path(store, name)));
+  KILN_TRY(FileLock lock, FileLock::acquire(store.lock_path(lock_name(name))));
   const fs::path path = roots.base / name;
   std::error_code ec;
   fs::remove_all(path, ec);  // what a killed build left (remove_all never follows a link)
   if (ec) return Error::failed(cat("cannot empty ", path.string(), ": ", ec.message()));
   if (::mkdir(path.c_str(), 0755) != 0)
     return Error::failed(cat("cannot create ", path.string(), ": ", std::strerror(errno)));
-  BuildRoot root(path, absolute_path(store.build_roots()) / name, std::move(lock), keep);
+  BuildRoot root(path, dir / name, std::move(lock), keep);
   root.caveat_ = std::move(roots.caveat);
   return root;
 }
@@ -89,9 +89,8 @@ BuildRoot::~BuildRoot() {
   fs::remove_all(path_, ec);
 }
 
-cache::GcResult remove_abandoned_build_roots(const cache::Store& store) {
-  if (!store.recognise()) return {};  // not a kiln cache: nothing of it is kiln's to remove
-  const fs::path dir = store.build_roots();
+GcResult Store::gc_build_roots() const {
+  const fs::path dir = build_roots();
   std::error_code ec;
   std::vector<std::string> names;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
@@ -100,10 +99,10 @@ cache::GcResult remove_abandoned_build_roots(const cache::Store& store) {
     if (is_root_name(name) && ::lstat(entry.path().c_str(), &st) == 0 && S_ISDIR(st.st_mode))
       names.push_back(name);
   }
-  cache::GcResult removed;
+  GcResult removed;
   for (const auto& name : names) {
     // The lock file stays: removing a lock file others may have opened would split the lock.
-    auto lock = FileLock::try_acquire(lock_path(store, name), /*create=*/true);
+    auto lock = FileLock::try_acquire(lock_path(lock_name(name)), /*create=*/true);
     if (!lock) continue;  // a build (or the compilers of a killed one) holds it
     std::uint64_t bytes = tree_bytes(dir / name);
     if (fs::remove_all(dir / name, ec); !ec) ++removed.items, removed.bytes += bytes;
@@ -111,4 +110,4 @@ cache::GcResult remove_abandoned_build_roots(const cache::Store& store) {
   return removed;
 }
 
-}  // namespace kiln::pipeline
+}  // namespace kiln::cache

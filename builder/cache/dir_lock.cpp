@@ -1,4 +1,4 @@
-#include "fetch/lock.h"
+#include "cache/dir_lock.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -11,7 +11,7 @@
 #include "core/fs.h"
 #include "core/strings.h"
 
-namespace kiln::fetch {
+namespace kiln::cache {
 
 Expected<DirLock> DirLock::acquire(const std::filesystem::path& dir) {
   for (int attempt = 0; attempt < 100; ++attempt) {
@@ -46,4 +46,4 @@ Expected<DirLock> DirLock::acquire(const std::filesystem::path& dir) {
   return Error::failed(cat("cannot lock ", dir.string(), ": it keeps disappearing"));
 }
 
-}  // namespace kiln::fetch
+}  // namespace kiln::cache

@@ -1,15 +1,17 @@
-// A package's build root: where its sources are unpacked, patched and compiled.
+// A package's build root: where its sources are unpacked, patched and compiled; per-build state
+// the cache owns (made, locked and collected here: Store::gc removes the abandoned ones).
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <string>
 
-#include "cache/store.h"
 #include "core/expected.h"
 #include "core/lock.h"
 
-namespace kiln::pipeline {
+namespace kiln::cache {
+
+class Store;
 
 // Build roots belong to the cache that makes them: <cache>/build/<first hex digits of the root
 // key> (resolve's PlanItem: the package's name alone). Compilers must see them at a path that
@@ -26,8 +28,7 @@ class BuildRoot {
   // Enters the namespace (once per process), waits for the root's lock (another build of the same
   // package into the same cache holds it meanwhile), and gives the root empty. With `keep`, the
   // root outlives this object.
-  static Expected<BuildRoot> create(const cache::Store& store, const std::string& root_key,
-                                    bool keep);
+  static Expected<BuildRoot> create(const Store& store, const std::string& root_key, bool keep);
   BuildRoot(BuildRoot&&) noexcept = default;
   BuildRoot& operator=(BuildRoot&&) = delete;
   // Removes the root (unless kept), then lets the lock go.
@@ -54,9 +55,4 @@ class BuildRoot {
   std::string caveat_;
 };
 
-// Removes the build roots under <cache>/build that no build holds the lock of (what killed
-// builds left: a live build, and the compilers of a killed one, hold their root's lock). Never
-// follows a link. Returns how many were removed, and their bytes.
-cache::GcResult remove_abandoned_build_roots(const cache::Store& store);
-
-}  // namespace kiln::pipeline
+}  // namespace kiln::cache
