@@ -254,6 +254,19 @@ std::optional<std::string> Store::load_object(const std::string& key,
   return bytes;
 }
 
+std::optional<std::string> Store::peek_object(const std::string& key,
+                                              std::string_view suffix) const {
+  if (!is_sha256_hex(key)) return std::nullopt;
+  const fs::path path = object_path(key, suffix);
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  auto data = read_file(path);
+  if (!data) return std::nullopt;
+  auto payload = entry_payload(*data);
+  if (!payload) return std::nullopt;
+  return std::string(*payload);
+}
+
 std::optional<std::string> Store::load_shared_object(const std::string& key,
                                                      std::string_view suffix) const {
   if (!shared_ || !is_sha256_hex(key)) return std::nullopt;

@@ -204,6 +204,10 @@ class Store {
   // is a miss (nullopt): a damaged one is removed, its job runs again and stores it anew, and the
   // damaged bytes are never used.
   std::optional<std::string> load_object(const std::string& key, std::string_view suffix) const;
+  // The local entry's bytes when they hash to the recorded sha256, as load_object reads them, but
+  // only reading: no mtime set, a damaged entry left in place, nothing counted (a plan's probe;
+  // the job that restores it later calls load_object).
+  std::optional<std::string> peek_object(const std::string& key, std::string_view suffix) const;
   // The remote's entry alone (nullopt without a remote): for a local entry that did not serve.
   std::optional<std::string> load_shared_object(const std::string& key,
                                                 std::string_view suffix) const;

@@ -171,8 +171,8 @@ Deps merge_deps(const Deps& a, const Deps& b) {
   return out;
 }
 
-std::vector<Deps> ContentKeys::candidates(const std::string& command_key) {
-  auto text = cache_.load_manifest(command_key);
+std::vector<Deps> ContentKeys::candidates(const std::string& command_key, bool peek) {
+  auto text = peek ? cache_.peek_manifest(command_key) : cache_.load_manifest(command_key);
   if (!text) return {};
   auto parsed = parse_manifest(*text);
   if (!parsed)
@@ -203,8 +203,17 @@ std::optional<Keyed> ContentKeys::match(const std::string& command_key,
 }
 
 std::optional<Keyed> ContentKeys::lookup(const std::string& command_key, const std::string& label) {
+  return find(command_key, label, false);
+}
+
+std::optional<Keyed> ContentKeys::probe(const std::string& command_key, const std::string& label) {
+  return find(command_key, label, true);
+}
+
+std::optional<Keyed> ContentKeys::find(const std::string& command_key, const std::string& label,
+                                       bool peek) {
   std::string why;
-  if (auto hit = match(command_key, candidates(command_key), why)) return hit;
+  if (auto hit = match(command_key, candidates(command_key, peek), why)) return hit;
   // Another worker may have recorded the set that matches here (the local copy of the remote's
   // manifest is only made when there is no local one).
   if (auto hit = match(command_key, shared_candidates(command_key), why)) return hit;

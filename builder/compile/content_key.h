@@ -77,6 +77,8 @@ class ContentKeys {
   // matches the files now; nullopt when none does (the job must run). `label` names the job in
   // the verbose log's reason for a miss ("": no log).
   std::optional<Keyed> lookup(const std::string& command_key, const std::string& label);
+  // lookup as the planner asks: the local manifest read only (ObjectCache::peek_manifest).
+  std::optional<Keyed> probe(const std::string& command_key, const std::string& label);
   // After the job ran: the files its dependency files name plus `extra` (files another job read
   // for it), hashed now, recorded under `command_key` (newest first, at most kMaxCandidates).
   Expected<Keyed> record(const std::string& command_key,
@@ -86,8 +88,9 @@ class ContentKeys {
   Expected<Deps> read(const std::filesystem::path& depfile);
 
  private:
-  // The dependency sets recorded locally under `command_key`.
-  std::vector<Deps> candidates(const std::string& command_key);
+  // The dependency sets recorded locally under `command_key` (`peek`: read only).
+  std::vector<Deps> candidates(const std::string& command_key, bool peek = false);
+  std::optional<Keyed> find(const std::string& command_key, const std::string& label, bool peek);
   // The remote's sets (read once per command key): other workers' dependency sets.
   const std::vector<Deps>& shared_candidates(const std::string& command_key);
   std::optional<Keyed> match(const std::string& command_key, const std::vector<Deps>& sets,

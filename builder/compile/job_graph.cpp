@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "core/hash.h"
 #include "core/log.h"
+#include "core/sandbox.h"
 #include "core/strings.h"
 
 namespace kiln::compile {
@@ -200,6 +201,9 @@ struct UnitKeys {
   bool host_staged = false;  // the host part's job ran here (not restored): its stub must agree
 };
 
+// A job's content key as its gate asks for it (nullopt: unknown, a miss).
+using KeyOf = std::function<std::optional<Keyed>()>;
+
 // The fat binary's content key: its commands' and every arch's device part's.
 std::optional<std::string> fatbin_content_key(const std::string& command_key,
                                               const UnitKeys& keys) {
@@ -209,6 +213,15 @@ std::optional<std::string> fatbin_content_key(const std::string& command_key,
     text += "," + *d;
   }
   return sha256_hex(text);
+}
+
+// The fat binary's content key as its gate asks for it.
+KeyOf fatbin_key_of(const std::string& command_key, std::shared_ptr<UnitKeys> keys) {
+  return [command_key, keys = std::move(keys)]() -> std::optional<Keyed> {
+    auto key = fatbin_content_key(command_key, *keys);
+    if (!key) return std::nullopt;
+    return Keyed{*key, {}};
+  };
 }
 
 // Adds -MD -MF `depfile` to the preprocessing step of `steps` (nvcc's gcc -E); false when none.
@@ -262,6 +275,29 @@ Expected<void> stage_host_inputs(const nvcc::DevicePart& from, const nvcc::HostP
   return {};
 }
 
+// What a job's gate restores from the object cache: an object (`files` its one path) or a device
+// part's files, under the key `key` gives then.
+struct Restore {
+  ObjectCache* cache = nullptr;
+  KeyOf key;
+  std::vector<fs::path> files;
+  bool device_part = false;
+  std::function<void(const Keyed&)> restored;  // what the unit learns of the key (device parts)
+};
+
+// The one place a job's output comes from the object cache (the plan's hit, or another worker's
+// output where the cache grants leases), when its gate is asked: false when the entry is not
+// there, or damaged (never used; the job then runs). The files are the sandbox's, as its job's.
+bool restore(const Restore& r) {
+  auto keyed = r.key();
+  if (!keyed) return false;
+  const bool ok = r.device_part ? r.cache->restore_device_part(keyed->key, r.files)
+                                : r.cache->restore_object(keyed->key, r.files.front());
+  for (const auto& file : r.files) (void)TreeLoan::lend_file(file);
+  if (ok && r.restored) r.restored(*keyed);
+  return ok;
+}
+
 class Planner {
  public:
   Planner(PlanInput input, ObjectCache& cache);
@@ -272,20 +308,20 @@ class Planner {
   void plan_whole_file(Unit& u, const std::string& why_not);
   void plan_split(Unit& u, const SplitUnit& su, const SplitCommands& c);
   Expected<SplitCommands> split_commands(const Unit& u, const SplitUnit& su) const;
-  // The device jobs a split unit needs (an index per arch, none where the cache restored it or
-  // no job needs it); `lowest_cached` says whether the lowest arch's part was restored.
+  // The device jobs a split unit needs (an index per arch, none where no job needs it; a part
+  // the cache holds is a restore job); `lowest_cached` says whether the lowest arch's part is.
   std::vector<std::optional<std::size_t>> plan_devices(const Unit& u, const SplitUnit& su,
                                                        const SplitCommands& c,
                                                        const std::shared_ptr<UnitKeys>& keys,
                                                        bool host_hit, bool fatbin_hit,
                                                        bool& lowest_cached);
   std::size_t plan_host(const Unit& u, const SplitUnit& su, const SplitCommands& c,
-                        const std::shared_ptr<UnitKeys>& keys,
+                        const std::shared_ptr<UnitKeys>& keys, const std::optional<Keyed>& hit,
                         std::optional<std::size_t> lowest_device, bool lowest_cached);
   void plan_fatbin(const Unit& u, const SplitUnit& su, const SplitCommands& c,
                    const std::shared_ptr<UnitKeys>& keys,
-                   const std::vector<std::optional<std::size_t>>& device_jobs,
-                   std::optional<std::size_t> host_job);
+                   const std::vector<std::optional<std::size_t>>& device_jobs, std::size_t host_job,
+                   bool hit);
   void plan_links();
 
   // Adds a job; a job whose output `links` links into its extension's module.
@@ -296,18 +332,24 @@ class Planner {
                 const std::string& log_suffix, double memory_gib) const;
   std::string object_key(std::string_view kind, const std::string& commands) const;
   fs::path depfile(const Unit& u, const std::string& part) const;
-  bool reuse(const std::string& key, const fs::path& object);
-  // Restores the object of the job with `command_key` when a recorded dependency set matches.
-  bool reuse_keyed(const std::string& command_key, const std::string& label,
-                   const fs::path& object);
+  // The content key of the job with `command_key` when a recorded dependency set matches and
+  // the cache holds its object (a hit: the job restores it), else nullopt. Reads only.
+  std::optional<Keyed> hit(const std::string& command_key, const std::string& label) const;
+  // Its key when the job's gate restores: the plan's hit, else what the manifests say then.
+  KeyOf key_of(const std::string& command_key, std::optional<Keyed> planned) const;
   // Records what the job read (its dependency file) and stores its object under that key.
   std::function<Expected<void>()> store_keyed(const std::string& command_key,
                                               const fs::path& depfile,
                                               const fs::path& object) const;
-  // Where the cache grants leases: the job runs only while this worker holds its command key's
-  // lease, and is done without running when `restore` finds another worker's output.
-  void gate(Job& job, const std::string& command_key, std::function<bool()> restore) const;
-  std::function<bool()> restore_keyed(const std::string& command_key, const fs::path& object) const;
+  // The gate of a job whose output the cache may hold, on a hit of the plan or where the cache
+  // grants leases: Done once `restore` put the output in place, else the job runs (with leases,
+  // only while this worker holds `command_key`'s; "": no lease). A job that is a restore alone
+  // (`fallback` false: what would make its output was not planned) stops the run when the entry
+  // is gone (evicted or damaged since the plan), and the graph is marked stale: plan again.
+  void gate(Job& job, const std::string& command_key, Restore restore, bool hit,
+            bool fallback) const;
+  // A job that only restores `object`, under the key `key` gives.
+  void restore_only(const Unit& u, std::string label, KeyOf key, const fs::path& object);
   Steps in_pid_namespace(Steps steps) const;
   double unit_estimate(const Unit& u) const { return u.source_bytes * u.share; }
 
@@ -381,16 +423,16 @@ fs::path Planner::depfile(const Unit& u, const std::string& part) const {
   return ctx_.root / "deps" / cat(u.ext->name, ".", u.tag, part, ".d");
 }
 
-bool Planner::reuse(const std::string& key, const fs::path& object) {
-  if (!cache_.restore_object(key, object)) return false;
-  graph_.objects_reused++;
-  return true;
+std::optional<Keyed> Planner::hit(const std::string& command_key, const std::string& label) const {
+  auto keyed = keys_->probe(command_key, label);
+  if (keyed && cache_.has_object(keyed->key)) return keyed;
+  return std::nullopt;
 }
 
-bool Planner::reuse_keyed(const std::string& command_key, const std::string& label,
-                          const fs::path& object) {
-  auto keyed = keys_->lookup(command_key, label);
-  return keyed && reuse(keyed->key, object);
+KeyOf Planner::key_of(const std::string& command_key, std::optional<Keyed> planned) const {
+  return [content = keys_, command_key, planned = std::move(planned)]() {
+    return planned ? planned : content->lookup(command_key, "");
+  };
 }
 
 namespace {
@@ -418,24 +460,31 @@ Steps Planner::in_pid_namespace(Steps steps) const {
   return steps;
 }
 
-void Planner::gate(Job& job, const std::string& command_key, std::function<bool()> restore) const {
-  if (!cache_.has_leases()) return;
+void Planner::gate(Job& job, const std::string& command_key, Restore restore, bool hit,
+                   bool fallback) const {
+  const bool leases = !command_key.empty() && cache_.has_leases();
+  if (!hit && !leases) return;
   auto waited = std::make_shared<bool>(false);
-  job.gate = [cache = &cache_, command_key, restore, waited]() -> Expected<Gate> {
-    if (restore()) return Gate::Done;
-    if (cache->take_lease(command_key)) return Gate::Run;
+  job.gate = [cache = &cache_, command_key, restore = std::move(restore), leases, fallback,
+              label = job.label, stale = graph_.stale, waited]() -> Expected<Gate> {
+    if (compile::restore(restore)) return Gate::Done;
+    if (!fallback) {
+      *stale = true;
+      return Error::failed(cat(label, ": its object left the object cache after planning"));
+    }
+    if (!leases || cache->take_lease(command_key)) return Gate::Run;
     if (!std::exchange(*waited, true)) cache->count_wait();
     return Gate::Wait;
   };
-  job.finally = [cache = &cache_, command_key] { cache->release_lease(command_key); };
+  if (leases) job.finally = [cache = &cache_, command_key] { cache->release_lease(command_key); };
 }
 
-std::function<bool()> Planner::restore_keyed(const std::string& command_key,
-                                             const fs::path& object) const {
-  return [keys = keys_, cache = &cache_, command_key, object] {
-    auto keyed = keys->lookup(command_key, "");
-    return keyed && cache->restore_object(keyed->key, object);
-  };
+void Planner::restore_only(const Unit& u, std::string label, KeyOf key, const fs::path& object) {
+  Job job;
+  job.label = std::move(label);
+  job.outputs = {object};
+  gate(job, "", Restore{&cache_, std::move(key), {object}}, true, false);
+  add(std::move(job), JobClass::Restore, 0, &u);
 }
 
 JobGraph Planner::plan() && {
@@ -473,14 +522,17 @@ void Planner::plan_cxx(Unit& u) {
   append(argv, {"-MD", "-MF", dep.string()});
   const std::string key = object_key("cxx", join(argv, "\x1f"));
   const std::string label = cat(fs::path(ctx_.cxx.path).filename().string(), " ", u.name);
-  if (reuse_keyed(key, label, u.object)) return;
+  const auto planned = hit(key, label);
   Job job = unit_job(u, label, env_, ".log");
   job.argv = std::move(argv);
   job.memory_gib = 2.0;
   job.outputs = {u.object};
   job.on_success = store_keyed(key, dep, u.object);
-  gate(job, key, restore_keyed(key, u.object));
-  add(std::move(job), JobClass::HostCxx, unit_estimate(u), &u);
+  gate(job, key, Restore{&cache_, key_of(key, planned), {u.object}}, planned.has_value(), true);
+  if (planned)
+    add(std::move(job), JobClass::Restore, 0, &u);
+  else
+    add(std::move(job), JobClass::HostCxx, unit_estimate(u), &u);
 }
 
 void Planner::plan_whole_file(Unit& u, const std::string& why_not) {
@@ -494,7 +546,7 @@ void Planner::plan_whole_file(Unit& u, const std::string& why_not) {
   const fs::path dep = depfile(u, "");
   append(argv, {"-MD", "-MF", dep.string()});
   const std::string key = object_key("nvcc", join(argv, "\x1f"));
-  if (reuse_keyed(key, cat("nvcc ", u.name, " ", archs_label_), u.object)) return;
+  const auto planned = hit(key, cat("nvcc ", u.name, " ", archs_label_));
   graph_.directories.push_back(keep);
   Job job = unit_job(u, cat("nvcc ", u.name, " ", archs_label_), env_, ".log");
   job.argv = std::move(argv);
@@ -502,9 +554,12 @@ void Planner::plan_whole_file(Unit& u, const std::string& why_not) {
   job.memory_gib = 1.0 + 2.5 * u.share * threads;
   job.outputs = {u.object};
   job.on_success = store_keyed(key, dep, u.object);
-  gate(job, key, restore_keyed(key, u.object));
-  add(std::move(job), u.sharded ? JobClass::ShardedDevice : JobClass::Device,
-      unit_estimate(u) * static_cast<double>(arch_tokens_.size()), &u);
+  gate(job, key, Restore{&cache_, key_of(key, planned), {u.object}}, planned.has_value(), true);
+  if (planned)
+    add(std::move(job), JobClass::Restore, 0, &u);
+  else
+    add(std::move(job), u.sharded ? JobClass::ShardedDevice : JobClass::Device,
+        unit_estimate(u) * static_cast<double>(arch_tokens_.size()), &u);
 }
 
 Expected<SplitCommands> Planner::split_commands(const Unit& u, const SplitUnit& su) const {
@@ -551,19 +606,24 @@ void Planner::plan_split(Unit& u, const SplitUnit& su, const SplitCommands& c) {
   u.fatbin_object = fatbin_object(ctx_, u);
   auto keys = std::make_shared<UnitKeys>();
   for (std::size_t a = 0; a < su.devices.size(); ++a) {
-    auto keyed = keys_->lookup(c.device_keys[a], cat("nvcc ", u.name, " ", su.device_labels[a]));
+    auto keyed = keys_->probe(c.device_keys[a], cat("nvcc ", u.name, " ", su.device_labels[a]));
     keys->devices.push_back(keyed ? std::optional(keyed->key) : std::nullopt);
     if (a == 0 && keyed) keys->stub = std::move(keyed->deps);
   }
-  const bool host_hit = reuse_keyed(c.host_key, cat("nvcc ", u.name, " host"), u.object);
+  const auto host = hit(c.host_key, cat("nvcc ", u.name, " host"));
   const auto fatbin_key = fatbin_content_key(c.fatbin_key, *keys);
-  const bool fatbin_hit = fatbin_key && reuse(*fatbin_key, u.fatbin_object);
-  if (host_hit && fatbin_hit) return;
+  const bool fatbin_hit = fatbin_key && cache_.has_object(*fatbin_key);
+  if (host && fatbin_hit) {  // both restored: the unit needs no device part
+    restore_only(u, cat("nvcc ", u.name, " host"), key_of(c.host_key, host), u.object);
+    restore_only(u, cat("fatbinary ", u.name, " ", archs_label_), fatbin_key_of(c.fatbin_key, keys),
+                 u.fatbin_object);
+    return;
+  }
   bool lowest_cached = false;
-  const auto device_jobs = plan_devices(u, su, c, keys, host_hit, fatbin_hit, lowest_cached);
-  std::optional<std::size_t> host_job;
-  if (!host_hit) host_job = plan_host(u, su, c, keys, device_jobs.front(), lowest_cached);
-  if (!fatbin_hit) plan_fatbin(u, su, c, keys, device_jobs, host_job);
+  const auto device_jobs =
+      plan_devices(u, su, c, keys, host.has_value(), fatbin_hit, lowest_cached);
+  const std::size_t host_job = plan_host(u, su, c, keys, host, device_jobs.front(), lowest_cached);
+  plan_fatbin(u, su, c, keys, device_jobs, host_job, fatbin_hit);
 }
 
 namespace {
@@ -594,18 +654,21 @@ std::function<Expected<void>()> store_device_part(ObjectCache& cache,
 }  // namespace
 
 namespace {
-// Another worker's device part for arch `a`, when its manifest now matches and the part is there.
-std::function<bool()> restore_device_part(ObjectCache& cache, std::shared_ptr<ContentKeys> content,
-                                          std::shared_ptr<UnitKeys> keys, std::size_t a,
-                                          const std::string& command_key,
-                                          const std::vector<fs::path>& outputs) {
-  return [cache = &cache, content, keys, a, command_key, outputs] {
-    auto keyed = content->lookup(command_key, "");
-    if (!keyed || !cache->restore_device_part(keyed->key, outputs)) return false;
-    keys->devices[a] = keyed->key;
-    if (a == 0 && !keys->stub) keys->stub = std::move(keyed->deps);
-    return true;
+// Arch `a`'s device part as its gate restores it: under the key the plan found (a hit), else the
+// one its manifest gives then (another worker's); the unit learns the key.
+Restore device_restore(ObjectCache& cache, std::shared_ptr<ContentKeys> content,
+                       std::shared_ptr<UnitKeys> keys, std::size_t a,
+                       const std::string& command_key, const std::vector<fs::path>& outputs) {
+  Restore r{&cache, {}, outputs, true, {}};
+  r.key = [content, keys, a, command_key]() -> std::optional<Keyed> {
+    if (keys->devices[a]) return Keyed{*keys->devices[a], {}};
+    return content->lookup(command_key, "");
   };
+  r.restored = [keys, a](const Keyed& keyed) {
+    keys->devices[a] = keyed.key;
+    if (a == 0 && !keys->stub) keys->stub = keyed.deps;
+  };
+  return r;
 }
 }  // namespace
 
@@ -622,34 +685,34 @@ std::vector<std::optional<std::size_t>> Planner::plan_devices(const Unit& u, con
     if (!for_fatbin && !for_stub) continue;
     std::vector<fs::path> outputs = {d.module_id, d.stub};
     for (const auto& im : d.images) outputs.push_back(im.file);
-    // A cached device part: its files back where the host part and the fat binary read them.
-    if (keys->devices[a] && cache_.restore_device_part(*keys->devices[a], outputs)) {
-      lowest_cached = lowest_cached || a == 0;
-      graph_.objects_reused++;
-      continue;
-    }
-    if (!for_fatbin && front_end_jobs_) continue;  // the front-end job writes the stub
+    // A cached device part: a job restores its files where the host part and the fat binary read
+    // them (or, when the entry is gone by then, makes them).
+    const bool hit = keys->devices[a] && cache_.has_device_part(*keys->devices[a], outputs);
+    lowest_cached = lowest_cached || (hit && a == 0);
+    if (!hit && !for_fatbin && front_end_jobs_) continue;  // the front-end job writes the stub
     Job job = steps_job(u, cat("nvcc ", u.name, " ", su.device_labels[a]), c.device_steps[a], c,
                         cat(".", arch_dir(su.device_labels[a]), ".log"), 0.5 + 2.5 * u.share);
     job.outputs = outputs;
     job.on_success =
         store_device_part(cache_, keys_, keys, a, c.device_keys[a], c.device_depfiles[a], outputs);
-    gate(job, c.device_keys[a],
-         restore_device_part(cache_, keys_, keys, a, c.device_keys[a], outputs));
-    jobs[a] = add(std::move(job), u.sharded ? JobClass::ShardedDevice : JobClass::Device,
-                  unit_estimate(u), nullptr);
+    gate(job, c.device_keys[a], device_restore(cache_, keys_, keys, a, c.device_keys[a], outputs),
+         hit, true);
+    jobs[a] = hit ? add(std::move(job), JobClass::Restore, 0, nullptr)
+                  : add(std::move(job), u.sharded ? JobClass::ShardedDevice : JobClass::Device,
+                        unit_estimate(u), nullptr);
   }
   return jobs;
 }
 
 std::size_t Planner::plan_host(const Unit& u, const SplitUnit& su, const SplitCommands& c,
                                const std::shared_ptr<UnitKeys>& keys,
+                               const std::optional<Keyed>& hit,
                                std::optional<std::size_t> lowest_device, bool lowest_cached) {
-  // The stub and module id: from the lowest arch's device part when it is cached, from a
-  // front-end job, or from that device part's job.
+  // The stub and module id: from the lowest arch's device part when it is cached (or when the
+  // host part is: the fat binary needs that part), from a front-end job, or from that part's job.
   const nvcc::DevicePart* from = &su.devices.front();
   std::optional<std::size_t> dep = lowest_device;
-  if (!lowest_cached && front_end_jobs_) {
+  if (!hit && !lowest_cached && front_end_jobs_) {
     from = &su.front;
     Job front = steps_job(u, cat("nvcc ", u.name, " front end"), c.front_steps, c, ".front.log",
                           0.5 + 0.5 * u.share);
@@ -668,7 +731,8 @@ std::size_t Planner::plan_host(const Unit& u, const SplitUnit& su, const SplitCo
     keys->host_staged = true;
     return {};
   };
-  gate(host, c.host_key, restore_keyed(c.host_key, u.object));
+  gate(host, c.host_key, Restore{&cache_, key_of(c.host_key, hit), {u.object}}, hit.has_value(),
+       dep.has_value());
   host.outputs = {u.object};
   // What the host part read: its own preprocessing's files and those of the pass its stub and
   // module id come from.
@@ -682,18 +746,25 @@ std::size_t Planner::plan_host(const Unit& u, const SplitUnit& su, const SplitCo
     }
     return cache->store_object(keyed->key, object);
   };
+  if (hit) return add(std::move(host), JobClass::Restore, 0, &u);
   return add(std::move(host), JobClass::HostOrFatBinary, unit_estimate(u), &u);
 }
 
 void Planner::plan_fatbin(const Unit& u, const SplitUnit& su, const SplitCommands& c,
                           const std::shared_ptr<UnitKeys>& keys,
                           const std::vector<std::optional<std::size_t>>& device_jobs,
-                          std::optional<std::size_t> host_job) {
-  Job fat = steps_job(u, cat("fatbinary ", u.name, " ", archs_label_), {c.fatbinary, c.assemble}, c,
-                      ".fatbin.log", 1.0);
+                          std::size_t host_job, bool hit) {
+  const std::string label = cat("fatbinary ", u.name, " ", archs_label_);
+  const bool every_part = std::all_of(device_jobs.begin(), device_jobs.end(),
+                                      [](const auto& j) { return j.has_value(); });
+  if (hit && !every_part) {  // only the stub's part is planned: nothing else could make it
+    restore_only(u, label, fatbin_key_of(c.fatbin_key, keys), u.fatbin_object);
+    return;
+  }
+  Job fat = steps_job(u, label, {c.fatbinary, c.assemble}, c, ".fatbin.log", 1.0);
   for (const auto& j : device_jobs)
     if (j) fat.deps.push_back(*j);
-  if (host_job) fat.deps.push_back(*host_job);
+  fat.deps.push_back(host_job);
   // Every arch's pass must have written the same module id and stub (they name the file's
   // entities, which the host part refers to), up to the numbering of the stub's temporaries; so
   // must the pass the host part took them from, when it ran in this build.
@@ -715,7 +786,11 @@ void Planner::plan_fatbin(const Unit& u, const SplitUnit& su, const SplitCommand
     }
     return cache->store_object(*key, object);
   };
-  add(std::move(fat), JobClass::HostOrFatBinary, unit_estimate(u), &u);
+  gate(fat, "", Restore{&cache_, fatbin_key_of(c.fatbin_key, keys), {u.fatbin_object}}, hit, true);
+  if (hit)
+    add(std::move(fat), JobClass::Restore, 0, &u);
+  else
+    add(std::move(fat), JobClass::HostOrFatBinary, unit_estimate(u), &u);
 }
 
 // Each module from its units' objects, in the manifest's order.

@@ -1,6 +1,8 @@
 // The native backend's plan (ninja's Plan): translation units and nvcc's dry-run text in, a job
-// graph out, without running anything. The graph is a pure function of its inputs and of what
-// the object cache holds: a job whose output the cache restores is not planned.
+// graph out, without running anything or writing anything (the build root and the cache are as
+// they were). The graph is a pure function of its inputs and of what the object cache holds: a
+// job whose output the cache holds is a restore job, which puts it in place when it runs (and
+// runs its command after all when the entry is gone or damaged by then).
 //
 // Per translation unit: a C++ source is one compile. A CUDA source, where its dry runs split as
 // nvcc_split.h knows, is one device job per arch, a host job, a fat-binary job and, when the
@@ -15,6 +17,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -55,6 +58,7 @@ DryRuns dry_run_commands(const NativeContext& ctx, const std::vector<Unit>& unit
 
 // The runner starts ready jobs by class, in this order (then longest first); see schedule().
 enum class JobClass {
+  Restore,          // outputs the object cache holds: restored when their gate is asked
   HostOrFatBinary,  // host parts and fat binaries: they unblock links
   ShardedDevice,    // device parts (or one nvcc for all archs) of shardable sources
   HostCxx,          // host C++ sources
@@ -73,7 +77,9 @@ struct JobGraph {
   std::vector<GraphJob> jobs;  // in planning order
   std::vector<BuiltModule> modules;
   std::vector<std::filesystem::path> directories;  // to create before the jobs run
-  std::size_t objects_reused = 0;                  // objects and device parts the cache restored
+  // Set when a job that only restores found its entry gone (evicted or damaged since the plan)
+  // and stopped the run: nothing planned makes that output, so the build plans again.
+  std::shared_ptr<bool> stale = std::make_shared<bool>(false);
 };
 
 struct PlanInput {
@@ -90,9 +96,12 @@ struct PlanInput {
   int slots = 1;
 };
 
-// Plans every unit and link. Restores what `cache` holds to the paths the jobs would write (that
-// is the plan's one effect); the planned jobs store what they make into `cache` on success, so it
-// must outlive them.
+// Plans every unit and link, reading what `cache` holds (ObjectCache's probes) and writing
+// nothing. A hit is a restore job: a job whose gate restores the output to the path its command
+// would write and says Done (the runner counts it in JobStats::gated_done), else runs the command;
+// a host part or fat binary whose device parts were not planned (the cache held it all) is a
+// restore alone. Its consumers depend on it as on any job. The planned jobs restore from and
+// store what they make into `cache`, so it must outlive them.
 JobGraph plan_jobs(PlanInput input, ObjectCache& cache);
 
 // The graph's jobs in the order the runner starts ready ones, their deps renumbered.

@@ -16,7 +16,7 @@ namespace kiln::compile {
 
 // What a job's gate says when the job could start: run it; wait (another worker is making its
 // output: ask again in a moment, other jobs start meanwhile); or done (its output was put in
-// place without running it, e.g. taken from the remote cache).
+// place without running it: restored from the object cache).
 enum class Gate { Run, Wait, Done };
 
 struct Job {
@@ -43,8 +43,9 @@ struct Job {
   std::function<Expected<void>()> before;
   // Runs after the last command succeeded (e.g. to store the object in the cache).
   std::function<Expected<void>()> on_success;
-  // Asked when the job is ready and fits, before `before` (empty: run). A remote cache's lease:
-  // compile once across workers.
+  // Asked when the job is ready and fits, before `before` (empty: run): a restore from the object
+  // cache (Done; a job that is a restore alone has no argv), a remote cache's lease (compile once
+  // across workers).
   std::function<Expected<Gate>()> gate;
   // Runs once a job that ran has ended, however it ended (e.g. to release the lease).
   std::function<void()> finally;
@@ -55,7 +56,7 @@ struct Job {
 
 struct JobStats {
   std::size_t run = 0;
-  std::size_t gated_done = 0;  // jobs whose gate said Done: their output came from elsewhere
+  std::size_t gated_done = 0;  // jobs whose gate said Done: their output was restored
   double wall_seconds = 0;
   double cpu_seconds = 0;  // user + system seconds of every job
   struct Timing {

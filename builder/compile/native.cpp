@@ -19,6 +19,7 @@
 #include "compile/source_times.h"
 #include "core/clock.h"
 #include "core/fs.h"
+#include "core/log.h"
 #include "core/process.h"
 #include "core/strings.h"
 
@@ -117,6 +118,24 @@ Expected<PlanInput> plan_input(const NativeContext& ctx, int slots, bool sandbox
   return input;
 }
 
+// Runs a planned graph, each job in the build's sandbox (`spec`; none: as kiln's children), the
+// root lent to the sandbox meanwhile (nobody's, where kiln is root).
+Expected<NativeResult> run_planned(JobGraph graph, const std::shared_ptr<const SandboxSpec>& spec,
+                                   const NativeContext& ctx, int slots) {
+  if (spec)
+    for (auto& planned : graph.jobs) planned.job.sandbox = spec;
+  ProcessRunner runner;
+  std::optional<TreeLoan> loan;
+  for (const auto& dir : graph.directories) KILN_CHECK(ensure_directory(dir));  // lent too
+  if (spec) {
+    KILN_TRY(TreeLoan lent, TreeLoan::lend(ctx.root));
+    loan.emplace(std::move(lent));
+  }
+  auto ran = run_graph(std::move(graph), runner, slots, ctx.root_lock_fd);
+  if (loan) KILN_CHECK(loan->give_back());
+  return ran;
+}
+
 }  // namespace
 
 Expected<NativeResult> build_native(const NativeContext& given) {
@@ -130,24 +149,21 @@ Expected<NativeResult> build_native(const NativeContext& given) {
   KILN_TRY(PlanInput input, plan_input(ctx, slots, sandbox.spec.has_value()));
   const bool cuda = compiles_cuda(input.units);
   StoreObjectCache objects(*ctx.cache);
-  JobGraph graph = plan_jobs(std::move(input), objects);
-  if (sandbox.spec) {
-    auto spec = std::make_shared<const SandboxSpec>(std::move(*sandbox.spec));
-    for (auto& planned : graph.jobs) planned.job.sandbox = spec;
+  std::shared_ptr<const SandboxSpec> spec;
+  if (sandbox.spec) spec = std::make_shared<const SandboxSpec>(std::move(*sandbox.spec));
+  // A restore job alone whose entry left the cache after planning stops the run: what the cache
+  // holds now is planned again (what the first run made is in the cache by then).
+  Expected<NativeResult> ran = Error::failed("not planned");
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    JobGraph graph = plan_jobs(input, objects);
+    const std::shared_ptr<bool> stale = graph.stale;
+    ran = run_planned(std::move(graph), spec, ctx, slots);
+    if (ran || !*stale) break;
+    log::warn(cat(ran.error().message, "; planning the build again"));
   }
-  ProcessRunner runner;
-  // The root is the sandbox's (nobody's, where kiln is root) while its jobs run.
-  std::optional<TreeLoan> loan;
-  for (const auto& dir : graph.directories) KILN_CHECK(ensure_directory(dir));  // lent too
-  if (sandbox.spec) {
-    KILN_TRY(TreeLoan lent, TreeLoan::lend(ctx.root));
-    loan.emplace(std::move(lent));
-  }
-  auto ran = run_graph(std::move(graph), runner, slots, ctx.root_lock_fd);
-  if (loan) KILN_CHECK(loan->give_back());
   KILN_TRY(NativeResult result, std::move(ran));
   if (!sandbox.caveat.empty()) result.caveats.push_back(sandbox.caveat);
-  if (cuda && !sandbox.spec && !nvcc_pid_namespace().caveat.empty())
+  if (cuda && !spec && !nvcc_pid_namespace().caveat.empty())
     result.caveats.push_back(nvcc_pid_namespace().caveat);
   std::error_code ec;
   fs::remove_all(ctx.root / "keep", ec);  // the objects are built: nvcc's intermediates can go

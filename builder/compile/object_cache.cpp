@@ -45,6 +45,33 @@ Expected<PackedFiles> unpack_files(std::string_view data) {
   return files;
 }
 
+namespace {
+// A device part's files when they are `files`, in order (else nullopt: a miss).
+std::optional<PackedFiles> device_part_files(const std::optional<std::string>& bytes,
+                                             const std::vector<fs::path>& files) {
+  if (!bytes) return std::nullopt;
+  auto packed = unpack_files(*bytes);
+  if (!packed || packed->size() != files.size()) return std::nullopt;
+  for (std::size_t f = 0; f < files.size(); ++f)
+    if ((*packed)[f].first != files[f]) return std::nullopt;
+  return std::move(*packed);
+}
+}  // namespace
+
+// The local entry, else the remote's, read and verified, nothing kept.
+bool StoreObjectCache::has_object(const std::string& key) {
+  return store_.peek_object(key, kObjectSuffix) || store_.load_shared_object(key, kObjectSuffix);
+}
+
+bool StoreObjectCache::has_device_part(const std::string& key, const std::vector<fs::path>& files) {
+  if (device_part_files(store_.peek_object(key, kDevicePartSuffix), files)) return true;
+  return device_part_files(store_.load_shared_object(key, kDevicePartSuffix), files).has_value();
+}
+
+std::optional<std::string> StoreObjectCache::peek_manifest(const std::string& command_key) {
+  return store_.peek_object(command_key, kManifestSuffix);
+}
+
 bool StoreObjectCache::restore_object(const std::string& key, const fs::path& object) {
   auto bytes = store_.load_object(key, kObjectSuffix);
   return bytes && write_file_atomic(object, *bytes).has_value();
@@ -57,12 +84,8 @@ Expected<void> StoreObjectCache::store_object(const std::string& key, const fs::
 
 bool StoreObjectCache::restore_device_part(const std::string& key,
                                            const std::vector<fs::path>& files) {
-  auto bytes = store_.load_object(key, kDevicePartSuffix);
-  if (!bytes) return false;
-  auto packed = unpack_files(*bytes);
-  if (!packed || packed->size() != files.size()) return false;
-  for (std::size_t f = 0; f < files.size(); ++f)
-    if ((*packed)[f].first != files[f]) return false;
+  auto packed = device_part_files(store_.load_object(key, kDevicePartSuffix), files);
+  if (!packed) return false;
   for (std::size_t f = 0; f < files.size(); ++f)
     if (!write_file_atomic(files[f], (*packed)[f].second)) return false;
   return true;

@@ -5,6 +5,10 @@
 // device pass wrote, restored to the same paths) and a manifest (the dependency sets a job's
 // runs read, under its command key).
 //
+// The planner only asks (has_object, has_device_part, peek_manifest: nothing is written, not the
+// build root, not the cache: no mtime set, no damaged entry removed, no remote entry kept); the
+// jobs restore and store when they run (restore_*, store_*, load_manifest).
+//
 // An interface, so that the job graph can be planned and run in tests against an in-memory fake;
 // the real one keeps the entries in the cache's objects/ folder, whose layout and integrity
 // (recorded sha256, verified on every reuse) cache::Store owns.
@@ -25,8 +29,15 @@ namespace kiln::compile {
 class ObjectCache {
  public:
   virtual ~ObjectCache() = default;
+  // The planner's probes, which write nothing: whether restore_object(key, …) and
+  // restore_device_part(key, files) would find a whole entry now (the local one, else the
+  // remote's: read and dropped), and the local manifest load_manifest would read.
+  virtual bool has_object(const std::string& key) = 0;
+  virtual bool has_device_part(const std::string& key,
+                               const std::vector<std::filesystem::path>& files) = 0;
+  virtual std::optional<std::string> peek_manifest(const std::string& command_key) = 0;
   // Puts the cached object `key` at `object`; false on a miss (no entry, a damaged one, or the
-  // file could not be written): the caller then plans the job that makes it.
+  // file could not be written): the job then runs the command that makes it.
   virtual bool restore_object(const std::string& key, const std::filesystem::path& object) = 0;
   virtual Expected<void> store_object(const std::string& key,
                                       const std::filesystem::path& object) = 0;
@@ -61,6 +72,10 @@ class ObjectCache {
 class StoreObjectCache : public ObjectCache {
  public:
   explicit StoreObjectCache(const cache::Store& store) : store_(store) {}
+  bool has_object(const std::string& key) override;
+  bool has_device_part(const std::string& key,
+                       const std::vector<std::filesystem::path>& files) override;
+  std::optional<std::string> peek_manifest(const std::string& command_key) override;
   bool restore_object(const std::string& key, const std::filesystem::path& object) override;
   Expected<void> store_object(const std::string& key, const std::filesystem::path& object) override;
   bool restore_device_part(const std::string& key,

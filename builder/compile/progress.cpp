@@ -95,7 +95,7 @@ void CompileProgress::gated_done(std::size_t job) {
   started_[job] = kEnded;
   ++done_;
   if (!display_.terminal || display_.verbose)
-    line(cat("[", done_, "/", labels_.size(), "] ", labels_[job], " (another worker's)"));
+    line(cat("[", done_, "/", labels_.size(), "] ", labels_[job], " (restored)"));
   maybe_draw(clock_());
 }
 

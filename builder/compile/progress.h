@@ -42,7 +42,7 @@ class CompileProgress {
   void started(std::size_t job);
   // The job ran and ended well after `seconds`.
   void finished(std::size_t job, double seconds);
-  // The job's gate said Done: its output is another worker's.
+  // The job's gate said Done: its output was restored from the object cache.
   void gated_done(std::size_t job);
   // Time passed: on a terminal the line is drawn again when it is due.
   void tick();

@@ -12,7 +12,6 @@ Expected<NativeResult> run_graph(JobGraph graph, CommandRunner& runner, int slot
   for (const auto& dir : graph.directories) KILN_CHECK(ensure_directory(dir));
   NativeResult result;
   result.modules = std::move(graph.modules);
-  result.objects_reused = graph.objects_reused;
   for (auto& planned : graph.jobs) planned.job.job_class = static_cast<int>(planned.job_class);
   std::vector<Job> jobs = schedule(std::move(graph));
   if (lock_fd >= 0)
@@ -20,7 +19,9 @@ Expected<NativeResult> run_graph(JobGraph graph, CommandRunner& runner, int slot
   RunnerOptions options;
   options.slots = slots;
   KILN_TRY(result.stats, runner.run(jobs, options));
-  result.objects_reused += result.stats.gated_done;
+  // Objects and device parts restored from the cache: the restore jobs (and, with leases, the
+  // jobs another worker's output made Done).
+  result.objects_reused = result.stats.gated_done;
   return result;
 }
 

@@ -182,13 +182,12 @@ TEST(CompileProgress, ElsewhereOneLinePerJobThatEnds) {
   }
   p->finished(2, 50.2);
   p->end();
-  EXPECT_EQ(
-      f.writes,
-      (std::vector<std::string>{
-          "kiln: [1/3] host a.cu (another worker's)\n", "kiln: [2/3] nvcc a.cu sm_90 (10 s)\n",
-          "kiln: [2/3] 30 s, ~0 s left; 1 running, longest 20 s: link\\x1b[2Ja.so\n",
-          "kiln: [2/3] 50 s, ~0 s left; 1 running, longest 40 s: link\\x1b[2Ja.so\n",
-          "kiln: [3/3] link\\x1b[2Ja.so (50 s)\n"}));
+  EXPECT_EQ(f.writes,
+            (std::vector<std::string>{
+                "kiln: [1/3] host a.cu (restored)\n", "kiln: [2/3] nvcc a.cu sm_90 (10 s)\n",
+                "kiln: [2/3] 30 s, ~0 s left; 1 running, longest 20 s: link\\x1b[2Ja.so\n",
+                "kiln: [2/3] 50 s, ~0 s left; 1 running, longest 40 s: link\\x1b[2Ja.so\n",
+                "kiln: [3/3] link\\x1b[2Ja.so (50 s)\n"}));
   // -v: a line as each job starts too.
   f.writes.clear();
   auto verbose = f.make(false, 80, true);

@@ -11,12 +11,16 @@
 #include <map>
 #include <set>
 
+#include <sys/stat.h>
+
+#include "cache/remote.h"
 #include "cache/store.h"
 #include "compile/compat.h"
 #include "compile/flags.h"
 #include "compile/object_cache.h"
 #include "compile/runner.h"
 #include "core/fs.h"
+#include "core/hash.h"
 #include "core/strings.h"
 #include "manifest/manifest.h"
 
@@ -117,7 +121,20 @@ std::string made(const fs::path& file) {
 // An object cache in memory.
 class MemoryObjectCache : public ObjectCache {
  public:
+  bool has_object(const std::string& key) override { return objects.count(key) > 0; }
+  bool has_device_part(const std::string& key, const std::vector<fs::path>& files) override {
+    auto it = device_parts.find(key);
+    if (it == device_parts.end() || it->second.size() != files.size()) return false;
+    for (std::size_t f = 0; f < files.size(); ++f)
+      if (it->second[f].first != files[f]) return false;
+    return true;
+  }
+  std::optional<std::string> peek_manifest(const std::string& command_key) override {
+    auto it = manifests.find(command_key);
+    return it == manifests.end() ? std::nullopt : std::optional(it->second);
+  }
   bool restore_object(const std::string& key, const fs::path& object) override {
+    ++restores;
     auto it = objects.find(key);
     return it != objects.end() && write_file_atomic(object, it->second);
   }
@@ -126,6 +143,7 @@ class MemoryObjectCache : public ObjectCache {
     return {};
   }
   bool restore_device_part(const std::string& key, const std::vector<fs::path>& files) override {
+    ++restores;
     auto it = device_parts.find(key);
     if (it == device_parts.end() || it->second.size() != files.size()) return false;
     for (std::size_t f = 0; f < files.size(); ++f)
@@ -154,7 +172,22 @@ class MemoryObjectCache : public ObjectCache {
   std::map<std::string, std::string> objects;
   std::map<std::string, PackedFiles> device_parts;
   std::map<std::string, std::string> manifests;
+  std::size_t restores = 0;  // calls of restore_object and restore_device_part
 };
+
+// Every entry under `root` (not following links): its type, size, mtime (ns) and bytes' sha256.
+std::map<std::string, std::string> snapshot(const fs::path& root) {
+  std::map<std::string, std::string> out;
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    struct stat st {};
+    EXPECT_EQ(::lstat(entry.path().c_str(), &st), 0) << entry.path();
+    std::string row =
+        cat(st.st_mode & S_IFMT, " ", st.st_size, " ", st.st_mtim.tv_sec, ".", st.st_mtim.tv_nsec);
+    if (S_ISREG(st.st_mode)) row += " " + sha256_hex(read_file(entry.path()).value());
+    out[fs::relative(entry.path(), root).string()] = std::move(row);
+  }
+  return out;
+}
 
 // The dependency file a fake compiler writes for `argv` (at its -MF): the source the command
 // names (an existing .cu or .cpp file) and what `reads` says that source includes.
@@ -191,6 +224,14 @@ class FakeRunner : public CommandRunner {
       while (i < jobs.size() && !ready(i)) ++i;
       if (i == jobs.size()) return Error::failed("no job is ready: the deps have a cycle");
       const Job& job = jobs[i];
+      if (job.gate) {  // as the real runner asks it (no lease waits here)
+        KILN_TRY(Gate gate, job.gate());
+        if (gate == Gate::Done) {
+          done[i] = true;
+          stats.gated_done++;
+          continue;
+        }
+      }
       started.push_back(job.label);
       if (job.before) KILN_CHECK(job.before());
       KILN_CHECK(write_depfile(job.argv, reads));
@@ -230,10 +271,19 @@ std::string fatbinary(const std::string& unit, const std::string& archs) {
   return cat("fatbinary ", unit, " ", archs);
 }
 
+// The jobs that will run: restore jobs (the objects the cache holds) left out.
 std::set<std::string> labels(const JobGraph& graph) {
   std::set<std::string> out;
-  for (const auto& j : graph.jobs) out.insert(j.job.label);
+  for (const auto& j : graph.jobs)
+    if (j.job_class != JobClass::Restore) out.insert(j.job.label);
   return out;
+}
+
+// The restore jobs: the objects and device parts the cache will restore.
+std::size_t restores(const JobGraph& graph) {
+  return static_cast<std::size_t>(
+      std::count_if(graph.jobs.begin(), graph.jobs.end(),
+                    [](const auto& j) { return j.job_class == JobClass::Restore; }));
 }
 
 const GraphJob& job(const JobGraph& graph, const std::string& label) {
@@ -242,9 +292,11 @@ const GraphJob& job(const JobGraph& graph, const std::string& label) {
   throw std::runtime_error("no job " + label);
 }
 
+// The jobs that run that `label` waits for (not the restore jobs).
 std::set<std::string> deps(const JobGraph& graph, const std::string& label) {
   std::set<std::string> out;
-  for (std::size_t d : job(graph, label).job.deps) out.insert(graph.jobs.at(d).job.label);
+  for (std::size_t d : job(graph, label).job.deps)
+    if (graph.jobs.at(d).job_class != JobClass::Restore) out.insert(graph.jobs.at(d).job.label);
   return out;
 }
 
@@ -429,7 +481,7 @@ TEST_F(JobGraphTest, ColdBuildIsPerArchDeviceJobsFrontEndsHostsFatBinariesAndALi
   }
   EXPECT_EQ(classes, expected);
   EXPECT_EQ(graph.jobs.size(), expected.size());
-  EXPECT_EQ(graph.objects_reused, 0u);
+  EXPECT_EQ(restores(graph), 0u);
 
   // The host part takes its stub from the front end; the fat binary waits for every pass; the
   // link for every object.
@@ -542,7 +594,7 @@ TEST_F(JobGraphTest, AddingAnArchRunsOnlyItsDevicePartsAndTheFatBinaries) {
   // The same archs again: every object is restored; only the link runs.
   JobGraph again = plan("9.0", 16, cache);
   EXPECT_EQ(labels(again), std::set<std::string>{kLink});
-  EXPECT_EQ(again.objects_reused, 1u + 2u * 4u);
+  EXPECT_EQ(restores(again), 1u + 2u * 4u);
 
   // sm_120 with PTX added: the host parts (keyed by the lowest arch's commands) and the C++
   // object are restored, and so are the sm_90 device parts, which the new fat binaries hold.
@@ -551,13 +603,11 @@ TEST_F(JobGraphTest, AddingAnArchRunsOnlyItsDevicePartsAndTheFatBinaries) {
   for (const auto& u : kCudaUnits)
     expected.insert({nvcc(u, "sm_120+ptx"), fatbinary(u, "sm_90,sm_120")});
   EXPECT_EQ(labels(added), expected);
-  EXPECT_EQ(added.objects_reused, 2u * 4u + 1u);  // sm_90 device parts, host parts, C++ object
+  EXPECT_EQ(restores(added), 2u * 4u + 1u);  // sm_90 device parts, host parts, C++ object
   for (const auto& u : kCudaUnits)
     EXPECT_EQ(deps(added, fatbinary(u, "sm_90,sm_120")),
               std::set<std::string>{nvcc(u, "sm_120+ptx")});
   const fs::path fwd = keep("csrc_causal_conv1d_fwd.cu");
-  EXPECT_EQ(read_file(fwd / "sm_90/causal_conv1d_fwd.module_id").value(),
-            "_id_causal_conv1d_fwd.module_id");  // restored where the fat binary reads it
   const Job& fat = job(added, fatbinary(kFwd, "sm_90,sm_120")).job;
   for (const auto& image :
        {cat("kind=elf,sm=90,file=", (fwd / "sm_90/causal_conv1d_fwd.sm_90.cubin").string()),
@@ -569,6 +619,8 @@ TEST_F(JobGraphTest, AddingAnArchRunsOnlyItsDevicePartsAndTheFatBinaries) {
   NativeResult result = run_graph(std::move(added), warm, 16, -1).value();
   EXPECT_EQ(result.stats.run, expected.size());
   EXPECT_EQ(result.objects_reused, 2u * 4u + 1u);
+  EXPECT_EQ(read_file(fwd / "sm_90/causal_conv1d_fwd.module_id").value(),
+            "_id_causal_conv1d_fwd.module_id");  // restored where the fat binary reads it
 }
 
 TEST_F(JobGraphTest, ObjectsAreKeyedByWhatTheirJobsRead) {
@@ -600,7 +652,7 @@ TEST_F(JobGraphTest, ObjectsAreKeyedByWhatTheirJobsRead) {
     expected.insert(
         {nvcc(u, "sm_90"), nvcc(u, "front end"), nvcc(u, "host"), fatbinary(u, "sm_90")});
   EXPECT_EQ(labels(next), expected);
-  EXPECT_EQ(next.objects_reused, 1u + 2u * 2u);  // C++, and fwd's and update's host and fat binary
+  EXPECT_EQ(restores(next), 1u + 2u * 2u);  // C++, and fwd's and update's host and fat binary
   FakeRunner warm;
   warm.reads = reads;
   run_graph(std::move(next), warm, 16, -1).value();
@@ -696,12 +748,148 @@ TEST_F(JobGraphTest, DamagedCacheEntriesAreRebuiltNeverUsed) {
   std::set<std::string> expected = {kCxx, kLink};
   for (const auto& u : kCudaUnits) expected.insert({nvcc(u, "host"), fatbinary(u, "sm_90")});
   EXPECT_EQ(labels(again), expected);
-  EXPECT_EQ(again.objects_reused, 4u);
+  EXPECT_EQ(restores(again), 4u);  // the sm_90 device parts
   for (const auto& u : kCudaUnits) EXPECT_TRUE(deps(again, nvcc(u, "host")).empty());
   FakeRunner warm;
   run_graph(std::move(again), warm, 16, -1).value();
   // Stored anew, whole: the next build restores everything.
   EXPECT_EQ(labels(plan("9.0", 16, cache)), std::set<std::string>{kLink});
+}
+
+// Planning reads the object cache and writes nothing: no entry of the cache changes (bytes or
+// mtime), a damaged entry stays where it is, and nothing is restored into the build root until
+// the graph runs; then a damaged entry's job runs again and its bytes are never used.
+TEST_F(JobGraphTest, PlanningWritesNothing) {
+  cache::Store store(dir_->path() / "cache");
+  StoreObjectCache cache(store);
+  FakeRunner cold;
+  run_graph(plan("9.0", 16, cache), cold, 16, -1).value();
+  auto built = [&] {  // what the build root's obj/ holds
+    std::vector<fs::path> files;
+    for (const auto& e : fs::recursive_directory_iterator(ctx_.root / "obj"))
+      files.push_back(e.path());
+    return files;
+  };
+  auto unwritten = [](const JobGraph& graph) {
+    for (const auto& j : graph.jobs)
+      for (const auto& out : j.job.outputs) EXPECT_FALSE(fs::exists(out)) << out;
+  };
+
+  auto before = snapshot(store.root());
+  JobGraph warm = plan("9.0", 16, cache);
+  EXPECT_EQ(snapshot(store.root()), before);
+  EXPECT_TRUE(built().empty());
+  unwritten(warm);
+  FakeRunner runner;
+  NativeResult result = run_graph(std::move(warm), runner, 16, -1).value();
+  EXPECT_EQ(runner.started, std::vector<std::string>{kLink});
+  EXPECT_EQ(result.objects_reused, 1u + 2u * 4u);
+  EXPECT_EQ(built().size(), 1u + 2u * 4u);
+
+  // One object's bit flipped.
+  fs::path damaged;
+  for (const auto& e : fs::recursive_directory_iterator(store.objects()))
+    if (damaged.empty() && e.path().extension() == ".o") damaged = e.path();
+  ASSERT_FALSE(damaged.empty());
+  std::string bytes = read_file(damaged).value();
+  bytes.back() ^= 1;
+  write_file_atomic(damaged, bytes).value();
+  const std::string payload = bytes.substr(bytes.find('\n') + 1);
+  before = snapshot(store.root());
+  JobGraph again = plan("9.0", 16, cache);
+  EXPECT_EQ(snapshot(store.root()), before);  // not removed by planning
+  EXPECT_TRUE(built().empty());
+  unwritten(again);
+  FakeRunner rebuild;
+  run_graph(std::move(again), rebuild, 16, -1).value();
+  ASSERT_EQ(rebuild.started.size(), 2u);  // the damaged object's job, then the link
+  EXPECT_EQ(rebuild.started.back(), kLink);
+  EXPECT_EQ(built().size(), 1u + 2u * 4u);
+  for (const auto& file : built()) EXPECT_NE(read_file(file).value(), payload) << file;
+  EXPECT_EQ(labels(plan("9.0", 16, cache)), std::set<std::string>{kLink});  // stored anew
+}
+
+// The planner asks the cache what it holds; the restores happen when the jobs run.
+TEST_F(JobGraphTest, RestoresHappenWhenTheGraphRuns) {
+  MemoryObjectCache cache;
+  FakeRunner cold;
+  run_graph(plan("9.0", 16, cache), cold, 16, -1).value();
+  cache.restores = 0;
+  JobGraph added = plan("9.0;12.0+PTX", 16, cache);
+  EXPECT_EQ(cache.restores, 0u);
+  FakeRunner runner;
+  NativeResult result = run_graph(std::move(added), runner, 16, -1).value();
+  EXPECT_EQ(cache.restores, 2u * 4u + 1u);  // sm_90 device parts, host parts, C++ object
+  EXPECT_EQ(result.objects_reused, 2u * 4u + 1u);
+  EXPECT_EQ(result.stats.run, 1u + 2u * 4u);  // sm_120 device parts, fat binaries, the link
+}
+
+// A hit gone or damaged by the time its restore job runs (evicted, or damaged, since the plan):
+// the job runs its command after all, and the damaged bytes are never used.
+TEST_F(JobGraphTest, AHitLostAfterPlanningIsMadeAfterAll) {
+  cache::Store store(dir_->path() / "cache");
+  StoreObjectCache cache(store);
+  FakeRunner cold;
+  run_graph(plan("9.0", 16, cache), cold, 16, -1).value();
+  const fs::path cxx = ctx_.root / "obj/causal_conv1d_cuda.csrc_causal_conv1d.cpp.o";
+  fs::path entry;
+  for (const auto& e : fs::recursive_directory_iterator(store.objects())) {
+    if (!e.is_regular_file()) continue;
+    const std::string data = read_file(e.path()).value();
+    auto payload = cache::entry_payload(data);
+    if (payload && *payload == made(cxx)) entry = e.path();
+  }
+  ASSERT_FALSE(entry.empty());
+  JobGraph graph = plan("9.0", 16, cache);
+  std::string bytes = read_file(entry).value();
+  bytes.back() ^= 1;
+  write_file_atomic(entry, bytes).value();
+  FakeRunner runner;
+  runner.content = [](const fs::path& file) { return "again " + made(file); };
+  NativeResult result = run_graph(std::move(graph), runner, 16, -1).value();
+  EXPECT_EQ(runner.started, (std::vector<std::string>{kCxx, kLink}));
+  EXPECT_EQ(result.objects_reused, 2u * 4u);
+  EXPECT_EQ(read_file(cxx).value(), "again " + made(cxx));
+  EXPECT_EQ(labels(plan("9.0", 16, cache)), std::set<std::string>{kLink});  // stored anew
+
+  // The sm_90 device parts gone when an added arch's graph runs: their jobs run.
+  JobGraph added = plan("9.0;12.0+PTX", 16, cache);
+  for (const auto& e : fs::recursive_directory_iterator(store.objects()))
+    if (e.path().extension() == ".dev") fs::remove(e.path());
+  FakeRunner rebuild;
+  result = run_graph(std::move(added), rebuild, 16, -1).value();
+  for (const auto& u : kCudaUnits)
+    EXPECT_NE(std::find(rebuild.started.begin(), rebuild.started.end(), nvcc(u, "sm_90")),
+              rebuild.started.end())
+        << u;
+  EXPECT_EQ(result.objects_reused, 1u + 4u);  // the C++ object and the host parts
+}
+
+// A restore job alone (the cache held the host part and the fat binary, so no device part was
+// planned) whose entry is gone when it runs stops the run and marks the graph stale; planned
+// again, the host part is compiled.
+TEST_F(JobGraphTest, ARestoreAloneLostAfterPlanningStopsTheRunToPlanAgain) {
+  MemoryObjectCache cache;
+  FakeRunner cold;
+  run_graph(plan("9.0", 16, cache), cold, 16, -1).value();
+  const fs::path host = ctx_.root / "obj/causal_conv1d_cuda.csrc_causal_conv1d_fwd.cu.o";
+  JobGraph graph = plan("9.0", 16, cache);
+  const std::shared_ptr<bool> stale = graph.stale;
+  const auto lost = std::find_if(cache.objects.begin(), cache.objects.end(),
+                                 [&](const auto& o) { return o.second == made(host); });
+  ASSERT_NE(lost, cache.objects.end());
+  cache.objects.erase(lost);
+  FakeRunner runner;
+  auto ran = run_graph(std::move(graph), runner, 16, -1);
+  ASSERT_FALSE(ran);
+  EXPECT_NE(ran.error().message.find(nvcc(kFwd, "host")), std::string::npos) << ran.error().message;
+  EXPECT_TRUE(*stale);
+  JobGraph again = plan("9.0", 16, cache);
+  EXPECT_EQ(labels(again), (std::set<std::string>{nvcc(kFwd, "host"), kLink}));
+  EXPECT_FALSE(*again.stale);
+  FakeRunner rerun;
+  run_graph(std::move(again), rerun, 16, -1).value();
+  EXPECT_EQ(rerun.started, (std::vector<std::string>{nvcc(kFwd, "host"), kLink}));
 }
 
 TEST(StoreObjectCache, DevicePartsComeBackOnlyToThePathsTheyWereStoredFrom) {
