@@ -178,6 +178,8 @@ class Unpacker {
   Expected<Fd> open_parent(const std::vector<std::string>& parts, std::string_view member,
                            std::size_t& parent_node);
   Expected<void> make_dir(const std::vector<std::string>& parts, std::string_view member);
+  Expected<void> claim_file(int dir, std::size_t parent, const std::string& leaf,
+                            std::string_view member);
   Expected<void> make_file(struct archive* a, const std::vector<std::string>& parts,
                            std::string_view member, struct archive_entry* e);
   Expected<void> make_symlink(const std::vector<std::string>& parts, std::string_view member,
@@ -322,6 +324,23 @@ Expected<void> Unpacker::make_dir(const std::vector<std::string>& parts, std::st
   return {};
 }
 
+// Makes way for a file member `leaf` in `dir`, node `parent`'s directory: a duplicate file replaces
+// the earlier one (unlinked first, which leaves hardlinks to it intact); anything else an earlier
+// member made there is an error.
+Expected<void> Unpacker::claim_file(int dir, std::size_t parent, const std::string& leaf,
+                                    std::string_view member) {
+  std::size_t existing = child(parent, leaf);
+  if (!existing) {
+    KILN_CHECK(add_node(parent, leaf, Kind::File, member));
+    return {};
+  }
+  if (nodes_[existing].kind != Kind::File)
+    return bad(member,
+               cat("is a file but an earlier member made it ", kind_name(nodes_[existing].kind)));
+  if (::unlinkat(dir, leaf.c_str(), 0) != 0) return sys_error(member, "replace", errno);
+  return {};
+}
+
 Expected<void> Unpacker::make_file(struct archive* a, const std::vector<std::string>& parts,
                                    std::string_view member, struct archive_entry* e) {
   const UnpackLimits& limits = options_.limits;
@@ -331,15 +350,7 @@ Expected<void> Unpacker::make_file(struct archive* a, const std::vector<std::str
   std::size_t parent = 0;
   KILN_TRY(Fd dir, open_parent(parts, member, parent));
   const std::string& leaf = parts.back();
-  if (std::size_t existing = child(parent, leaf)) {
-    if (nodes_[existing].kind != Kind::File)
-      return bad(member,
-                 cat("is a file but an earlier member made it ", kind_name(nodes_[existing].kind)));
-    // A duplicate file replaces the earlier one; unlinking first leaves hardlinks to it intact.
-    if (::unlinkat(dir.get(), leaf.c_str(), 0) != 0) return sys_error(member, "replace", errno);
-  } else {
-    KILN_CHECK(add_node(parent, leaf, Kind::File, member));
-  }
+  KILN_CHECK(claim_file(dir.get(), parent, leaf, member));
   Fd out(::openat(dir.get(), leaf.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                   0600));
   if (out.get() < 0) return sys_error(member, "create", errno);
@@ -421,15 +432,8 @@ Expected<void> Unpacker::make_hardlink(const std::vector<std::string>& parts,
   std::size_t parent = 0;
   KILN_TRY(Fd dir, open_parent(parts, member, parent));
   const std::string& leaf = parts.back();
-  if (std::size_t existing = child(parent, leaf)) {
-    if (existing == node) return bad(member, "is a hardlink to itself");
-    if (nodes_[existing].kind != Kind::File)
-      return bad(member,
-                 cat("is a file but an earlier member made it ", kind_name(nodes_[existing].kind)));
-    if (::unlinkat(dir.get(), leaf.c_str(), 0) != 0) return sys_error(member, "replace", errno);
-  } else {
-    KILN_CHECK(add_node(parent, leaf, Kind::File, member));
-  }
+  if (child(parent, leaf) == node) return bad(member, "is a hardlink to itself");
+  KILN_CHECK(claim_file(dir.get(), parent, leaf, member));
   // The target's path holds only directories this unpack created (checked above), and linkat
   // without AT_SYMLINK_FOLLOW does not follow a final symlink.
   std::string target_path = path_of(node);

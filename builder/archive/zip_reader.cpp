@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 
+#include "archive/zlib_stream.h"
 #include "core/bytes.h"
 #include "core/strings.h"
 
@@ -80,14 +81,6 @@ bool read_zip64_extra(std::string_view extra, bool want_size, bool want_compress
   }
   return true;
 }
-
-struct Inflater {
-  z_stream z{};
-  bool live = false;
-  ~Inflater() {
-    if (live) inflateEnd(&z);
-  }
-};
 
 }  // namespace
 

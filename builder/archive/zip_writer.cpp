@@ -10,6 +10,7 @@
 #include <ctime>
 
 #include "archive/zip_reader.h"
+#include "archive/zlib_stream.h"
 #include "core/clock.h"
 #include "core/strings.h"
 
@@ -48,14 +49,6 @@ bool is_ascii(std::string_view s) {
 std::string errno_text() {
   return std::strerror(errno);
 }
-
-struct Deflater {
-  z_stream z{};
-  bool live = false;
-  ~Deflater() {
-    if (live) deflateEnd(&z);
-  }
-};
 
 }  // namespace
 

@@ -1,7 +1,14 @@
 #include "cache/slots.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include "cache/names.h"
 #include "cache/store.h"
+#include "core/fs.h"
 #include "core/hash.h"
 #include "core/strings.h"
 
@@ -17,6 +24,25 @@ void remove_children(const fs::path& dir) {
 }
 
 }  // namespace
+
+fs::path DownloadSlot::partial() const {
+  fs::path part = file_;
+  part += kPartialSuffix;
+  return part;
+}
+
+Expected<void> DownloadSlot::publish() const {
+  const fs::path part = partial();
+  int fd = ::open(part.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Error::failed(cat("cannot open ", part.string(), ": ", std::strerror(errno)));
+  int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) return Error::failed(cat("cannot sync ", part.string(), ": ", std::strerror(errno)));
+  if (::rename(part.c_str(), file_.c_str()) != 0)
+    return Error::failed(
+        cat("cannot rename ", part.string(), " to ", file_.string(), ": ", std::strerror(errno)));
+  return fsync_directory(file_.parent_path());
+}
 
 bool DownloadSlot::complete() const {
   std::error_code ec;

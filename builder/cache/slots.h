@@ -17,8 +17,13 @@ inline constexpr std::string_view kPartialSuffix = ".part";
 // <cache>/downloads/<sha256[0:2]>/<sha256>/<filename>, locked while held.
 class DownloadSlot {
  public:
-  // Where the verified bytes go (the caller renames its partial file there).
+  // Where the verified bytes go.
   const std::filesystem::path& file() const { return file_; }
+  // Where the holder writes them first: <file>.part, which a later holder resumes.
+  std::filesystem::path partial() const;
+  // The partial file, complete and verified by the holder, as file(): synced, renamed, the
+  // directory synced.
+  Expected<void> publish() const;
   // Whether another process put the file there before this one got the lock.
   bool complete() const;
   // After a failure: removes the <sha256> and <sha256[0:2]> directories when they are empty.

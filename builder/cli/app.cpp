@@ -31,6 +31,14 @@ const manifest::Repository& Context::repository() {
   return *repo_;
 }
 
+Expected<const manifest::Repository*> Context::repository_or_error() {
+  try {
+    return &repository();
+  } catch (const KilnError& e) {
+    return e.error();
+  }
+}
+
 std::vector<manifest::Target> Context::targets(const std::vector<std::string>& names,
                                                const std::string& archs) {
   std::vector<std::string> wanted = !names.empty() ? names

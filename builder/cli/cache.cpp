@@ -10,24 +10,11 @@
 #include "cli/table.h"
 #include "core/log.h"
 #include "core/strings.h"
-#include "index/model.h"
 #include "index/scan.h"
 
 namespace kiln::cli {
 
 namespace {
-
-// The keys whose wheels `kiln serve` and `kiln index export` serve now (index::build_model's rule).
-std::set<std::string> served_keys(const cache::Store& store) {
-  index::ScanMemo metadata;
-  index::ScanResult scan = index::scan_cache(store.root(), metadata);
-  index::IndexModel model = index::build_model(std::move(scan.entries));
-  std::set<std::string> out;
-  for (const auto& [tname, t] : model.targets)
-    for (const auto& [pname, p] : t.projects)
-      for (const auto& f : p.files) out.insert(f.key);
-  return out;
-}
 
 // A field of entry.json as a table shows it: "?" (or `missing`) when the entry has none.
 std::string field(const std::string& value, const char* missing = "?") {
@@ -37,7 +24,7 @@ std::string field(const std::string& value, const char* missing = "?") {
 // `kiln cache ls`: every entry with its backend and key; the ones the index serves marked.
 int list_entries(const cache::Store& store, bool json) {
   auto entries = store.list();
-  const std::set<std::string> served = served_keys(store);
+  const std::set<std::string> served = index::served_keys(store.root());
   if (json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& e : entries) {
@@ -133,20 +120,20 @@ std::function<int()> configure_cache(CLI::App& sub, Context& ctx) {
       "never evicted. An entry a running build holds is kept.");
   CLI::Option* all =
       gc->add_flag("--all", gc_options->all, "Remove every cached wheel and object as well");
-  gc->add_option("--max-size", gc_options->max_size,
-                 "Then remove least recently used wheels and objects until they take at most "
-                 "SIZE (bytes, or with K, M, G, T: powers of 1024; e.g. 500M, 20G, 1.5T)")
-      ->check(checked_by(parse_byte_size,
-                         "a size: bytes, or a number with K, M, G or T (e.g. 500M, 20G, 1.5T)"))
-      ->type_name("SIZE")
-      ->excludes(all);
-  gc->add_option("--max-age", gc_options->max_age,
-                 "First remove wheels and objects no build used for longer than AGE (a whole "
-                 "number with s, m, h, d or w: 90s, 30m, 12h, 30d, 2w)")
-      ->check(checked_by(parse_duration,
-                         "an age: a whole number with s, m, h, d or w (e.g. 12h, 30d, 2w)"))
-      ->type_name("AGE")
-      ->excludes(all);
+  auto add_limit = [gc, all](const char* name, std::string& value, const char* type,
+                             const char* help, CLI::Validator check) {
+    gc->add_option(name, value, help)->check(check)->type_name(type)->excludes(all);
+  };
+  add_limit("--max-size", gc_options->max_size, "SIZE",
+            "Then remove least recently used wheels and objects until they take at most SIZE "
+            "(bytes, or with K, M, G, T: powers of 1024; e.g. 500M, 20G, 1.5T)",
+            checked_by(parse_byte_size,
+                       "a size: bytes, or a number with K, M, G or T (e.g. 500M, 20G, 1.5T)"));
+  add_limit("--max-age", gc_options->max_age, "AGE",
+            "First remove wheels and objects no build used for longer than AGE (a whole number "
+            "with s, m, h, d or w: 90s, 30m, 12h, 30d, 2w)",
+            checked_by(parse_duration,
+                       "an age: a whole number with s, m, h, d or w (e.g. 12h, 30d, 2w)"));
   for (CLI::App* s : {ls, verify, gc}) s->callback([action, s] { *action = s->get_name(); });
   return [&ctx, action, gc_options] {
     // A cache that is not there yet lists nothing (as `kiln serve` serves nothing) and has nothing

@@ -36,6 +36,8 @@ struct Context {
 
   // The manifests directory, loaded on first use.
   const manifest::Repository& repository();
+  // The same, or why it did not load, for a command that can do without it.
+  Expected<const manifest::Repository*> repository_or_error();
   // The manifests directory in effect, loaded afresh and not kept (completion: an error is a
   // value, and no warning follows about its broken manifests).
   Expected<manifest::Repository> load_repository() const;

@@ -20,6 +20,7 @@
 #include "index/commands.h"
 #include "index/export.h"
 #include "index/scan.h"
+#include "index/serve_policy.h"
 #include "pipeline/pipeline.h"
 #include "resolve/plan.h"
 
@@ -119,7 +120,7 @@ int export_model(const index::IndexModel& model, const Options& opts, Context& c
   for (const auto& s : model.skipped) log::warn(cat("not exported: ", s));
   index::ExportOptions eo;
   eo.copy = opts.copy;
-  eo.own = own_names(ctx);
+  eo.own = index::own_names(ctx.repository_or_error());
   index::ExportResult r = index::export_index(model, opts.dir, eo).value();
   if (ctx.json) {
     std::cout << nlohmann::json{{"dir", absolute_path(opts.dir).string()},

@@ -1,7 +1,6 @@
 // kiln resolve [PACKAGES…] [--target T]… [--archs SPEC] [--all-versions] [--github-matrix]
 #include <CLI/CLI.hpp>
 
-#include <algorithm>
 #include <iostream>
 #include <map>
 
@@ -11,8 +10,8 @@
 #include "core/log.h"
 #include "core/strings.h"
 #include "manifest/backend.h"
-#include "packaging/specifier.h"
 #include "resolve/plan.h"
+#include "resolve/versions.h"
 
 namespace kiln::cli {
 
@@ -26,69 +25,6 @@ struct Options {
 
 // GitHub Actions runs at most this many jobs from one matrix.
 constexpr std::size_t kGithubMatrixLimit = 256;
-
-// --all-versions: every manifest ("name==version", with the local label an argument named) of the
-// named packages that their specifiers match (default: of every package but test fixtures); a
-// manifest that failed to load is named on stderr and left out.
-std::vector<std::string> every_version(const manifest::Repository& repo,
-                                       const std::vector<std::string>& names) {
-  std::vector<packaging::Requirement> wanted;
-  for (const auto& n : names) {
-    packaging::Requirement r = packaging::parse_requirement(n).value();
-    repo.select(r.name).value();  // an unknown package: its error (with the nearest name)
-    wanted.push_back(std::move(r));
-  }
-  auto selected = [&](const std::string& normalized) {
-    return std::find_if(wanted.begin(), wanted.end(), [&](const packaging::Requirement& r) {
-             return r.normalized == normalized;
-           }) != wanted.end();
-  };
-  for (const auto& b : repo.broken())
-    if (wanted.empty() || selected(b.package))
-      log::warn(cat("left out ", b.package, " ", b.version, ": ", b.error.message));
-  // A package's versions that every argument naming it matches, as pip filters them.
-  auto matching = [&](const std::string& normalized) {
-    std::vector<std::string> versions;
-    for (const auto& m : repo.manifests())
-      if (m.normalized_name() == normalized) versions.push_back(m.version);
-    for (const auto& r : wanted)
-      if (r.normalized == normalized)
-        versions = r.specifiers.without_local_labels().filter(versions);
-    return versions;
-  };
-  // A local label an argument names stays on the version, for the plan to check against each
-  // target ("==1.7.0+cu130torch2.11").
-  auto labels_of = [&](const std::string& normalized) {
-    std::vector<std::string> labels;
-    for (const auto& r : wanted)
-      if (r.normalized == normalized)
-        for (const auto& label : r.specifiers.local_labels()) labels.push_back(cat("+", label));
-    return labels.empty() ? std::vector<std::string>{""} : labels;
-  };
-  std::vector<std::string> out;
-  for (const auto& m : repo.manifests()) {
-    if (wanted.empty() ? m.fixture : !selected(m.normalized_name())) continue;
-    auto versions = matching(m.normalized_name());
-    if (std::find(versions.begin(), versions.end(), m.version) != versions.end())
-      for (const auto& label : labels_of(m.normalized_name()))
-        out.push_back(cat(m.name, "==", m.version, label));
-  }
-  return out;
-}
-
-// --all-versions without --target: every target of the manifests directory that loads here; the
-// others are named on stderr and left out.
-std::vector<std::string> loadable_targets(const manifest::Repository& repo) {
-  std::vector<std::string> out;
-  for (const auto& name : repo.target_names()) {
-    auto target = repo.target(name);
-    if (target)
-      out.push_back(name);
-    else
-      log::warn(cat("left out target ", name, ": ", target.error().message));
-  }
-  return out;
-}
 
 int print_plan(const resolve::Plan& plan, bool json) {
   if (json) {
@@ -176,9 +112,9 @@ std::function<int()> configure_resolve(CLI::App& sub, Context& ctx) {
     std::vector<std::string> packages = opts->packages, target_names = opts->targets;
     bool every_target = opts->all_versions && target_names.empty();
     if (opts->all_versions) {
-      packages = every_version(ctx.repository(), opts->packages);
+      packages = resolve::every_version(ctx.repository(), opts->packages).value();
       if (packages.empty()) raise(Error::bad_input("no package manifests to resolve"));
-      if (every_target) target_names = loadable_targets(ctx.repository());
+      if (every_target) target_names = resolve::loadable_targets(ctx.repository());
     }
     auto targets = ctx.targets(target_names, opts->archs);
     // Every target: one that cannot be used here (an environment without torch) is named on

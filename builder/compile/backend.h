@@ -37,13 +37,13 @@ struct BuildRequest {
   manifest::ArchList archs;
   int jobs = 0;        // 0: one per core
   int manylinux = 28;  // the glibc minor of the wheel's floor (compat.h)
+  // The build root's lock, inherited by every compiler so that an orphaned job keeps it locked.
+  int root_lock_fd = -1;
   struct Native {
     const cache::Store* cache = nullptr;  // the object cache
     std::string object_salt;              // identities the objects depend on beyond their argv
     // Shard counts chosen by resolve (part of the build key): "<extension>/<source>" -> n.
     std::map<std::string, int> shards;
-    // The build root's lock, inherited by every compiler so that an orphaned job keeps it locked.
-    int root_lock_fd = -1;
   } native;
   struct Setuptools {
     std::filesystem::path env;  // the pinned environment (ensure_build_env)
@@ -80,11 +80,15 @@ struct BuildOutput {
 };
 
 // What a backend's prepare() may use besides the request: the target, its pins for a build
-// environment, the cache, and a way to get a pinned wheel into the download cache.
+// environment, the cache, what the plan chose for the item (shard counts, the objects' salt), and
+// a way to get a pinned wheel into the download cache. Each backend takes what it needs into its
+// part of the request.
 struct Preparation {
   const manifest::Target* target = nullptr;
   const manifest::BuildEnvPins* build_env = nullptr;
   const cache::Store* store = nullptr;
+  std::map<std::string, int> shards;
+  std::string object_salt;
   std::function<Expected<std::filesystem::path>(const manifest::PinnedWheel&)> fetch;
 };
 

@@ -348,6 +348,10 @@ class Planner {
   // is gone (evicted or damaged since the plan), and the graph is marked stale: plan again.
   void gate(Job& job, const std::string& command_key, Restore restore, bool hit,
             bool fallback) const;
+  // A unit's job that makes its one object, stored under `command_key`'s content key when it
+  // runs: a restore job (`planned`, the plan's hit), else one of `job_class`.
+  void add_object_job(Job job, Unit& u, const std::string& command_key, const fs::path& depfile,
+                      const std::optional<Keyed>& planned, JobClass job_class, double estimate);
   // A job that only restores `object`, under the key `key` gives.
   void restore_only(const Unit& u, std::string label, KeyOf key, const fs::path& object);
   Steps in_pid_namespace(Steps steps) const;
@@ -526,13 +530,20 @@ void Planner::plan_cxx(Unit& u) {
   Job job = unit_job(u, label, env_, ".log");
   job.argv = std::move(argv);
   job.memory_gib = 2.0;
+  add_object_job(std::move(job), u, key, dep, planned, JobClass::HostCxx, unit_estimate(u));
+}
+
+void Planner::add_object_job(Job job, Unit& u, const std::string& command_key,
+                             const fs::path& depfile, const std::optional<Keyed>& planned,
+                             JobClass job_class, double estimate) {
   job.outputs = {u.object};
-  job.on_success = store_keyed(key, dep, u.object);
-  gate(job, key, Restore{&cache_, key_of(key, planned), {u.object}}, planned.has_value(), true);
+  job.on_success = store_keyed(command_key, depfile, u.object);
+  gate(job, command_key, Restore{&cache_, key_of(command_key, planned), {u.object}},
+       planned.has_value(), true);
   if (planned)
     add(std::move(job), JobClass::Restore, 0, &u);
   else
-    add(std::move(job), JobClass::HostCxx, unit_estimate(u), &u);
+    add(std::move(job), job_class, estimate, &u);
 }
 
 void Planner::plan_whole_file(Unit& u, const std::string& why_not) {
@@ -552,14 +563,9 @@ void Planner::plan_whole_file(Unit& u, const std::string& why_not) {
   job.argv = std::move(argv);
   job.weight = threads;
   job.memory_gib = 1.0 + 2.5 * u.share * threads;
-  job.outputs = {u.object};
-  job.on_success = store_keyed(key, dep, u.object);
-  gate(job, key, Restore{&cache_, key_of(key, planned), {u.object}}, planned.has_value(), true);
-  if (planned)
-    add(std::move(job), JobClass::Restore, 0, &u);
-  else
-    add(std::move(job), u.sharded ? JobClass::ShardedDevice : JobClass::Device,
-        unit_estimate(u) * static_cast<double>(arch_tokens_.size()), &u);
+  add_object_job(std::move(job), u, key, dep, planned,
+                 u.sharded ? JobClass::ShardedDevice : JobClass::Device,
+                 unit_estimate(u) * static_cast<double>(arch_tokens_.size()));
 }
 
 Expected<SplitCommands> Planner::split_commands(const Unit& u, const SplitUnit& su) const {

@@ -179,13 +179,17 @@ NativeContext native_context(const BuildRequest& request) {
   ctx.cache = request.native.cache;
   ctx.object_salt = request.native.object_salt;
   ctx.shards = request.native.shards;
-  ctx.root_lock_fd = request.native.root_lock_fd;
+  ctx.root_lock_fd = request.root_lock_fd;
   return ctx;
 }
 
 // The package's Python files, then its extension modules built by build_native.
 class NativeBackend final : public Backend {
  public:
+  Expected<void> prepare(const Preparation& p, BuildRequest& request) const override {
+    request.native = {p.store, p.object_salt, p.shards};
+    return {};
+  }
   Expected<BuildOutput> build(const BuildRequest& request) const override {
     BuildOutput out;
     KILN_TRY(out.files, collect_packages(request.root / "src", request.manifest->packages));

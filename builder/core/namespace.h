@@ -10,7 +10,7 @@
 namespace kiln {
 
 // The one path every build root is seen at: /tmp/kiln-build/<name> inside kiln's namespace
-// (pipeline/build_root.h). Fixed, since it ends up in the wheels' bytes (torch headers'
+// (cache/build_root.h). Fixed, since it ends up in the wheels' bytes (torch headers'
 // __FILE__ strings); validate's ELF check knows it as a build machine's path.
 inline constexpr std::string_view kBuildRootsPath = "/tmp/kiln-build";
 

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
+#include <initializer_list>
+#include <utility>
 
 #include "core/terminal.h"
 
@@ -125,31 +127,20 @@ std::optional<std::uint64_t> parse_digits(std::string_view text, std::size_t max
   return value;
 }
 
+// What a unit letter (either case) stands for in `units`; 0 when it is none of them.
+std::int64_t unit_value(char letter, std::initializer_list<std::pair<char, std::int64_t>> units) {
+  if (letter >= 'A' && letter <= 'Z') letter = static_cast<char>(letter - 'A' + 'a');
+  for (const auto& [unit, value] : units)
+    if (unit == letter) return value;
+  return 0;
+}
+
 }  // namespace
 
 std::optional<std::uint64_t> parse_byte_size(std::string_view text) {
   if (text.empty() || text.size() > 32) return std::nullopt;
-  int shift = 0;
-  switch (text.back()) {
-    case 'K':
-    case 'k':
-      shift = 10;
-      break;
-    case 'M':
-    case 'm':
-      shift = 20;
-      break;
-    case 'G':
-    case 'g':
-      shift = 30;
-      break;
-    case 'T':
-    case 't':
-      shift = 40;
-      break;
-    default:
-      break;
-  }
+  int shift =
+      static_cast<int>(unit_value(text.back(), {{'k', 10}, {'m', 20}, {'g', 30}, {'t', 40}}));
   if (shift) text.remove_suffix(1);
   std::string_view whole = text, fraction;
   if (auto dot = text.find('.'); dot != std::string_view::npos) {
@@ -175,31 +166,9 @@ std::optional<std::uint64_t> parse_byte_size(std::string_view text) {
 
 std::optional<std::int64_t> parse_duration(std::string_view text) {
   if (text.size() < 2 || text.size() > 32) return std::nullopt;
-  std::int64_t unit = 0;
-  switch (text.back()) {
-    case 's':
-    case 'S':
-      unit = 1;
-      break;
-    case 'm':
-    case 'M':
-      unit = 60;
-      break;
-    case 'h':
-    case 'H':
-      unit = 3600;
-      break;
-    case 'd':
-    case 'D':
-      unit = 86400;
-      break;
-    case 'w':
-    case 'W':
-      unit = 7 * 86400;
-      break;
-    default:
-      return std::nullopt;
-  }
+  std::int64_t unit =
+      unit_value(text.back(), {{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}, {'w', 7 * 86400}});
+  if (!unit) return std::nullopt;
   auto value = parse_digits(text.substr(0, text.size() - 1), 18);  // < 10^18 < 2^63
   if (!value || *value > static_cast<std::uint64_t>(INT64_MAX / unit)) return std::nullopt;
   return static_cast<std::int64_t>(*value) * unit;

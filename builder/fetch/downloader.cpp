@@ -47,19 +47,6 @@ void remove_if_empty_file(const fs::path& file) {
   if (fs::exists(file, ec) && size_or_zero(file) == 0) fs::remove(file, ec);
 }
 
-// fsync, rename over the final name, fsync the directory.
-Expected<void> publish(const fs::path& part, const fs::path& final_path) {
-  int fd = ::open(part.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Error::failed(cat("cannot open ", part.string(), ": ", std::strerror(errno)));
-  int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) return Error::failed(cat("cannot sync ", part.string(), ": ", std::strerror(errno)));
-  if (::rename(part.c_str(), final_path.c_str()) != 0)
-    return Error::failed(cat("cannot rename ", part.string(), " to ", final_path.string(), ": ",
-                             std::strerror(errno)));
-  return fsync_directory(final_path.parent_path());
-}
-
 Error mismatch(const std::string& what, const std::string& expected, const std::string& got,
                std::string detail = {}) {
   return Error::failed(cat("sha256 mismatch for ", what, ": expected ", expected, ", got ", got),
@@ -194,7 +181,9 @@ Expected<CachedFile> Downloader::fetch(const std::string& url, const std::string
                                     : "expected an http:// or https:// URL"));
   KILN_TRY(cache::DownloadSlot slot, store_.download_slot(sha256, filename));
   if (slot.complete()) return CachedFile{slot.file(), false};  // another process downloaded it
-  auto result = download_locked(url, filename, sha256, slot.file(), size);
+  auto result =
+      download_locked(url, filename, sha256,
+                      {slot.partial(), slot.file(), [&slot] { return slot.publish(); }}, size);
   if (!result) slot.abandon();
   return result;
 }
@@ -216,11 +205,9 @@ HttpResponse Downloader::transfer(const std::string& url, const std::string& fil
 
 Expected<CachedFile> Downloader::download_locked(const std::string& url,
                                                  const std::string& filename,
-                                                 const std::string& sha256,
-                                                 const fs::path& final_path,
+                                                 const std::string& sha256, const Destination& to,
                                                  std::optional<std::uint64_t> size) {
-  fs::path part = final_path;
-  part += kPartSuffix;
+  const fs::path& part = to.partial;
   // A stated size (the index's, which a stranger may write) narrows the limit, never widens it.
   if (size && *size > max_bytes_)
     return Error::failed(cat("cannot download ", filename, " from ", redact_url(url),
@@ -265,10 +252,10 @@ Expected<CachedFile> Downloader::download_locked(const std::string& url,
     if (r.ok() || (resumed && r.status == 416)) {
       KILN_TRY(std::string got, sha256_file(part));
       if (got == sha256 || sha256.empty()) {  // empty: unpinned, any bytes
-        KILN_CHECK(publish(part, final_path));
-        if (progress_) progress_->done(size_or_zero(final_path));
+        KILN_CHECK(to.publish());
+        if (progress_) progress_->done(size_or_zero(to.file));
         ++downloads_;
-        return CachedFile{final_path, true};
+        return CachedFile{to.file, true};
       }
       fs::remove(part, ec);
       if (resumed && !restarted) {
@@ -305,10 +292,8 @@ Expected<CachedFile> Downloader::import_file(const fs::path& file, const std::st
     return Error::failed(cat("cannot read ", file.string(), ": ",
                              fs::exists(file, ec) ? "not a file" : "no such file"));
   KILN_TRY(cache::DownloadSlot slot, store_.download_slot(sha256, filename));
-  const fs::path& final_path = slot.file();
-  if (slot.complete()) return CachedFile{final_path, false};
-  fs::path part = final_path;
-  part += kPartSuffix;
+  if (slot.complete()) return CachedFile{slot.file(), false};
+  const fs::path part = slot.partial();
   auto got = copy_hashing(file, part, max_bytes_);
   if (!got || *got != sha256) {
     fs::remove(part, ec);
@@ -321,13 +306,13 @@ Expected<CachedFile> Downloader::import_file(const fs::path& file, const std::st
                          "kiln names the sha256 only of bytes it downloaded; for a local file of "
                          "your own, run sha256sum on it");
   }
-  auto published = publish(part, final_path);
+  auto published = slot.publish();
   if (!published) {
     fs::remove(part, ec);
     slot.abandon();
     return std::move(published).error();
   }
-  return CachedFile{final_path, false};
+  return CachedFile{slot.file(), false};
 }
 
 Expected<Downloader::Unpinned> Downloader::fetch_unpinned(const std::string& url,
@@ -344,7 +329,8 @@ Expected<Downloader::Unpinned> Downloader::fetch_unpinned(const std::string& url
         cat("'", printable_excerpt(filename, 80), "' is not a plain file name"));
   KILN_TRY(cache::Staging staging, store_.staging("unpinned-"));
   const fs::path file = staging.path() / filename;
-  KILN_TRY(CachedFile got, download_locked(url, filename, "", file, size));
+  KILN_TRY(CachedFile got,
+           download_locked(url, filename, "", {file, file, [] { return Expected<void>{}; }}, size));
   KILN_TRY(std::string sha256, sha256_file(got.path));
   KILN_TRY(CachedFile cached, import_file(got.path, filename, sha256));
   return Unpinned{{cached.path, true}, sha256};

@@ -113,9 +113,14 @@ class Downloader {
   std::uint64_t network_bytes() const { return bytes_.load(); }
 
  private:
+  // Where one download goes: `partial` first (resumed when it is there), then `publish` makes it
+  // `file` (a download slot's, or a file in a staging directory that is its own partial file).
+  struct Destination {
+    std::filesystem::path partial, file;
+    std::function<Expected<void>()> publish;
+  };
   Expected<CachedFile> download_locked(const std::string& url, const std::string& filename,
-                                       const std::string& sha256,
-                                       const std::filesystem::path& final_path,
+                                       const std::string& sha256, const Destination& to,
                                        std::optional<std::uint64_t> size);
   HttpResponse transfer(const std::string& url, const std::string& filename,
                         const std::filesystem::path& part, std::uint64_t offset,

@@ -277,6 +277,16 @@ ScanResult scan_cache(const fs::path& cache_root, ScanMemo& memo) {
   return out;
 }
 
+std::set<std::string> served_keys(const fs::path& cache_root) {
+  ScanMemo metadata;
+  IndexModel model = build_model(std::move(scan_cache(cache_root, metadata).entries));
+  std::set<std::string> out;
+  for (const auto& [tname, t] : model.targets)
+    for (const auto& [pname, p] : t.projects)
+      for (const auto& f : p.files) out.insert(f.key);
+  return out;
+}
+
 CacheIndex::CacheIndex(fs::path cache_root) : root_(std::move(cache_root)) {}
 
 cache::ServedStamp CacheIndex::stat_wheels() const {

@@ -79,6 +79,10 @@ inline constexpr std::size_t kMaxKilnWheels = 64;
 inline constexpr std::uint64_t kMaxKilnWheelBytes = std::uint64_t(256) << 20;
 ScanResult scan_cache(const std::filesystem::path& cache_root, ScanMemo& memo);
 
+// The keys of the entries whose wheels `kiln serve` and `kiln index export` serve now: a scan,
+// then build_model's rule (`kiln cache ls` marks them).
+std::set<std::string> served_keys(const std::filesystem::path& cache_root);
+
 // A model that follows the cache: current() costs a stat() of <cache>/wheels and one of
 // <cache>/last and rescans when either changed (cache entries appear and disappear by rename,
 // which changes wheels/; cache::Store::record_last renames a file into last/ on every change). Safe

@@ -289,15 +289,14 @@ Expected<compile::BuildRequest> build_request(Run& run, const compile::Backend& 
   request.archs = rt.target.archs;
   request.jobs = run.options.jobs;
   request.manylinux = rt.manylinux;
-  request.native.cache = &run.store;
-  request.native.root_lock_fd = build_root.lock_fd();
-  request.native.shards = item.shards;
-  request.native.object_salt = item.object_salt;
+  request.root_lock_fd = build_root.lock_fd();
   request.sandbox = run.options.sandbox;
   compile::Preparation prep;
   prep.target = &rt.target;
   prep.build_env = &run.plan.build_env;
   prep.store = &run.store;
+  prep.shards = item.shards;
+  prep.object_salt = item.object_salt;
   prep.fetch = [&run](const manifest::PinnedWheel& w) -> Expected<fs::path> {
     KILN_TRY(fetch::Fetched got, fetch_pinned(run.fetching, {w.project, w.file, w.sha256}));
     return got.path;

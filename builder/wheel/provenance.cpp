@@ -86,6 +86,16 @@ class Object {
   void read(const char* key, std::optional<std::vector<std::string>>& out) const {
     if (get(key)) read(key, out.emplace());
   }
+  // An array of objects, each read by `read_one` at its path ("cuda.wheels[0]").
+  template <typename T, typename Read>
+  void read(const char* key, std::optional<std::vector<T>>& out, Read read_one) const {
+    const json* v = get(key);
+    if (!v) return;
+    if (!v->is_array()) wrong(at(key), *v, "an array");
+    out.emplace();
+    for (std::size_t i = 0; i < v->size(); ++i)
+      out->push_back(read_one(Object((*v)[i], cat(at(key), "[", i, "]"))));
+  }
   std::optional<Object> object(const char* key) const {
     if (const json* v = get(key)) return Object(*v, at(key));
     return std::nullopt;
@@ -104,28 +114,18 @@ InputFacts::Cuda read_cuda(const Object& o) {
   InputFacts::Cuda c;
   o.read("toolkit", c.toolkit);
   o.read("version", c.version);
-  if (const json* w = o.get("wheels")) {
-    if (!w->is_array()) wrong(o.at("wheels"), *w, "an array");
-    c.wheels.emplace();
-    for (std::size_t i = 0; i < w->size(); ++i) {
-      Object e((*w)[i], cat(o.at("wheels"), "[", i, "]"));
-      InputFacts::CudaWheel cw;
-      e.read("file", cw.file);
-      e.read("sha256", cw.sha256);
-      c.wheels->push_back(std::move(cw));
-    }
-  }
-  if (const json* d = o.get("debs")) {
-    if (!d->is_array()) wrong(o.at("debs"), *d, "an array");
-    c.debs.emplace();
-    for (std::size_t i = 0; i < d->size(); ++i) {
-      Object e((*d)[i], cat(o.at("debs"), "[", i, "]"));
-      InputFacts::CudaDeb cd;
-      e.read("path", cd.path);
-      e.read("sha256", cd.sha256);
-      c.debs->push_back(std::move(cd));
-    }
-  }
+  o.read("wheels", c.wheels, [](const Object& e) {
+    InputFacts::CudaWheel w;
+    e.read("file", w.file);
+    e.read("sha256", w.sha256);
+    return w;
+  });
+  o.read("debs", c.debs, [](const Object& e) {
+    InputFacts::CudaDeb d;
+    e.read("path", d.path);
+    e.read("sha256", d.sha256);
+    return d;
+  });
   return c;
 }
 

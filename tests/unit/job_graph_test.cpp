@@ -788,7 +788,7 @@ TEST_F(JobGraphTest, PlanningWritesNothing) {
 
   // One object's bit flipped.
   fs::path damaged;
-  for (const auto& e : fs::recursive_directory_iterator(store.objects()))
+  for (const auto& e : fs::recursive_directory_iterator(layout(store).objects()))
     if (damaged.empty() && e.path().extension() == ".o") damaged = e.path();
   ASSERT_FALSE(damaged.empty());
   std::string bytes = read_file(damaged).value();
@@ -833,7 +833,7 @@ TEST_F(JobGraphTest, AHitLostAfterPlanningIsMadeAfterAll) {
   run_graph(plan("9.0", 16, cache), cold, 16, -1).value();
   const fs::path cxx = ctx_.root / "obj/causal_conv1d_cuda.csrc_causal_conv1d.cpp.o";
   fs::path entry;
-  for (const auto& e : fs::recursive_directory_iterator(store.objects())) {
+  for (const auto& e : fs::recursive_directory_iterator(layout(store).objects())) {
     if (!e.is_regular_file()) continue;
     const std::string data = read_file(e.path()).value();
     auto payload = cache::entry_payload(data);
@@ -854,7 +854,7 @@ TEST_F(JobGraphTest, AHitLostAfterPlanningIsMadeAfterAll) {
 
   // The sm_90 device parts gone when an added arch's graph runs: their jobs run.
   JobGraph added = plan("9.0;12.0+PTX", 16, cache);
-  for (const auto& e : fs::recursive_directory_iterator(store.objects()))
+  for (const auto& e : fs::recursive_directory_iterator(layout(store).objects()))
     if (e.path().extension() == ".dev") fs::remove(e.path());
   FakeRunner rebuild;
   result = run_graph(std::move(added), rebuild, 16, -1).value();
