@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "core/fs.h"
 #include "core/strings.h"
 
 namespace kiln::archive {
@@ -93,10 +94,7 @@ Expected<void> drain(int fd, int filter, std::uint64_t max_bytes, std::string_vi
     if (dup >= 0) ::close(dup);
     return Error::failed(cat("cannot read archive ", archive_name, ": ", std::strerror(errno)));
   }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{dup};
+  UniqueFd closer(dup);
   struct archive_entry* entry = nullptr;
   if (archive_read_open_fd(a.get(), dup, kBlock) != ARCHIVE_OK ||
       archive_read_next_header(a.get(), &entry) != ARCHIVE_OK)

@@ -16,6 +16,7 @@
 
 #include "archive/zlib_stream.h"
 #include "core/bytes.h"
+#include "core/fs.h"
 #include "core/strings.h"
 
 namespace kiln::archive {
@@ -87,21 +88,14 @@ bool read_zip64_extra(std::string_view extra, bool want_size, bool want_compress
 // --- MappedFile ---
 
 Expected<MappedFile> MappedFile::open(const fs::path& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Error::failed(cat("cannot read ", path.string(), ": ", std::strerror(errno)));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st;
-  if (::fstat(fd, &st) != 0)
-    return Error::failed(cat("cannot stat ", path.string(), ": ", std::strerror(errno)));
-  if (!S_ISREG(st.st_mode)) return Error::bad_input(cat(path.string(), " is not a regular file"));
-  if (st.st_size == 0) return MappedFile(nullptr, 0);
-  void* data = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+  auto file = open_regular(path);
+  if (!file) return file.error();
+  if (file->size == 0) return MappedFile(nullptr, 0);
+  auto size = static_cast<std::size_t>(file->size);
+  void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, file->fd.get(), 0);
   if (data == MAP_FAILED)
     return Error::failed(cat("cannot map ", path.string(), ": ", std::strerror(errno)));
-  return MappedFile(data, static_cast<std::size_t>(st.st_size));
+  return MappedFile(data, size);
 }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept : data_(other.data_), size_(other.size_) {

@@ -12,6 +12,7 @@
 #include "archive/zip_reader.h"
 #include "archive/zlib_stream.h"
 #include "core/clock.h"
+#include "core/fs.h"
 #include "core/strings.h"
 
 namespace kiln::archive {
@@ -252,17 +253,9 @@ Expected<void> ZipWriter::add(std::string_view name, std::string_view data, bool
 
 Expected<void> ZipWriter::add_file(std::string_view name, const fs::path& source_path,
                                    const std::function<void(std::string_view)>& on_chunk) {
-  int fd = ::open(source_path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return Error::failed(cat("cannot read ", source_path.string(), ": ", errno_text()));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st;
-  if (::fstat(fd, &st) != 0)
-    return Error::failed(cat("cannot stat ", source_path.string(), ": ", errno_text()));
-  if (!S_ISREG(st.st_mode))
-    return Error::failed(cat("cannot add ", source_path.string(), " to a zip: not a regular file"));
+  auto file = open_regular(source_path, O_NOFOLLOW);
+  if (!file) return Error::failed(cat("cannot add to a zip: ", file.error().message));
+  int fd = file->fd.get();
   std::string buffer(kChunk, '\0');
   Source source = [&]() -> Expected<std::string_view> {
     std::size_t filled = 0;
@@ -278,8 +271,7 @@ Expected<void> ZipWriter::add_file(std::string_view name, const fs::path& source
     if (on_chunk && filled > 0) on_chunk(std::string_view(buffer.data(), filled));
     return std::string_view(buffer.data(), filled);
   };
-  return write_entry(name, static_cast<std::uint64_t>(st.st_size), (st.st_mode & 0111) != 0,
-                     source);
+  return write_entry(name, file->size, file->executable, source);
 }
 
 Expected<void> ZipWriter::finish() {

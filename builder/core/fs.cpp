@@ -37,6 +37,18 @@ void UniqueFd::reset(int fd) {
   fd_ = fd;
 }
 
+Expected<RegularFile> open_regular(const fs::path& path, int flags) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | flags));
+  if (fd.get() < 0)
+    return Error::failed(cat("cannot read ", path.string(), ": ", std::strerror(errno)));
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0)
+    return Error::failed(cat("cannot stat ", path.string(), ": ", std::strerror(errno)));
+  if (!S_ISREG(st.st_mode)) return Error::bad_input(cat(path.string(), " is not a regular file"));
+  return RegularFile{std::move(fd), static_cast<std::uint64_t>(st.st_size),
+                     (st.st_mode & 0111) != 0};
+}
+
 bool path_within(const fs::path& path, const fs::path& root) {
   auto p = path.begin();
   for (auto r = root.begin(); r != root.end(); ++r, ++p)

@@ -47,6 +47,15 @@ class UniqueFd {
   int fd_;
 };
 
+// `path` opened read-only (with `flags` added, such as O_NOFOLLOW) and fstat'ed: a regular file
+// with its size and whether it is executable, or why not.
+struct RegularFile {
+  UniqueFd fd;
+  std::uint64_t size = 0;
+  bool executable = false;
+};
+Expected<RegularFile> open_regular(const fs::path& path, int flags = 0);
+
 // Writes `data` to a temp file beside `path`, fsyncs it, renames it over `path` and fsyncs the
 // directory: readers see the old file or the new one, never a torn one.
 Expected<void> write_file_atomic(const fs::path& path, std::string_view data, int mode = 0644);

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+
 #include <fstream>
 
 namespace kiln {
@@ -55,6 +57,26 @@ TEST(Fs, ReadBeneathFollowsNoLink) {
   ASSERT_FALSE(big);
   EXPECT_NE(big.error().message.find("over the limit of 4"), std::string::npos);
   EXPECT_FALSE(read_file_beneath(root, root / "dist", 100));  // not a regular file
+}
+
+TEST(Fs, OpenRegularGivesSizeAndModeOrWhyNot) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-fs-").value();
+  write_file_atomic(dir.path() / "run.sh", "#!/bin/sh\n", 0755).value();
+  fs::create_symlink("run.sh", dir.path() / "link");
+  auto file = open_regular(dir.path() / "run.sh");
+  ASSERT_TRUE(file) << file.error().message;
+  EXPECT_GE(file->fd.get(), 0);
+  EXPECT_EQ(file->size, 10u);
+  EXPECT_TRUE(file->executable);
+  EXPECT_EQ(open_regular(dir.path() / "link")->size, 10u);  // followed unless told otherwise
+  EXPECT_FALSE(open_regular(dir.path() / "link", O_NOFOLLOW));
+  auto directory = open_regular(dir.path());
+  ASSERT_FALSE(directory);
+  EXPECT_EQ(directory.error().kind, ErrorKind::BadInput);
+  EXPECT_NE(directory.error().message.find("is not a regular file"), std::string::npos);
+  auto missing = open_regular(dir.path() / "missing");
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message.find("cannot read"), std::string::npos);
 }
 
 TEST(Fs, TempDirRemovesItself) {
