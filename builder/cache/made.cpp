@@ -75,6 +75,12 @@ Expected<void> make_in_staging(const fs::path& dest, const MadeOnce& what, const
   return fsync_directory(dest.parent_path());
 }
 
+// The lock of a made-once input: beside it, in its own folder, so that caches sharing that folder
+// (a symlinked sysroots/, as the tests' caches and a team's scratch caches do) share its lock.
+fs::path made_lock(const fs::path& folder, std::string_view name) {
+  return folder / cat(name, ".lock");
+}
+
 }  // namespace
 
 std::optional<fs::path> Store::find_made(const MadeOnce& what) const {
@@ -90,7 +96,7 @@ Expected<fs::path> Store::ensure(const MadeOnce& what, const Maker& make) const 
   if (whole(dest, what.marker)) return dest;  // complete ones appear by rename: whole
   (void)mark();
   KILN_CHECK(ensure_directory(dest.parent_path()));
-  KILN_TRY(FileLock lock, FileLock::acquire(lock_path(cat(what.folder, "-", what.name))));
+  KILN_TRY(FileLock lock, FileLock::acquire(made_lock(dest.parent_path(), what.name)));
   if (whole(dest, what.marker)) return dest;  // another kiln made it meanwhile
   remove_stale_staging(dest);  // what a process that died while holding this lock left
   log::info(cat("making ", what.what, " in ", dest.string(), " (once)"));
@@ -110,9 +116,7 @@ GcResult Store::gc_made() const {
         staged.emplace_back(e.path(), name.substr(1, at - 1));
     }
     for (const auto& [path, made] : staged) {
-      const fs::path lock_file = lock_path(cat(folder, "-", made));
-      (void)ensure_directory(lock_file.parent_path());
-      auto lock = FileLock::try_acquire(lock_file, /*create=*/true);
+      auto lock = FileLock::try_acquire(made_lock(root_ / folder, made), /*create=*/true);
       if (!lock) continue;  // being made now
       std::uint64_t bytes = tree_bytes(path);
       if (fs::remove_all(path, ec) > 0 && !ec) ++removed.items, removed.bytes += bytes;

@@ -2,9 +2,10 @@
 // (toolkits/), torch unpacked from its pinned wheel (sysroots/), the setuptools backend's build
 // environments (envs/). Each is a directory named after the hash of what it is made from, whole
 // once its marker file is there; Store::ensure makes it, and is the one place that does: under
-// <cache>/locks/<folder>-<name>.lock, in a staging directory beside it (".<name>.tmp-XXXXXX", so
-// the rename never crosses a mount even when the folder is a link to another one), renamed into
-// place when its maker is done and the marker is there.
+// <folder>/<name>.lock beside it (so caches that share the folder through a link share the lock),
+// in a staging directory beside it (".<name>.tmp-XXXXXX", so the rename never crosses a mount even
+// when the folder is a link to another one), renamed into place when its maker is done and the
+// marker is there.
 #pragma once
 
 #include <filesystem>

@@ -290,8 +290,8 @@ class Store {
   std::filesystem::path last_root() const { return root_ / "last"; }
   std::filesystem::path objects() const { return root_ / "objects"; }
   std::filesystem::path build_roots() const { return root_ / "build"; }
-  // <cache>/locks/<name>.lock: a key's lock is named after the key; the others carry a prefix of
-  // their own ("build-<name>", "<folder>-<name>").
+  // <cache>/locks/<name>.lock: a key's lock is named after the key; a build root's carries the
+  // prefix "build-" (a made-once input's lock is beside it, made.cpp).
   std::filesystem::path lock_path(std::string_view name) const;
   // Where a build records the key inputs of its package for `--explain`'s next diff.
   std::filesystem::path last_inputs(const std::string& target,

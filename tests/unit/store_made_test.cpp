@@ -65,9 +65,34 @@ TEST_F(StoreMade, MakesOnceThenOnlyOpens) {
   EXPECT_EQ(store_->find_made(what), made);
   EXPECT_EQ(store_->ensure(what, writing(what, calls)).value(), made);
   EXPECT_EQ(calls, 1);
-  // Nothing but the made directory in its folder: no staging, no lock (locks/ holds that).
-  EXPECT_EQ(names("toolkits"), std::vector<std::string>{what.name});
-  EXPECT_EQ(names("locks"), std::vector<std::string>{cat("toolkits-", what.name, ".lock")});
+  // Nothing but the made directory and its lock in its folder: no staging.
+  EXPECT_EQ(names("toolkits"), (std::vector<std::string>{what.name, cat(what.name, ".lock")}));
+}
+
+// Caches whose folder is one shared directory (a link, as the tests' caches and a team's scratch
+// caches share sysroots/) share the lock of what is made there: one cache's ensure or gc never
+// removes the staging another cache is filling.
+TEST_F(StoreMade, CachesSharingAFolderShareItsLocks) {
+  const MadeOnce what = torch_sysroot(sha_);
+  const fs::path shared = dir_->path() / "shared-sysroots";
+  fs::create_directories(shared / cat(".", what.name, ".tmp-filling") / "made");
+  Store other(dir_->path() / "other");
+  for (const fs::path& root : {cache_, dir_->path() / "other"}) {
+    fs::create_directories(root);
+    fs::create_directory_symlink(shared, root / "sysroots");
+  }
+  ASSERT_TRUE(store_->mark() && other.mark());
+  {
+    // The first cache is making it (its ensure holds this lock while its maker runs).
+    FileLock held = FileLock::acquire(cache_ / "sysroots" / cat(what.name, ".lock")).value();
+    EXPECT_EQ(other.gc(false).value().items, 0u);
+    EXPECT_TRUE(fs::exists(shared / cat(".", what.name, ".tmp-filling")));
+  }
+  EXPECT_EQ(other.gc(false).value().items, 1u);  // nobody fills it now: a dead maker's
+  int calls = 0;
+  fs::path made = other.ensure(what, writing(what, calls)).value();
+  EXPECT_EQ(store_->find_made(what), cache_ / "sysroots" / what.name);
+  EXPECT_EQ(fs::canonical(made), fs::canonical(shared / what.name));
 }
 
 TEST_F(StoreMade, AFailedMakerLeavesNothing) {
@@ -102,13 +127,13 @@ TEST_F(StoreMade, LeftoversOfADeadMakerAreRemoved) {
   fs::create_directories(cache_ / "toolkits" / cat(".", what.name, ".tmp-dead") / "made");
   ASSERT_TRUE(store_->mark());
   {
-    FileLock held = FileLock::acquire(cache_ / "locks" / cat("toolkits-", what.name, ".lock"))
+    FileLock held = FileLock::acquire(cache_ / "toolkits" / cat(what.name, ".lock"))
                         .value();  // being made now: gc leaves its staging alone
     EXPECT_EQ(store_->gc(false).value().items, 0u);
   }
   GcResult removed = store_->gc(false).value();
   EXPECT_EQ(removed.items, 1u);
-  EXPECT_EQ(names("toolkits"), std::vector<std::string>{what.name});
+  EXPECT_EQ(names("toolkits"), (std::vector<std::string>{what.name, cat(what.name, ".lock")}));
   EXPECT_FALSE(store_->find_made(what));
   int calls = 0;
   fs::path made = store_->ensure(what, writing(what, calls)).value();
