@@ -147,7 +147,8 @@ class CudaDebian : public ::testing::Test {
     std::vector<std::string> out;
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(dir_ / "toolkits", ec))
-      out.push_back(e.path().filename().string());
+      if (e.path().extension() != ".lock")  // a toolkit's lock, an empty file, stays
+        out.push_back(e.path().filename().string());
     std::sort(out.begin(), out.end());
     return out;
   }
@@ -198,8 +199,8 @@ TEST_F(CudaDebian, LaysOutAToolkitThatReadsNothingFromUsr) {
   EXPECT_EQ(marker["release"], "12.4");
   EXPECT_EQ(marker["debs"].size(), 6u);
   // Nothing else beside it but its lock (no staging).
-  EXPECT_EQ(toolkits_entries(), (std::vector<std::string>{root.filename().string(),
-                                                          cat(root.filename().string(), ".lock")}));
+  EXPECT_EQ(toolkits_entries(), (std::vector<std::string>{root.filename().string()}));
+  EXPECT_TRUE(fs::is_regular_file(dir_ / "toolkits" / cat(root.filename().string(), ".lock")));
   // A second call opens what is there.
   EXPECT_EQ(cuda_from_debs(r, files_, store_).value().version, "12.4");
 }

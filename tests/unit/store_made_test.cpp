@@ -44,7 +44,8 @@ class StoreMade : public ::testing::Test {
     std::vector<std::string> out;
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(cache_ / folder, ec))
-      out.push_back(e.path().filename().string());
+      if (e.path().extension() != ".lock")  // a made input's lock, an empty file, stays
+        out.push_back(e.path().filename().string());
     std::sort(out.begin(), out.end());
     return out;
   }
@@ -66,7 +67,8 @@ TEST_F(StoreMade, MakesOnceThenOnlyOpens) {
   EXPECT_EQ(store_->ensure(what, writing(what, calls)).value(), made);
   EXPECT_EQ(calls, 1);
   // Nothing but the made directory and its lock in its folder: no staging.
-  EXPECT_EQ(names("toolkits"), (std::vector<std::string>{what.name, cat(what.name, ".lock")}));
+  EXPECT_EQ(names("toolkits"), std::vector<std::string>{what.name});
+  EXPECT_TRUE(fs::is_regular_file(cache_ / "toolkits" / cat(what.name, ".lock")));
 }
 
 // Caches whose folder is one shared directory (a link, as the tests' caches and a team's scratch
@@ -133,7 +135,7 @@ TEST_F(StoreMade, LeftoversOfADeadMakerAreRemoved) {
   }
   GcResult removed = store_->gc(false).value();
   EXPECT_EQ(removed.items, 1u);
-  EXPECT_EQ(names("toolkits"), (std::vector<std::string>{what.name, cat(what.name, ".lock")}));
+  EXPECT_EQ(names("toolkits"), std::vector<std::string>{what.name});
   EXPECT_FALSE(store_->find_made(what));
   int calls = 0;
   fs::path made = store_->ensure(what, writing(what, calls)).value();
