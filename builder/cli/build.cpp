@@ -7,6 +7,7 @@
 #include <iostream>
 #include <set>
 
+#include "cli/build_commit.h"
 #include "cli/context.h"
 #include "cli/remote_option.h"
 #include "cli/usage.h"
@@ -210,6 +211,7 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
     po.keep_build_root = opts->keep_build_root;
     po.sandbox = *parse_sandbox_mode(opts->sandbox.empty() ? ctx.defaults.sandbox : opts->sandbox);
     po.shared = open_shared_cache(opts->remote, po.cache);
+    po.kiln_commit = std::string(build_commit());
     pipeline::Result result = pipeline::run(plan, po).value();
     if (ctx.json)
       std::cout << result_json(result, opts->explain, po.shared.get())

@@ -17,6 +17,7 @@ std::function<int()> configure_prepare(CLI::App& sub, Context& ctx);
 std::function<int()> configure_resolve(CLI::App& sub, Context& ctx);
 std::function<int()> configure_serve(CLI::App& sub, Context& ctx);
 std::function<int()> configure_target(CLI::App& sub, Context& ctx);
+std::function<int()> configure_rebuild(CLI::App& sub, Context& ctx);
 std::function<int()> configure_validate(CLI::App& sub, Context& ctx);
 std::function<int()> configure_wheel(CLI::App& sub, Context& ctx);
 
@@ -33,6 +34,8 @@ const std::vector<Command>& commands() {
       {"index", "The index as static files: export DIR", configure_index},
       {"prepare", "Fetch, unpack and patch a package's sources into a directory",
        configure_prepare},
+      {"rebuild", "Rebuild a kiln wheel from its kiln.json alone and compare the bytes",
+       configure_rebuild},
       {"resolve", "Load manifests and targets; print the plan with each package's build key",
        configure_resolve},
       {"serve", "Serve the cache as a PEP 503/691 index, one sub-index per target",

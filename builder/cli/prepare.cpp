@@ -46,7 +46,7 @@ std::function<int()> configure_prepare(CLI::App& sub, Context& ctx) {
     cache::Staging scratch = store.staging("prepare-").value();
     // Hunks away from their stated line: a patch's author may want to refresh it.
     std::vector<std::string> offsets =
-        pipeline::prepare_tree(*m, *fetching, scratch.path() / "work", dest).value();
+        pipeline::prepare_tree(*m, *fetching, scratch.path() / "work", dest).value().notes;
     for (const auto& note : offsets) log::info(terminal_text(note, /*keep_newlines=*/false));
     // What a build would refuse, said here too (the tree is there to be looked at).
     if (auto missing = manifest::check_tree(*m, dest); !missing)

@@ -39,8 +39,10 @@ struct BuildRequest {
   int manylinux = 28;  // the glibc minor of the wheel's floor (compat.h)
   // The build root's lock, inherited by every compiler so that an orphaned job keeps it locked.
   int root_lock_fd = -1;
+  // `kiln rebuild`: every job compiled, no object taken from the cache or stored in it.
+  bool fresh = false;
   struct Native {
-    const cache::Store* cache = nullptr;  // the object cache
+    const cache::Store* cache = nullptr;  // the object cache (none: NoObjectCache)
     std::string object_salt;              // identities the objects depend on beyond their argv
     // Shard counts chosen by resolve (part of the build key): "<extension>/<source>" -> n.
     std::map<std::string, int> shards;

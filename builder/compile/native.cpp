@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 
 #include "compile/backend.h"
 #include "compile/compat.h"
@@ -148,7 +149,12 @@ Expected<NativeResult> build_native(const NativeContext& given) {
   KILN_CHECK(prepare_root(ctx));
   KILN_TRY(PlanInput input, plan_input(ctx, slots, sandbox.spec.has_value()));
   const bool cuda = compiles_cuda(input.units);
-  StoreObjectCache objects(*ctx.cache);
+  std::unique_ptr<ObjectCache> cache;
+  if (ctx.cache)
+    cache = std::make_unique<StoreObjectCache>(*ctx.cache);
+  else
+    cache = std::make_unique<NoObjectCache>();
+  ObjectCache& objects = *cache;
   std::shared_ptr<const SandboxSpec> spec;
   if (sandbox.spec) spec = std::make_shared<const SandboxSpec>(std::move(*sandbox.spec));
   // A restore job alone whose entry left the cache after planning stops the run: what the cache
@@ -187,7 +193,7 @@ NativeContext native_context(const BuildRequest& request) {
 class NativeBackend final : public Backend {
  public:
   Expected<void> prepare(const Preparation& p, BuildRequest& request) const override {
-    request.native = {p.store, p.object_salt, p.shards};
+    request.native = {request.fresh ? nullptr : p.store, p.object_salt, p.shards};
     return {};
   }
   Expected<BuildOutput> build(const BuildRequest& request) const override {

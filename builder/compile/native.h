@@ -35,7 +35,7 @@ namespace kiln::compile {
 // compilers record are then the same on every build of the same inputs.
 struct NativeContext : CompileBasics {
   toolchain::TorchSysroot torch;
-  const cache::Store* cache = nullptr;  // its objects/ holds the object cache
+  const cache::Store* cache = nullptr;  // its objects/ holds the object cache (none: no cache)
   std::string object_salt;              // identities the objects depend on beyond their argv
   // Shard counts chosen by resolve (part of the build key): "<extension>/<source>" -> n.
   std::map<std::string, int> shards;

@@ -68,6 +68,30 @@ class ObjectCache {
   virtual void count_wait() {}
 };
 
+// No cache at all (`kiln rebuild`, which must compile every job): every probe and restore misses,
+// nothing is stored.
+class NoObjectCache final : public ObjectCache {
+ public:
+  bool has_object(const std::string&) override { return false; }
+  bool has_device_part(const std::string&, const std::vector<std::filesystem::path>&) override {
+    return false;
+  }
+  std::optional<std::string> peek_manifest(const std::string&) override { return std::nullopt; }
+  bool restore_object(const std::string&, const std::filesystem::path&) override { return false; }
+  Expected<void> store_object(const std::string&, const std::filesystem::path&) override {
+    return {};
+  }
+  bool restore_device_part(const std::string&, const std::vector<std::filesystem::path>&) override {
+    return false;
+  }
+  Expected<void> store_device_part(const std::string&,
+                                   const std::vector<std::filesystem::path>&) override {
+    return {};
+  }
+  std::optional<std::string> load_manifest(const std::string&) override { return std::nullopt; }
+  Expected<void> store_manifest(const std::string&, std::string_view) override { return {}; }
+};
+
 // Over the cache's objects/ folder.
 class StoreObjectCache : public ObjectCache {
  public:

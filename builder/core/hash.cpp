@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <fstream>
 
@@ -70,6 +71,34 @@ Expected<std::string> sha256_file(const std::filesystem::path& path) {
   }
   if (in.bad()) return Error::failed(cat("error reading ", path.string()));
   return h.hex_digest();
+}
+
+std::string base64_encode(std::string_view data) {
+  std::string out(4 * ((data.size() + 2) / 3), '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(data.data()),
+                          static_cast<int>(data.size()));
+  out.resize(static_cast<std::size_t>(n));
+  return out;
+}
+
+std::optional<std::string> base64_decode(std::string_view text) {
+  if (text.size() % 4 != 0 || text.size() > static_cast<std::size_t>(INT_MAX)) return std::nullopt;
+  std::size_t pad = 0;
+  while (pad < 2 && pad < text.size() && text[text.size() - 1 - pad] == '=') ++pad;
+  for (std::size_t i = 0; i < text.size() - pad; ++i) {
+    char c = text[i];
+    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '+' || c == '/';
+    if (!ok) return std::nullopt;
+  }
+  std::string out(3 * (text.size() / 4), '\0');
+  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(text.data()),
+                          static_cast<int>(text.size()));
+  if (n < 0) return std::nullopt;
+  out.resize(static_cast<std::size_t>(n) - pad);
+  return out;
 }
 
 std::string base64_urlsafe_nopad(const std::uint8_t* data, std::size_t size) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -33,5 +34,9 @@ std::string sha256_hex(std::string_view data);
 Expected<std::string> sha256_file(const std::filesystem::path& path);
 std::string base64_urlsafe_nopad(const std::uint8_t* data, std::size_t size);
 bool is_sha256_hex(std::string_view text);  // 64 lowercase hex digits
+// Standard base64 (RFC 4648, padded), and back: nullopt for text that is not exactly that (a
+// character outside the alphabet, a length not a multiple of 4, padding in the middle).
+std::string base64_encode(std::string_view data);
+std::optional<std::string> base64_decode(std::string_view text);
 
 }  // namespace kiln

@@ -104,6 +104,7 @@ Expected<Toolchain> prepare_toolchain(const resolve::ResolvedTarget& rt, Fetchin
   if (!tc.torch.cuda.empty())
     KILN_CHECK(
         toolchain::check_cuda_matches(tc.cuda, tc.torch.cuda, cat("torch ", tc.torch.version)));
+  KILN_TRY(tc.host, toolchain::probe_host_facts(tc.cxx, tc.cuda));
   return tc;
 }
 
@@ -172,7 +173,8 @@ Expected<void> finish_compiled(const manifest::Manifest& m, const resolve::Resol
       wheel::pin_torch(spec.metadata.requires_dist, rt.target.torch_minor(), true);
   provenance.archs = rt.target.archs.canonical();
   provenance.tools = wheel::BuiltTools{tc.cuda.version_text, tc.cxx.version_text, tc.python.version,
-                                       built_torch(tc.torch)};
+                                       built_torch(tc.torch),   tc.host.ld,
+                                       tc.host.glibc,           tc.host.cuda_include};
   provenance.platform =
       wheel::BuiltPlatform{platform.tag, platform.limiting, platform.highest, platform.needs};
   return {};
@@ -204,6 +206,7 @@ struct Run {
   Fetching& fetching;
   std::map<std::string, Toolchain> toolchains;  // per target, prepared on first miss
   Result& result;
+  const Fresh* fresh = nullptr;  // build_fresh's
 };
 
 const resolve::ResolvedTarget* target_of(const resolve::Plan& plan, const std::string& name) {
@@ -291,6 +294,7 @@ Expected<compile::BuildRequest> build_request(Run& run, const compile::Backend& 
   request.manylinux = rt.manylinux;
   request.root_lock_fd = build_root.lock_fd();
   request.sandbox = run.options.sandbox;
+  request.fresh = run.fresh != nullptr;
   compile::Preparation prep;
   prep.target = &rt.target;
   prep.build_env = &run.plan.build_env;
@@ -402,14 +406,43 @@ std::string entry_text(const std::string& text) {
   return terminal_field(text, cache::kMaxEntryFieldBytes - 3);
 }
 
-// A cache miss: sources, backend, wheel, validation, commit. The item's key lock is held. What
-// the build says of its bytes' reproducibility is added to `caveats`.
-Expected<cache::Entry> build_item(Run& run, const resolve::PlanItem& item,
-                                  const resolve::ResolvedTarget* rt,
-                                  std::vector<std::string>& caveats) {
+// What `kiln rebuild` needs that the key's inputs leave out (wheel::RebuildRecipe): where the
+// source is, the target's torch index for a compiled package, the applied patches' bytes.
+wheel::RebuildRecipe rebuild_recipe(const manifest::Manifest& m, const resolve::ResolvedTarget* rt,
+                                    const std::string& kiln_commit,
+                                    std::vector<patch::PatchText> applied) {
+  wheel::RebuildRecipe r;
+  r.kiln_commit = kiln_commit;
+  using Kind = manifest::Source::Kind;
+  if (m.source.kind == Kind::Url || m.source.kind == Kind::Git) {
+    r.source_url = m.source.url;
+    r.source_size = m.source.size;
+  }
+  if (rt && m.backend->compiles) r.torch_index_url = rt->target.torch_index_url;
+  for (std::size_t i = 0; i < applied.size() && i < m.patches.size(); ++i)
+    r.patches.push_back({m.patches[i].name, m.patches[i].sha256, std::move(applied[i].text)});
+  return r;
+}
+
+// A wheel built and checked, in a staging directory of the cache (removed with it).
+struct Made {
+  cache::Staging staging;
+  fs::path wheel;
+  std::string version;  // with its local label
+};
+
+// Sources, backend, wheel, validation: what a cache miss and a rebuild do. What the build says of
+// its bytes' reproducibility is added to `caveats`.
+Expected<Made> make_wheel(Run& run, const resolve::PlanItem& item, const resolve::ResolvedTarget* rt,
+                          std::vector<std::string>& caveats) {
   const manifest::Manifest& m = *item.manifest;
   KILN_TRY(std::unique_ptr<compile::Backend> backend, compile::make_backend(*m.backend));
   KILN_CHECK(backend->check_archs(rt->target.archs));
+  const Toolchain* tc = nullptr;
+  if (m.backend->compiles) {
+    KILN_TRY(tc, toolchain_for(run, *rt));
+    if (run.fresh && run.fresh->check_toolchain) KILN_CHECK(run.fresh->check_toolchain(*tc));
+  }
   log::info(cat("building ", m.name, " ", m.version, " for ", item.target_name, " (",
                 std::string(m.backend->name), ")"));
 
@@ -419,24 +452,24 @@ Expected<cache::Entry> build_item(Run& run, const resolve::PlanItem& item,
            cache::BuildRoot::create(run.store, item.root_key, run.options.keep_build_root));
   if (!build_root.caveat().empty()) caveats.push_back(build_root.caveat());
   fs::path src = build_root.path() / "src";
-  KILN_TRY(std::vector<std::string> offsets,
+  KILN_TRY(PreparedTree prepared,
            prepare_tree(m, run.fetching, build_root.path() / "scratch", src));
-  for (const auto& note : offsets) log::verbose(terminal_text(note, /*keep_newlines=*/false));
+  for (const auto& note : prepared.notes)
+    log::verbose(terminal_text(note, /*keep_newlines=*/false));
   KILN_CHECK(manifest::check_tree(m, src));
   check_interrupted();
 
   KILN_TRY(wheel::UpstreamMetadata upstream, wheel::read_upstream_metadata(src));
   KILN_TRY(wheel::WheelSpec spec, base_spec(m, src, upstream));
   wheel::Provenance provenance;
-  provenance.kiln = KILN_VERSION;
+  provenance.kiln = run.options.kiln_version.empty() ? KILN_VERSION : run.options.kiln_version;
+  provenance.format = wheel::kProvenanceFormat;
   provenance.recipe = resolve::kRecipeVersion;
   provenance.build_key = item.key;
   provenance.backend = std::string(m.backend->name);
   provenance.inputs = item.inputs;
-  const Toolchain* tc = nullptr;
-  if (m.backend->compiles) {
-    KILN_TRY(tc, toolchain_for(run, *rt));
-  }
+  provenance.rebuild =
+      rebuild_recipe(m, rt, run.options.kiln_commit, std::move(prepared.patches));
   KILN_TRY(compile::BuildRequest request, build_request(run, *backend, item, *rt, tc, build_root));
   KILN_TRY(compile::BuildOutput built, run_backend(run, *backend, item, request));
   caveats.insert(caveats.end(), built.caveats.begin(), built.caveats.end());
@@ -449,15 +482,24 @@ Expected<cache::Entry> build_item(Run& run, const resolve::PlanItem& item,
   KILN_TRY(fs::path wheel_path, wheel::write_wheel(spec, staging.path()));
   check_interrupted();
   KILN_CHECK(check_before_commit(wheel_path, m, rt, tc, upstream));
+  return Made{std::move(staging), std::move(wheel_path), spec.version};
+}
+
+// A cache miss: the wheel made, then committed. The item's key lock is held.
+Expected<cache::Entry> build_item(Run& run, const resolve::PlanItem& item,
+                                  const resolve::ResolvedTarget* rt,
+                                  std::vector<std::string>& caveats) {
+  const manifest::Manifest& m = *item.manifest;
+  KILN_TRY(Made made, make_wheel(run, item, rt, caveats));
   cache::EntryInfo info;
   info.package = m.name;
-  info.version = spec.version;
+  info.version = made.version;
   info.target = item.target_name;
   info.backend = std::string(m.backend->name);
   info.manifest_version = m.version;
-  if (tc) info.archs = rt->target.archs.canonical();
+  if (m.backend->compiles) info.archs = rt->target.archs.canonical();
   for (const auto& c : caveats) info.caveats.push_back(entry_text(c));
-  return run.store.commit(item.key, wheel_path, std::move(info));
+  return run.store.commit(item.key, made.wheel, std::move(info));
 }
 
 // Why a wheel the remote cache has for `item` is not taken (empty: it is taken): it must be
@@ -623,6 +665,25 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
   result.downloads = fetching->downloads();
   result.local = store.local_stats();
   return result;
+}
+
+Expected<fs::path> build_fresh(const resolve::Plan& plan, const Options& options,
+                               const Fresh& fresh) {
+  if (plan.items.size() != 1) return Error::failed("a rebuild builds exactly one item");
+  const resolve::PlanItem& item = plan.items[0];
+  Result result;
+  cache::Store store(options.cache);
+  KILN_TRY(std::unique_ptr<Fetching> fetching,
+           Fetching::create(store, options.offline, options.index_url));
+  Run state{plan, options, store, *fetching, {}, result, &fresh};
+  std::vector<std::string> caveats;
+  KILN_TRY(Made made, make_wheel(state, item, target_of(plan, item.target_name), caveats));
+  for (const auto& c : caveats) log::warn(cat("the rebuild may differ: ", c));
+  fs::path out = fresh.into / made.wheel.filename();
+  std::error_code ec;
+  fs::rename(made.wheel, out, ec);
+  if (ec) return Error::failed(cat("cannot move the rebuilt wheel to ", out.string(), ": ", ec.message()));
+  return out;
 }
 
 }  // namespace kiln::pipeline

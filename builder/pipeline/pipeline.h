@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,6 +15,7 @@
 #include "core/expected.h"
 #include "core/sandbox.h"
 #include "resolve/plan.h"
+#include "toolchain/toolchain.h"
 
 namespace kiln::pipeline {
 
@@ -33,6 +35,18 @@ struct Options {
   // Where the compiling backends run a package's code (compile/sandbox.h). A build that will run
   // sandboxed takes no wheel built unsandboxed (its caveats say so) as a hit, local or remote.
   SandboxMode sandbox = SandboxMode::Auto;
+  // What each wheel's kiln.json says of kiln: its commit (cli::build_commit()) and version (""
+  // = this kiln's). `kiln rebuild` passes the wheel's own, so that only the build can differ.
+  std::string kiln_commit;
+  std::string kiln_version;
+};
+
+// `kiln rebuild`: one item built afresh.
+struct Fresh {
+  std::filesystem::path into;  // where the wheel is left (a directory on the cache's filesystem)
+  // Called with the item's toolchain before anything is fetched or built: an error stops the
+  // rebuild (the host differs from the one the wheel records).
+  std::function<Expected<void>(const toolchain::Toolchain&)> check_toolchain;
 };
 
 struct ItemResult {
@@ -65,5 +79,11 @@ struct Result {
 // The items in order, each a hit or a build; the first failure ends the run with `error` set. An
 // error before any item (the cache or the index cannot be opened) is the Expected's.
 Expected<Result> run(const resolve::Plan& plan, const Options& options);
+
+// The plan's one item built as `run` builds a miss, but with nothing taken from any cache (no
+// wheel, no object, local or remote) and nothing committed: the checked wheel is left in
+// `fresh.into`, and its path returned.
+Expected<std::filesystem::path> build_fresh(const resolve::Plan& plan, const Options& options,
+                                            const Fresh& fresh);
 
 }  // namespace kiln::pipeline

@@ -5,6 +5,7 @@
 #include "archive/copy.h"
 #include "archive/unpack.h"
 #include "core/fs.h"
+#include "core/hash.h"
 #include "core/strings.h"
 #include "fetch/index_config.h"
 #include "patch/patch.h"
@@ -53,7 +54,7 @@ Expected<fetch::Fetched> fetch_package(const manifest::Manifest& m, Fetching& fe
   return got;
 }
 
-Expected<std::vector<std::string>> prepare_tree(const manifest::Manifest& m, Fetching& fetching,
+Expected<PreparedTree> prepare_tree(const manifest::Manifest& m, Fetching& fetching,
                                                 const fs::path& scratch, const fs::path& dest) {
   std::error_code ec;
   if (fs::exists(dest, ec)) return Error::bad_input(cat(dest.string(), " already exists"));
@@ -80,15 +81,17 @@ Expected<std::vector<std::string>> prepare_tree(const manifest::Manifest& m, Fet
     if (ec)
       return Error::failed(cat("cannot move the unpacked sources into place: ", ec.message()));
   }
-  std::vector<std::string> notes;
+  PreparedTree prepared;
   if (!m.patches.empty()) {
-    std::vector<patch::PatchText> texts;
     for (const auto& p : m.patches) {
       KILN_TRY(std::string text, read_file(p.path));
-      texts.push_back({p.name, std::move(text)});
+      if (sha256_hex(text) != p.sha256)
+        return Error::failed(cat("patch ", p.name, " of ", m.display_path,
+                                 " changed after the manifest was read"));
+      prepared.patches.push_back({p.name, std::move(text)});
     }
-    KILN_TRY(patch::ApplyResult applied, patch::apply_series(tree, texts, 1));
-    notes = std::move(applied.notes);
+    KILN_TRY(patch::ApplyResult applied, patch::apply_series(tree, prepared.patches, 1));
+    prepared.notes = std::move(applied.notes);
   }
   KILN_CHECK(ensure_directory(dest.parent_path().empty() ? fs::path(".") : dest.parent_path()));
   fs::rename(tree, dest, ec);
@@ -101,7 +104,7 @@ Expected<std::vector<std::string>> prepare_tree(const manifest::Manifest& m, Fet
     if (ec) return Error::failed(cat("cannot create ", dest.string(), ": ", ec.message()));
   }
   fs::remove_all(scratch, ec);
-  return notes;
+  return prepared;
 }
 
 }  // namespace kiln::pipeline

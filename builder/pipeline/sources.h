@@ -13,6 +13,7 @@
 #include "fetch/http.h"
 #include "fetch/source.h"
 #include "manifest/manifest.h"
+#include "patch/patch.h"
 
 namespace kiln::pipeline {
 
@@ -43,11 +44,18 @@ class Fetching {
 Expected<fetch::Fetched> fetch_package(const manifest::Manifest& m, Fetching& fetching,
                                        const std::filesystem::path& checkout_dir);
 
+// What prepare_tree applied: the patch series' bytes (each checked against the sha256 its manifest
+// was loaded with), and the hunks that applied away from their stated line
+// (patch::ApplyResult::notes), for a patch's author to see.
+struct PreparedTree {
+  std::vector<patch::PatchText> patches;
+  std::vector<std::string> notes;
+};
+
 // Writes the patched source tree of `m` to `dest`, which must not exist. `scratch` is a directory
-// kiln may use for this (it is emptied). On failure `dest` does not exist. Returns the hunks that
-// applied away from their stated line (patch::ApplyResult::notes), for a patch's author to see.
-Expected<std::vector<std::string>> prepare_tree(const manifest::Manifest& m, Fetching& fetching,
-                                                const std::filesystem::path& scratch,
-                                                const std::filesystem::path& dest);
+// kiln may use for this (it is emptied). On failure `dest` does not exist.
+Expected<PreparedTree> prepare_tree(const manifest::Manifest& m, Fetching& fetching,
+                                    const std::filesystem::path& scratch,
+                                    const std::filesystem::path& dest);
 
 }  // namespace kiln::pipeline

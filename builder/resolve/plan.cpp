@@ -215,6 +215,28 @@ Expected<PlanItem> plan_item(const Manifest& manifest, const ResolvedTarget& tar
 
 }  // namespace
 
+Expected<void> use_shards(PlanItem& item, const std::map<std::string, int>& shards) {
+  std::map<std::string, int> units;
+  for (const auto& e : item.manifest->extensions)
+    for (const auto& s : e.shards) units[e.name + "/" + s.source] = s.units;
+  for (const auto& [source, n] : shards) {
+    auto it = units.find(source);
+    if (it == units.end() || !item.shards.count(source))
+      return Error::bad_input(cat("the recorded shards name ", source,
+                                  ", which is no shardable source of ", item.manifest->name));
+    if (n < 1 || n > std::max(it->second, 1))
+      return Error::bad_input(cat("the recorded shard count of ", source, " (", n,
+                                  ") is not between 1 and its ", it->second, " units"));
+  }
+  if (shards.size() != item.shards.size())
+    return Error::bad_input(cat("the recorded shards name ", shards.size(), " sources; ",
+                                item.manifest->name, " has ", item.shards.size()));
+  item.shards = shards;
+  if (!shards.empty()) item.inputs["shards"] = shards;
+  item.key = sha256_hex(item.inputs.dump());
+  return {};
+}
+
 std::string target_local_label(const ResolvedTarget& target) {
   const std::string& torch = target.torch ? target.torch->version : target.target.torch_version;
   return wheel::local_label(target.target.cuda_version, torch);

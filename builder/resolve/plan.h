@@ -89,6 +89,10 @@ toolchain::CudaRequest cuda_request(const manifest::Target& target);
 // min(units, slots) shards would (2 slots: 2; 16 slots and 18 units: 9 shards of 2; 18+: 18).
 int shard_count(int units, int slots);
 
+// `item` with the shard counts a wheel records (`kiln rebuild`) in place of those chosen from the
+// cores: the same shardable sources, each count from 1 to its units; its inputs and key again.
+Expected<void> use_shards(PlanItem& item, const std::map<std::string, int>& shards);
+
 // The label kiln gives the wheels it compiles for this target ("cu130torch2.11"): its CUDA and the
 // minor of its torch (the pinned one, or the environment's once probed).
 std::string target_local_label(const ResolvedTarget& target);

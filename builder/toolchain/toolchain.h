@@ -6,6 +6,7 @@
 
 #include "toolchain/compiler.h"
 #include "toolchain/cuda.h"
+#include "toolchain/host.h"
 #include "toolchain/python.h"
 #include "toolchain/torch.h"
 
@@ -17,6 +18,7 @@ struct Toolchain {
   HostCompiler cxx;
   TorchSysroot torch;
   std::filesystem::path torch_wheel;  // the pinned wheel (empty for a torch from an environment)
+  HostFacts host;                     // the linker, C library and CUDA headers it builds with
 };
 
 }  // namespace kiln::toolchain

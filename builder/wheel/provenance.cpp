@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "core/json.h"
 #include "core/strings.h"
 
@@ -73,6 +74,12 @@ class Object {
                       : v->get<std::int64_t>() >= lo && v->get<std::int64_t>() <= hi;
       if (!fits) raise(Error::bad_input(cat("kiln.json: ", at(key), " is out of range")));
       out = v->get<int>();
+    }
+  }
+  void read(const char* key, std::optional<std::uint64_t>& out) const {
+    if (const json* v = get(key)) {
+      if (!v->is_number_unsigned()) wrong(at(key), *v, "a size in bytes");
+      out = v->get<std::uint64_t>();
     }
   }
   void read(const char* key, std::vector<std::string>& out) const {
@@ -162,6 +169,9 @@ BuiltTools read_tools(const Object& o) {
   o.read("nvcc", t.nvcc);
   o.read("cxx", t.cxx);
   o.read("python", t.python);
+  o.read("ld", t.ld);
+  o.read("glibc", t.glibc);
+  o.read("cuda_include", t.cuda_include);
   if (auto torch = o.object("torch")) {
     torch->read("version", t.torch.version);
     torch->read("cuda", t.torch.cuda);
@@ -172,11 +182,36 @@ BuiltTools read_tools(const Object& o) {
   return t;
 }
 
+RebuildRecipe read_rebuild(const Object& o) {
+  RebuildRecipe r;
+  o.read("kiln_commit", r.kiln_commit);
+  if (auto source = o.object("source")) {
+    source->read("url", r.source_url);
+    source->read("size", r.source_size);
+  }
+  o.read("torch_index_url", r.torch_index_url);
+  std::optional<std::vector<RebuildRecipe::Patch>> patches;
+  o.read("patches", patches, [](const Object& e) {
+    RebuildRecipe::Patch patch;
+    e.read("name", patch.name);
+    e.read("sha256", patch.sha256);
+    std::string text;
+    e.read("base64", text);
+    auto bytes = base64_decode(text);
+    if (!bytes) raise(Error::bad_input(cat("kiln.json: ", e.at("base64"), " is not base64")));
+    patch.bytes = std::move(*bytes);
+    return patch;
+  });
+  if (patches) r.patches = std::move(*patches);
+  return r;
+}
+
 Provenance read_provenance(const json& j) {
   if (!j.is_object()) raise(Error::bad_input(cat("kiln.json is ", a_type(j), ", not an object")));
   Object top(j, "");
   Provenance p;
   top.read("kiln", p.kiln);
+  top.read("format", p.format);
   top.read("recipe", p.recipe);
   top.read("build_key", p.build_key);
   top.read("backend", p.backend);
@@ -198,8 +233,23 @@ Provenance read_provenance(const json& j) {
     st->read("built_wheel", p.setuptools->built_wheel);
     st->read("torch_cuda_arch_list", p.setuptools->torch_cuda_arch_list);
   }
+  if (auto rebuild = top.object("rebuild")) p.rebuild = read_rebuild(*rebuild);
   top.read("caveats", p.caveats);
   return p;
+}
+
+json rebuild_json(const RebuildRecipe& r) {
+  json patches = json::array();
+  for (const auto& patch : r.patches)
+    patches.push_back(
+        {{"name", patch.name}, {"sha256", patch.sha256}, {"base64", base64_encode(patch.bytes)}});
+  json source = json::object();
+  if (!r.source_url.empty()) source["url"] = r.source_url;
+  if (r.source_size) source["size"] = *r.source_size;
+  return {{"kiln_commit", r.kiln_commit},
+          {"source", source},
+          {"torch_index_url", r.torch_index_url},
+          {"patches", patches}};
 }
 
 }  // namespace
@@ -210,6 +260,8 @@ json to_json(const Provenance& p) {
             {"build_key", p.build_key},
             {"backend", p.backend},
             {"inputs", p.inputs}};
+  const bool format2 = p.format >= 2;  // format 1 files read back to the same bytes
+  if (format2) j["format"] = p.format;
   if (p.archs) j["archs"] = *p.archs;
   if (p.tools) {
     const BuiltTorch& t = p.tools->torch;
@@ -222,6 +274,11 @@ json to_json(const Provenance& p) {
                     {"cxx11_abi", t.cxx11_abi},
                     {"abi_flags", t.abi_flags},
                     {"sha256", t.sha256}}}};
+    if (format2) {
+      j["tools"]["ld"] = p.tools->ld;
+      j["tools"]["glibc"] = p.tools->glibc;
+      j["tools"]["cuda_include"] = p.tools->cuda_include;
+    }
   }
   if (p.platform) {
     j["platform"] = {{"tag", p.platform->tag},
@@ -232,6 +289,7 @@ json to_json(const Provenance& p) {
   if (p.setuptools)
     j["setuptools"] = {{"built_wheel", p.setuptools->built_wheel},
                        {"torch_cuda_arch_list", p.setuptools->torch_cuda_arch_list}};
+  if (p.rebuild) j["rebuild"] = rebuild_json(*p.rebuild);
   if (!p.caveats.empty()) j["caveats"] = p.caveats;
   return j;
 }

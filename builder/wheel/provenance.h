@@ -3,6 +3,7 @@
 // refuses a field of the wrong type with an error naming it instead of throwing.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,7 +30,34 @@ struct BuiltTools {
   std::string cxx;     // the host compiler's version line
   std::string python;  // "3.11.7"
   BuiltTorch torch;
+  // Since provenance format 2 (empty in older wheels'): the first line of the host compiler's
+  // linker's `--version`, the host's glibc ("2.36"), and the CUDA toolkit's include/ tree's
+  // tree_sha256 (core/fs.h). What `kiln rebuild` compares with its host before building.
+  std::string ld;
+  std::string glibc;
+  std::string cuda_include;
 };
+
+// "rebuild" (provenance format 2): what `kiln rebuild` needs from the wheel alone that the key's
+// inputs leave out. Not hashed into the key: adding it changed wheel bytes, not keys.
+struct RebuildRecipe {
+  std::string kiln_commit;  // the commit kiln was built from (cli::build_commit)
+  // Where the source is: a url source's URL and size, a git source's URL (inputs hold its commit);
+  // empty for a PyPI source (inputs hold its project, file and sha256: any index serves it) and a
+  // local one (nobody else can fetch it).
+  std::string source_url;
+  std::optional<std::uint64_t> source_size;
+  // The target's [torch] index-url ("" = the index the rebuilder configures).
+  std::string torch_index_url;
+  // The patch series' bytes, in order, as inputs name them (name and sha256).
+  struct Patch {
+    std::string name, sha256, bytes;
+  };
+  std::vector<Patch> patches;
+};
+
+// The provenance format this kiln writes: 2 added "rebuild" and tools.ld/glibc/cuda_include.
+constexpr int kProvenanceFormat = 2;
 
 // "platform": the manylinux tag of a compiled wheel and what decided it (wheel::PlatformTag).
 struct BuiltPlatform {
@@ -82,6 +110,7 @@ struct InputFacts {
 struct Provenance {
   // Every wheel's.
   std::string kiln;  // kiln's version
+  int format = 1;    // kProvenanceFormat when written; 1 when absent (older kilns')
   int recipe = 0;    // resolve::kRecipeVersion
   std::string build_key;
   std::string backend;    // "native" | "setuptools" | "pure"
@@ -92,6 +121,8 @@ struct Provenance {
   std::optional<BuiltPlatform> platform;
   // The setuptools backend's only.
   std::optional<SetuptoolsBuild> setuptools;
+  // Every wheel's since format 2.
+  std::optional<RebuildRecipe> rebuild;
   // Why the bytes may differ from the same build's elsewhere, and that its code ran unsandboxed
   // ("not sandboxed: …"); written only when there are any (a reproducible, sandboxed build's
   // kiln.json is as before).
@@ -100,7 +131,9 @@ struct Provenance {
   InputFacts facts;  // from `inputs`, filled by parse_provenance (not written)
 };
 
-// The JSON kiln writes: the five common fields always, the optional parts when set.
+// The JSON kiln writes: the five common fields always (and "format" from format 2 on), the optional
+// parts when set; format 2's fields of "tools" only in format 2 (a format 1 file reads back to the
+// same bytes).
 nlohmann::json to_json(const Provenance& p);
 // kiln.json's bytes: to_json(p).dump(2) and a newline.
 std::string provenance_text(const Provenance& p);

@@ -83,6 +83,15 @@ class BuildFixtureTest(KilnTestCase):
             provenance = json.loads(z.read(f"{info}/kiln.json"))
             self.assertEqual(provenance["build_key"], item["key"])
             self.assertEqual(provenance["archs"], "sm_90")
+            # Format 2: what a rebuild needs beside the key's inputs, and this host's facts.
+            self.assertEqual(provenance["format"], 2)
+            self.assertEqual(provenance["rebuild"]["patches"], [])
+            self.assertEqual(provenance["rebuild"]["source"], {})  # a local tree: nobody fetches it
+            self.assertEqual(provenance["rebuild"]["torch_index_url"], "")
+            self.assertRegex(provenance["rebuild"]["kiln_commit"], r"^([0-9a-f]{12}(-dirty)?|unknown)$")
+            self.assertEqual(provenance["tools"]["glibc"], os.confstr("CS_GNU_LIBC_VERSION").split()[1])
+            self.assertTrue(provenance["tools"]["ld"].startswith("GNU ld"), provenance["tools"]["ld"])
+            self.assertRegex(provenance["tools"]["cuda_include"], r"^[0-9a-f]{64}$")
             self.assertIn(f"{info}/licenses/LICENSE", names)
 
         # Peer tools accept it.

@@ -24,6 +24,22 @@ TEST(Hash, Base64UrlsafeNoPadding) {
             "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU");
 }
 
+TEST(Hash, Base64RoundTripsAndRefusesWhatIsNotBase64) {
+  EXPECT_EQ(base64_encode(""), "");
+  EXPECT_EQ(base64_encode("f"), "Zg==");
+  EXPECT_EQ(base64_encode("fo"), "Zm8=");
+  EXPECT_EQ(base64_encode("foo"), "Zm9v");
+  EXPECT_EQ(base64_encode(std::string("\xff\xfe\x00", 3)), "//4A");
+  std::string all;
+  for (int i = 0; i < 256; ++i) all += static_cast<char>(i);
+  for (std::size_t n = 0; n <= all.size(); n += 37)
+    EXPECT_EQ(base64_decode(base64_encode(all.substr(0, n))), all.substr(0, n)) << n;
+  EXPECT_EQ(base64_decode("Zg=="), "f");
+  EXPECT_EQ(base64_decode(""), "");
+  for (const char* bad : {"Zg=", "Zg", "Z===", "Zg=a", "Zm9v\n", "Zm-v", "Zm_v", "=Zm9", "Zm9v===="})
+    EXPECT_FALSE(base64_decode(bad)) << bad;
+}
+
 TEST(Hash, IsSha256Hex) {
   EXPECT_TRUE(is_sha256_hex(std::string(64, 'a')));
   EXPECT_FALSE(is_sha256_hex(std::string(64, 'A')));

@@ -181,6 +181,68 @@ TEST(Provenance, WrongTypesAreRefusedNamingTheField) {
             "kiln.json is not valid JSON");
 }
 
+// Format 2: the host facts in "tools" and the "rebuild" recipe, whose patch bytes (any bytes, not
+// only UTF-8) come back exactly.
+TEST(Provenance, Format2CarriesHostFactsAndTheRebuildRecipe) {
+  Provenance p = new_provenance("native", json::parse(fixture("native.json"))["inputs"]);
+  p.format = kProvenanceFormat;
+  p.tools->ld = "GNU ld (GNU Binutils for Debian) 2.40";
+  p.tools->glibc = "2.36";
+  p.tools->cuda_include = std::string(64, 'd');
+  RebuildRecipe r;
+  r.kiln_commit = "0123456789ab";
+  r.source_url = "https://example.org/x-1.0.tar.gz";
+  r.source_size = 1ULL << 33;
+  r.torch_index_url = "https://download.pytorch.org/whl/cu128";
+  r.patches = {{"0001-a.patch", std::string(64, 'e'), "--- a/x\n+++ b/x\n"},
+               {"0002-b.patch", std::string(64, 'f'), std::string("\xff\x00\xfe\n", 4)}};
+  p.rebuild = r;
+  std::string text = provenance_text(p);
+  json j = json::parse(text);
+  EXPECT_EQ(j["format"], 2);
+  EXPECT_EQ(j["tools"]["glibc"], "2.36");
+  EXPECT_EQ(j["rebuild"]["patches"][1]["base64"], "/wD+Cg==");
+  EXPECT_EQ(j["rebuild"]["source"]["size"], 1ULL << 33);
+  Provenance back = parse_provenance(text).value();
+  EXPECT_EQ(provenance_text(back), text);
+  EXPECT_EQ(back.format, 2);
+  ASSERT_TRUE(back.tools && back.rebuild);
+  EXPECT_EQ(back.tools->ld, "GNU ld (GNU Binutils for Debian) 2.40");
+  EXPECT_EQ(back.tools->cuda_include, std::string(64, 'd'));
+  EXPECT_EQ(back.rebuild->kiln_commit, "0123456789ab");
+  EXPECT_EQ(back.rebuild->source_url, r.source_url);
+  EXPECT_EQ(back.rebuild->source_size, r.source_size);
+  EXPECT_EQ(back.rebuild->torch_index_url, r.torch_index_url);
+  ASSERT_EQ(back.rebuild->patches.size(), 2u);
+  EXPECT_EQ(back.rebuild->patches[1].bytes, std::string("\xff\x00\xfe\n", 4));
+  EXPECT_EQ(back.rebuild->patches[0].name, "0001-a.patch");
+  // Format 1 (the fixtures): no "format", no host facts, no rebuild recipe.
+  Provenance old = parse_provenance(fixture("native.json")).value();
+  EXPECT_EQ(old.format, 1);
+  EXPECT_FALSE(old.rebuild);
+  EXPECT_TRUE(old.tools->ld.empty());
+}
+
+TEST(Provenance, ABrokenRebuildRecipeIsRefusedNamingTheField) {
+  json j = json::parse(fixture("native.json"));
+  j["format"] = 2;
+  j["rebuild"] = {{"patches", {{{"name", "p"}, {"sha256", "x"}, {"base64", "not base64!"}}}}};
+  EXPECT_EQ(parse_provenance(j.dump()).error().message,
+            "kiln.json: rebuild.patches[0].base64 is not base64");
+  j["rebuild"] = {{"source", {{"size", "12"}}}};
+  EXPECT_EQ(parse_provenance(j.dump()).error().message,
+            "kiln.json: rebuild.source.size is a string, not a size in bytes");
+  j["rebuild"] = {{"source", {{"size", -1}}}};
+  EXPECT_EQ(parse_provenance(j.dump()).error().message,
+            "kiln.json: rebuild.source.size is an integer, not a size in bytes");
+  j["rebuild"] = {{"patches", "0001.patch"}};
+  EXPECT_EQ(parse_provenance(j.dump()).error().message,
+            "kiln.json: rebuild.patches is a string, not an array");
+  j["rebuild"] = 1;
+  EXPECT_EQ(parse_provenance(j.dump()).error().message,
+            "kiln.json: rebuild is an integer, not an object");
+}
+
 TEST(Provenance, AbsentFieldsAreEmpty) {
   Provenance p = parse_provenance(std::string_view(R"({"archs": "sm_90"})")).value();
   EXPECT_EQ(p.archs, "sm_90");
