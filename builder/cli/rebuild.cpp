@@ -56,19 +56,19 @@ wheel::Provenance provenance_of(const fs::path& wheel) {
   return wheel::parse_provenance(*text).value();
 }
 
-// What nobody else can fetch: refused without --force, named either way.
-void check_unverifiable(const rebuild::Recipe& recipe, bool force) {
-  if (recipe.unverifiable.empty()) return;
-  std::string list = join(recipe.unverifiable, "; ");
-  if (!force)
-    raise(Error::bad_input(cat("this wheel has inputs a rebuild cannot verify: ", list,
-                               " (--force rebuilds it with this machine's)")));
-  log::warn(cat("not verifiable, taken from this machine: ", list));
+// Refused without --force, said as a warning with it: `what` names the kind of problem.
+Expected<void> unless_forced(const std::string& what, const std::vector<std::string>& lines,
+                             bool force) {
+  if (lines.empty()) return {};
+  std::string list = join(lines, "; ");
+  if (!force) return Error::bad_input(cat(what, ": ", list, " (--force rebuilds it anyway)"));
+  log::warn(cat(what, ": ", list));
+  return {};
 }
 
-// The plan of the recipe: its one item, with the recorded shard counts and the wheel's key.
+// The plan of the recipe: its one item, with the recorded shard counts.
 resolve::Plan recipe_plan(const rebuild::Recipe& recipe, const manifest::Repository& repo,
-                          const wheel::Provenance& p, int slots) {
+                          int slots) {
   manifest::Target target =
       recipe.target.empty()
           ? manifest::parse_target(manifest::kEmbeddedDefaultTarget, "default", "default").value()
@@ -76,26 +76,37 @@ resolve::Plan recipe_plan(const rebuild::Recipe& recipe, const manifest::Reposit
   resolve::Plan plan = resolve::make_plan(repo, {recipe.requirement}, {target}, slots).value();
   if (plan.items.size() != 1) raise(Error::failed("the wheel's recipe plans no single build"));
   resolve::use_shards(plan.items[0], recipe.shards).value();
-  if (plan.items[0].key != p.build_key)
-    raise(Error::failed(cat("the wheel's recipe gives build key ", plan.items[0].key.substr(0, 16),
-                            ", not its recorded ", p.build_key.substr(0, 16), " (recipe ", p.recipe,
-                            "; this kiln's is ", resolve::kRecipeVersion,
-                            "): its inputs were edited, or this kiln computes keys another way")));
   return plan;
 }
 
-// Refuses a host whose toolchain differs from the wheel's builder's, naming each input.
+// What this rebuild cannot verify before it builds: the inputs nobody but the builder can fetch,
+// and each input of the wheel's key this host gives another value (its toolchain, or a recipe
+// this kiln reads another way).
+void check_inputs(const rebuild::Recipe& recipe, const resolve::PlanItem& item,
+                  const wheel::Provenance& p, bool force) {
+  std::vector<std::string> lines = recipe.unverifiable;
+  if (item.key != p.build_key) {
+    for (const auto& d : rebuild::input_differences(p.inputs, item.inputs))
+      lines.push_back(rebuild::describe(d));
+    if (p.recipe != resolve::kRecipeVersion)
+      lines.push_back(cat("the wheel's key recipe is ", p.recipe, ", this kiln's ",
+                          resolve::kRecipeVersion, " (rebuild it with kiln commit ",
+                          p.rebuild->kiln_commit, ")"));
+    if (lines.size() == recipe.unverifiable.size())
+      lines.push_back(cat("the wheel's build key ", p.build_key.substr(0, 16),
+                          "… is not the sha256 of its inputs"));
+  }
+  unless_forced("this rebuild cannot verify the wheel", lines, force).value();
+}
+
+// After the toolchain is laid out: the host facts outside the key (linker, C library, CUDA
+// headers), refused when they differ unless --force.
 std::function<Expected<void>(const toolchain::Toolchain&)> host_check(const wheel::Provenance& p,
                                                                       bool force) {
   return [&p, force](const toolchain::Toolchain& tc) -> Expected<void> {
     std::vector<std::string> lines;
     for (const auto& d : rebuild::host_differences(p, tc)) lines.push_back(rebuild::describe(d));
-    if (lines.empty()) return {};
-    if (!force)
-      return Error::failed(cat("this host differs from the one that built the wheel: ",
-                               join(lines, "; "), " (--force rebuilds here anyway)"));
-    log::warn(cat("this host differs from the wheel's builder: ", join(lines, "; ")));
-    return {};
+    return unless_forced("this host differs from the one that built the wheel", lines, force);
   };
 }
 
@@ -127,9 +138,9 @@ int run_rebuild(Context& ctx, const Args& args) {
   cache::Staging work = store.staging("rebuild-").value();
   fs::path source = args.source.empty() ? fs::path() : absolute_path(args.source);
   rebuild::Recipe recipe = rebuild::write_recipe(p, work.path() / "recipe", source).value();
-  check_unverifiable(recipe, args.force);
   auto repo = manifest::Repository::load(recipe.manifests, recipe.patches, "the wheel's recipe");
-  resolve::Plan plan = recipe_plan(recipe, repo.value(), p, ctx.jobs(args.jobs_option, args.jobs));
+  resolve::Plan plan = recipe_plan(recipe, repo.value(), ctx.jobs(args.jobs_option, args.jobs));
+  check_inputs(recipe, plan.items[0], p, args.force);
   if (p.rebuild->kiln_commit != build_commit())
     log::info(cat("the wheel was built by kiln ", p.kiln, " (commit ", p.rebuild->kiln_commit,
                   "); this is commit ", build_commit()));

@@ -5,41 +5,81 @@
 
 namespace kiln::rebuild {
 
+using json = nlohmann::json;
+
 namespace {
 
-// The line that tells two versions apart: nvcc's last non-empty one ("Build cuda_13.0…"), the
-// first line of the others.
-std::string headline(std::string_view text, bool last) {
-  std::vector<std::string> lines;
-  for (const auto& line : split(text, "\n"))
-    if (!trim(line).empty()) lines.emplace_back(trim(line));
-  if (lines.empty()) return "";
-  return last ? lines.back() : lines.front();
+// The first line where two texts differ ("Build cuda_13.0.r13.0/compiler.36424714_0" of nvcc's
+// version texts), each side's.
+std::pair<std::string, std::string> differing_lines(std::string_view a, std::string_view b) {
+  auto la = split(a, "\n", /*skip_empty=*/false), lb = split(b, "\n", /*skip_empty=*/false);
+  for (std::size_t i = 0; i < std::max(la.size(), lb.size()); ++i) {
+    std::string x = i < la.size() ? la[i] : "", y = i < lb.size() ? lb[i] : "";
+    if (x != y) return {std::string(trim(x)), std::string(trim(y))};
+  }
+  return {std::string(a), std::string(b)};
+}
+
+std::string shown(const json& v) {
+  if (v.is_null()) return "(absent)";
+  if (v.is_string()) return v.get<std::string>();
+  return v.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+void diff(const json& a, const json& b, const std::string& path,
+          std::vector<HostDifference>& out) {
+  if (a == b) return;
+  if (a.is_object() && b.is_object()) {
+    for (const auto& [key, value] : a.items())
+      diff(value, b.contains(key) ? b[key] : json(), cat(path, ".", key), out);
+    for (const auto& [key, value] : b.items())
+      if (!a.contains(key)) diff(json(), value, cat(path, ".", key), out);
+    return;
+  }
+  if (a.is_array() && b.is_array() && a.size() == b.size()) {
+    for (std::size_t i = 0; i < a.size(); ++i) diff(a[i], b[i], cat(path, "[", i, "]"), out);
+    return;
+  }
+  if (a.is_string() && b.is_string()) {
+    auto [x, y] = differing_lines(a.get<std::string>(), b.get<std::string>());
+    out.push_back({path, x, y});
+    return;
+  }
+  out.push_back({path, shown(a), shown(b)});
 }
 
 }  // namespace
+
+std::vector<HostDifference> input_differences(const json& recorded, const json& here,
+                                              std::size_t limit) {
+  std::vector<HostDifference> all;
+  diff(recorded, here, "inputs", all);
+  if (all.size() > limit) {
+    std::size_t more = all.size() - limit;
+    all.resize(limit);
+    all.push_back({cat("… and ", more, " more inputs"), "", ""});
+  }
+  return all;
+}
 
 std::vector<HostDifference> host_differences(const wheel::Provenance& p,
                                              const toolchain::Toolchain& tc) {
   std::vector<HostDifference> out;
   if (!p.tools) return out;
   const wheel::BuiltTools& t = *p.tools;
-  auto compare = [&](const std::string& input, const std::string& recorded, const std::string& here,
-                     bool last_line = false) {
-    if (!recorded.empty() && recorded != here)
-      out.push_back({input, headline(recorded, last_line), headline(here, last_line)});
+  auto compare = [&](const std::string& input, const std::string& recorded, const std::string& here) {
+    if (recorded.empty() || recorded == here) return;
+    auto [x, y] = differing_lines(recorded, here);
+    out.push_back({input, x, y});
   };
-  compare("nvcc --version", t.nvcc, tc.cuda.version_text, true);
-  compare(cat(tc.cxx.command, " --version"), t.cxx, tc.cxx.version_text);
   compare("ld --version", t.ld, tc.host.ld);
   compare("glibc", t.glibc, tc.host.glibc);
   compare("CUDA include/ (tree sha256)", t.cuda_include, tc.host.cuda_include);
-  compare("Python", t.python, tc.python.version);
-  if (p.facts.python) compare("Python ABI", p.facts.python->abi_tag, tc.python.abi_tag);
   return out;
 }
 
 std::string describe(const HostDifference& d) {
+  if (d.recorded.empty() && d.here.empty()) return d.input;
   return cat(d.input, ": the wheel's '", terminal_field(d.recorded, 200), "', here '",
              terminal_field(d.here, 200), "'");
 }

@@ -48,6 +48,11 @@ Expected<void> write_patches(const json& named, const wheel::RebuildRecipe& r, c
   return {};
 }
 
+bool is_local(const json& package) {
+  const json::json_pointer kind("/source/kind");
+  return package.contains(kind) && package[kind] == 3;  // Source::Kind::Local
+}
+
 // What nobody but the builder could fetch again.
 std::vector<std::string> unverifiable_inputs(const json& inputs) {
   std::vector<std::string> out;
@@ -73,8 +78,8 @@ Expected<std::map<std::string, int>> recorded_shards(const json& inputs) {
   const json& shards = inputs["shards"];
   if (!shards.is_object()) return refused("inputs.shards is not an object");
   for (const auto& [name, count] : shards.items()) {
-    if (!count.is_number_unsigned() || count.get<std::uint64_t>() < 1 ||
-        count.get<std::uint64_t>() > 4096)
+    if (!count.is_number_integer() || count.get<std::int64_t>() < 1 ||
+        count.get<std::int64_t>() > 4096)
       return refused(cat("inputs.shards[\"", name, "\"] is not a shard count"));
     out[name] = count.get<int>();
   }
@@ -107,6 +112,10 @@ Expected<Recipe> write_recipe(const wheel::Provenance& p, const fs::path& work,
     return refused("inputs.package names no valid project name and version");
   Recipe r{work / "manifests", work / "patches", cat(name, "==", version)};
   const wheel::RebuildRecipe& rr = *p.rebuild;
+  if (is_local(package) && local_source.empty())
+    return Error::bad_input(cat(name, " ", version,
+                                " was built from a local tree of its builder's, which only its "
+                                "tree sha256 names: rebuild it with --force --source DIR"));
   KILN_TRY(std::string manifest,
            manifest::manifest_text(package, {rr.source_url, rr.source_size, local_source}));
   KILN_CHECK(write_file_atomic(r.manifests / name / cat(version, ".toml"), manifest));

@@ -14,11 +14,11 @@ std::string first_line(std::string_view text) {
   return std::string(trim(text.substr(0, text.find('\n'))));
 }
 
-// The linker `cxx` runs: its -print-prog-name=ld, found on PATH when it names no directory.
+// The linker `cxx` runs: its -print-prog-name=ld (a path, or a name found on PATH).
 Expected<std::string> linker_version(const HostCompiler& cxx) {
   KILN_TRY(std::string ld, run_capture({cxx.path, "-print-prog-name=ld"}));
   ld = std::string(trim(ld));
-  std::filesystem::path path = ld.find('/') == std::string::npos ? find_program(ld) : ld;
+  std::filesystem::path path = find_program(ld);
   if (path.empty()) return Error::failed(cat("the linker of ", cxx.command, " (", ld, ") not found"));
   KILN_TRY(std::string text, run_capture({path.string(), "--version"}));
   return first_line(text);

@@ -45,7 +45,7 @@ Manifest reloaded(const Manifest& m, const TempDir& dir) {
 // canonical form: the key `kiln rebuild` computes from a wheel's inputs is the wheel's.
 TEST(CanonicalText, EveryShippedManifestComesBackWithTheSameCanonicalForm) {
   Repository repo = shipped();
-  ASSERT_GE(repo.manifests().size(), 10u);
+  ASSERT_GE(repo.manifests().size(), 7u);  // manifests/ holds 7 package versions
   std::set<Source::Kind> kinds;
   for (const Manifest& m : repo.manifests()) {
     auto dir = TempDir::create(fs::temp_directory_path(), "kiln-canonical-").value();
