@@ -11,6 +11,7 @@
 #include "core/sandbox.h"
 #include "core/strings.h"
 #include "core/terminal.h"
+#include "fetch/url.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/sources.h"
 #include "rebuild/compare.h"
@@ -32,19 +33,24 @@ struct Args {
   const CLI::Option* jobs_option = nullptr;
 };
 
-// The wheel to check: a file, or an http(s) URL downloaded into the cache's downloads.
+// The wheel to check: a file, or an http(s) URL downloaded into the cache's downloads (verified
+// when it carries an index's "#sha256=" fragment, which also finds it there offline).
 fs::path wheel_file(Context& ctx, const Args& args, cache::Store& store) {
-  if (!args.wheel.starts_with("http://") && !args.wheel.starts_with("https://"))
-    return absolute_path(args.wheel);
+  if (!fetch::is_http_url(args.wheel)) return absolute_path(args.wheel);
+  std::string url = fetch::strip_fragment(args.wheel), name = fetch::url_filename(url);
+  if (!name.ends_with(".whl") || !fetch::is_safe_filename(name))
+    raise(Error::bad_input(cat(terminal_field(args.wheel, 300), " does not name a .whl file")));
   auto fetching = pipeline::Fetching::create(store, ctx.offline(args.offline),
                                              ctx.index_url(args.index_url))
                       .value();
-  std::string name = args.wheel.substr(args.wheel.rfind('/') + 1);
-  name = name.substr(0, name.find_first_of("?#"));
-  if (!name.ends_with(".whl") || name.find('/') != std::string::npos || name.size() > 255)
-    raise(Error::bad_input(cat(terminal_field(args.wheel, 300), " does not name a .whl file")));
-  auto got = fetching->context().downloader.fetch_unpinned(args.wheel, name, std::nullopt).value();
-  return got.file.path;
+  fetch::Downloader& downloader = fetching->context().downloader;
+  if (std::string f = fetch::fragment(args.wheel); f.starts_with("sha256=")) {
+    std::string sha256 = lower(f.substr(7));
+    if (sha256.size() != 64 || !is_hex(sha256))
+      raise(Error::bad_input(cat(terminal_field(args.wheel, 300), ": a malformed #sha256=")));
+    return downloader.fetch(url, name, sha256).value().path;
+  }
+  return downloader.fetch_unpinned(url, name, std::nullopt).value().file.path;
 }
 
 wheel::Provenance provenance_of(const fs::path& wheel) {
@@ -123,7 +129,8 @@ void print(Context& ctx, const fs::path& wheel, const rebuild::Comparison& c) {
     return;
   }
   if (c.same) {
-    log::info(cat("rebuilt ", wheel.filename().string(), ": the same bytes (sha256 ", c.sha256, ")"));
+    log::info(
+        cat("rebuilt ", wheel.filename().string(), ": the same bytes (sha256 ", c.sha256, ")"));
     return;
   }
   log::info(cat("rebuilt ", wheel.filename().string(), ": different bytes (sha256 ", c.sha256,
@@ -154,8 +161,7 @@ int run_rebuild(Context& ctx, const Args& args) {
   po.kiln_version = p.kiln;
   fs::path into = work.path() / "out";
   ensure_directory(into).value();
-  fs::path rebuilt =
-      pipeline::build_fresh(plan, po, {into, host_check(p, args.force)}).value();
+  fs::path rebuilt = pipeline::build_fresh(plan, po, {into, host_check(p, args.force)}).value();
   rebuild::Comparison c = rebuild::compare_wheels(wheel, rebuilt).value();
   print(ctx, wheel, c);
   if (!args.output.empty()) {

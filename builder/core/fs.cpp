@@ -56,6 +56,36 @@ bool path_within(const fs::path& path, const fs::path& root) {
   return true;
 }
 
+namespace {
+
+Expected<void> check_components(const fs::path& path, const fs::path& named) {
+  fs::path at;
+  for (const auto& part : path) {
+    at /= part;
+    struct stat st {};
+    if (::lstat(at.c_str(), &st) != 0)
+      return Error::failed(cat(named.string(), ": cannot stat ", at.string(), ": ", errno_text()));
+    if (st.st_uid != 0 && st.st_uid != ::geteuid())
+      return Error::bad_input(cat(named.string(), ": ", at.string(), " is owned by uid ", st.st_uid,
+                                  ", neither root nor this user"));
+    bool sticky_dir = S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX);
+    if (!S_ISLNK(st.st_mode) && (st.st_mode & S_IWOTH) && !sticky_dir)
+      return Error::bad_input(cat(named.string(), ": ", at.string(), " is writable by anyone"));
+  }
+  return {};
+}
+
+}  // namespace
+
+Expected<void> check_trusted_path(const fs::path& path) {
+  if (!path.is_absolute()) return Error::bad_input(cat(path.string(), " is not an absolute path"));
+  KILN_CHECK(check_components(path.lexically_normal(), path));
+  std::error_code ec;
+  fs::path real = fs::canonical(path, ec);
+  if (ec) return Error::failed(cat(path.string(), ": ", ec.message()));
+  return check_components(real, path);
+}
+
 Expected<std::string> read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error::failed(cat("cannot read ", path.string(), ": ", errno_text()));

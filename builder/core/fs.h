@@ -108,6 +108,12 @@ void remove_stale_staging(const fs::path& dest);
 // Whether `path` is `root` or lies under it, compared component by component (both as given).
 bool path_within(const fs::path& path, const fs::path& root);
 
+// Whether `path` (absolute) is one only root and this user control: every component from / down,
+// as written (links not followed) and where it leads, owned by root or this user, and none but a
+// sticky directory writable by everyone. The error names the component and why. For what a
+// stranger's file names as a program or directory kiln would run or read.
+Expected<void> check_trusted_path(const fs::path& path);
+
 // The value of the environment variable `name`, "" when it is unset.
 std::string env_value(const char* name);
 

@@ -57,7 +57,8 @@ class Doc {
     if (!has(key)) return out;
     const json& v = at(key);
     if (!v.is_array()) sub(key).bad("is not an array");
-    for (std::size_t i = 0; i < v.size(); ++i) out.emplace_back(v[i], cat(path_, ".", key, "[", i, "]"));
+    for (std::size_t i = 0; i < v.size(); ++i)
+      out.emplace_back(v[i], cat(path_, ".", key, "[", i, "]"));
     return out;
   }
   Doc object(const char* key) const { return Doc(at(key), cat(path_, ".", key)); }

@@ -172,9 +172,9 @@ Expected<void> finish_compiled(const manifest::Manifest& m, const resolve::Resol
   spec.metadata.requires_dist =
       wheel::pin_torch(spec.metadata.requires_dist, rt.target.torch_minor(), true);
   provenance.archs = rt.target.archs.canonical();
-  provenance.tools = wheel::BuiltTools{tc.cuda.version_text, tc.cxx.version_text, tc.python.version,
-                                       built_torch(tc.torch),   tc.host.ld,
-                                       tc.host.glibc,           tc.host.cuda_include};
+  provenance.tools = wheel::BuiltTools{
+      tc.cuda.version_text, tc.cxx.version_text, tc.python.version,   built_torch(tc.torch),
+      tc.host.ld,           tc.host.glibc,       tc.host.cuda_include};
   provenance.platform =
       wheel::BuiltPlatform{platform.tag, platform.limiting, platform.highest, platform.needs};
   return {};
@@ -433,8 +433,8 @@ struct Made {
 
 // Sources, backend, wheel, validation: what a cache miss and a rebuild do. What the build says of
 // its bytes' reproducibility is added to `caveats`.
-Expected<Made> make_wheel(Run& run, const resolve::PlanItem& item, const resolve::ResolvedTarget* rt,
-                          std::vector<std::string>& caveats) {
+Expected<Made> make_wheel(Run& run, const resolve::PlanItem& item,
+                          const resolve::ResolvedTarget* rt, std::vector<std::string>& caveats) {
   const manifest::Manifest& m = *item.manifest;
   KILN_TRY(std::unique_ptr<compile::Backend> backend, compile::make_backend(*m.backend));
   KILN_CHECK(backend->check_archs(rt->target.archs));
@@ -468,8 +468,7 @@ Expected<Made> make_wheel(Run& run, const resolve::PlanItem& item, const resolve
   provenance.build_key = item.key;
   provenance.backend = std::string(m.backend->name);
   provenance.inputs = item.inputs;
-  provenance.rebuild =
-      rebuild_recipe(m, rt, run.options.kiln_commit, std::move(prepared.patches));
+  provenance.rebuild = rebuild_recipe(m, rt, run.options.kiln_commit, std::move(prepared.patches));
   KILN_TRY(compile::BuildRequest request, build_request(run, *backend, item, *rt, tc, build_root));
   KILN_TRY(compile::BuildOutput built, run_backend(run, *backend, item, request));
   caveats.insert(caveats.end(), built.caveats.begin(), built.caveats.end());
@@ -682,7 +681,9 @@ Expected<fs::path> build_fresh(const resolve::Plan& plan, const Options& options
   fs::path out = fresh.into / made.wheel.filename();
   std::error_code ec;
   fs::rename(made.wheel, out, ec);
-  if (ec) return Error::failed(cat("cannot move the rebuilt wheel to ", out.string(), ": ", ec.message()));
+  if (ec)
+    return Error::failed(
+        cat("cannot move the rebuilt wheel to ", out.string(), ": ", ec.message()));
   return out;
 }
 

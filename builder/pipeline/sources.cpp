@@ -55,7 +55,7 @@ Expected<fetch::Fetched> fetch_package(const manifest::Manifest& m, Fetching& fe
 }
 
 Expected<PreparedTree> prepare_tree(const manifest::Manifest& m, Fetching& fetching,
-                                                const fs::path& scratch, const fs::path& dest) {
+                                    const fs::path& scratch, const fs::path& dest) {
   std::error_code ec;
   if (fs::exists(dest, ec)) return Error::bad_input(cat(dest.string(), " already exists"));
   fs::remove_all(scratch, ec);
@@ -86,8 +86,8 @@ Expected<PreparedTree> prepare_tree(const manifest::Manifest& m, Fetching& fetch
     for (const auto& p : m.patches) {
       KILN_TRY(std::string text, read_file(p.path));
       if (sha256_hex(text) != p.sha256)
-        return Error::failed(cat("patch ", p.name, " of ", m.display_path,
-                                 " changed after the manifest was read"));
+        return Error::failed(
+            cat("patch ", p.name, " of ", m.display_path, " changed after the manifest was read"));
       prepared.patches.push_back({p.name, std::move(text)});
     }
     KILN_TRY(patch::ApplyResult applied, patch::apply_series(tree, prepared.patches, 1));

@@ -15,7 +15,9 @@ namespace fs = std::filesystem;
 namespace {
 
 bool is_elf(std::string_view bytes) {
-  return bytes.size() >= 4 && bytes.substr(0, 4) == "\x7f" "ELF";
+  return bytes.size() >= 4 && bytes.substr(0, 4) ==
+                                  "\x7f"
+                                  "ELF";
 }
 
 // Each named section's bytes (sections without a name are left out).
@@ -96,8 +98,9 @@ std::vector<std::string> summary(const Comparison& c, std::size_t max_lines) {
   std::vector<std::string> out;
   if (c.same) return out;
   if (c.members.empty())
-    out.push_back("every member is the same; the zip's structure differs (order, timestamps or "
-                  "compression)");
+    out.push_back(
+        "every member is the same; the zip's structure differs (order, timestamps or "
+        "compression)");
   for (const auto& d : c.members) {
     if (out.size() == max_lines) {
       out.push_back(cat("… and ", c.members.size() - max_lines, " more"));

@@ -26,8 +26,7 @@ std::string shown(const json& v) {
   return v.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-void diff(const json& a, const json& b, const std::string& path,
-          std::vector<HostDifference>& out) {
+void diff(const json& a, const json& b, const std::string& path, std::vector<HostDifference>& out) {
   if (a == b) return;
   if (a.is_object() && b.is_object()) {
     for (const auto& [key, value] : a.items())
@@ -67,7 +66,8 @@ std::vector<HostDifference> host_differences(const wheel::Provenance& p,
   std::vector<HostDifference> out;
   if (!p.tools) return out;
   const wheel::BuiltTools& t = *p.tools;
-  auto compare = [&](const std::string& input, const std::string& recorded, const std::string& here) {
+  auto compare = [&](const std::string& input, const std::string& recorded,
+                     const std::string& here) {
     if (recorded.empty() || recorded == here) return;
     auto [x, y] = differing_lines(recorded, here);
     out.push_back({input, x, y});

@@ -1,8 +1,12 @@
 #include "rebuild/recipe.h"
 
+#include <algorithm>
+
 #include "core/fs.h"
 #include "core/hash.h"
+#include "core/process.h"
 #include "core/strings.h"
+#include "core/terminal.h"
 #include "manifest/canonical_text.h"
 #include "packaging/name.h"
 #include "packaging/version.h"
@@ -29,23 +33,30 @@ bool is_patch_name(std::string_view name) {
 }
 
 // The series the inputs name, each with its bytes from the recipe, written under `dir`.
-Expected<void> write_patches(const json& named, const wheel::RebuildRecipe& r, const fs::path& dir) {
+Expected<void> write_patches(const json& named, const wheel::RebuildRecipe& r,
+                             const fs::path& dir) {
   if (!named.is_array()) return refused("inputs.package.patches is not an array");
   if (named.size() != r.patches.size() || named.size() > kMaxPatches)
-    return refused(cat("inputs.package.patches names ", named.size(), " patches, rebuild.patches holds ",
-                       r.patches.size()));
+    return refused(cat("inputs.package.patches names ", named.size(),
+                       " patches, rebuild.patches holds ", r.patches.size()));
   for (std::size_t i = 0; i < named.size(); ++i) {
     const auto& p = r.patches[i];
     if (!named[i].is_object() || named[i].value("name", json()) != p.name ||
         named[i].value("sha256", json()) != p.sha256)
-      return refused(cat("rebuild.patches[", i, "] is not the patch inputs.package.patches[", i,
-                         "] names"));
+      return refused(
+          cat("rebuild.patches[", i, "] is not the patch inputs.package.patches[", i, "] names"));
     if (!is_patch_name(p.name)) return refused(cat("rebuild.patches[", i, "] has a bad name"));
     if (sha256_hex(p.bytes) != p.sha256)
-      return refused(cat("rebuild.patches[", i, "] (", p.name, ") is not the bytes its sha256 names"));
+      return refused(
+          cat("rebuild.patches[", i, "] (", p.name, ") is not the bytes its sha256 names"));
     KILN_CHECK(write_file_atomic(dir / p.name, p.bytes));
   }
   return {};
+}
+
+bool is_http(std::string_view url) {
+  std::string head = lower(url.substr(0, 8));
+  return head.starts_with("https://") || head.starts_with("http://");
 }
 
 bool is_local(const json& package) {
@@ -69,6 +80,27 @@ std::vector<std::string> unverifiable_inputs(const json& inputs) {
         "CUDA toolkit: the builder's own (compared by its nvcc --version and include/ digest, "
         "not fetched)");
   return out;
+}
+
+// A program or directory the target names that a rebuild runs or reads (its interpreter, host
+// compiler, system toolkit's home; a bare name as found on this user's PATH) must be one only root
+// and this user control: a stranger's wheel may not point kiln at what another user planted.
+Expected<void> check_target_paths(const json& target) {
+  for (const char* pointer : {"/python/interpreter", "/cxx", "/cuda/home"}) {
+    const json::json_pointer at(pointer);
+    if (!target.contains(at) || !target[at].is_string()) continue;
+    std::string named = target[at].get<std::string>();
+    if (named.empty()) continue;
+    fs::path path = named.find('/') == std::string::npos ? find_program(named) : fs::path(named);
+    if (path.empty()) continue;  // not on PATH: planning says so
+    if (auto trusted = check_trusted_path(path); !trusted) {
+      std::string field = pointer;
+      std::replace(field.begin(), field.end(), '/', '.');
+      return refused(cat("inputs.target", field, " is not one this rebuild may run: ",
+                         trusted.error().message));
+    }
+  }
+  return {};
 }
 
 // inputs.shards as counts.
@@ -116,12 +148,17 @@ Expected<Recipe> write_recipe(const wheel::Provenance& p, const fs::path& work,
     return Error::bad_input(cat(name, " ", version,
                                 " was built from a local tree of its builder's, which only its "
                                 "tree sha256 names: rebuild it with --force --source DIR"));
+  for (const std::string* url : {&rr.source_url, &rr.torch_index_url})
+    if (!url->empty() && !is_http(*url))
+      return refused(cat("rebuild names ", terminal_field(*url, 200),
+                         ": a rebuild fetches from http(s) URLs only"));
   KILN_TRY(std::string manifest,
            manifest::manifest_text(package, {rr.source_url, rr.source_size, local_source}));
   KILN_CHECK(write_file_atomic(r.manifests / name / cat(version, ".toml"), manifest));
   if (package.contains("patches"))
     KILN_CHECK(write_patches(package["patches"], rr, r.patches / name / version));
   if (p.inputs.contains("target")) {
+    KILN_CHECK(check_target_paths(p.inputs["target"]));
     KILN_TRY(std::string target, manifest::target_text(p.inputs["target"], rr.torch_index_url));
     r.target = (r.manifests / "targets" / "rebuild.toml").string();
     KILN_CHECK(write_file_atomic(r.target, target));

@@ -15,10 +15,10 @@
 namespace kiln::rebuild {
 
 struct Recipe {
-  std::filesystem::path manifests;  // <work>/manifests: the package's manifest and the target
-  std::filesystem::path patches;    // <work>/patches
-  std::string requirement;          // "name==version"
-  std::string target;               // "<work>/manifests/targets/rebuild.toml"; "" for pure
+  std::filesystem::path manifests;    // <work>/manifests: the package's manifest and the target
+  std::filesystem::path patches;      // <work>/patches
+  std::string requirement;            // "name==version"
+  std::string target;                 // "<work>/manifests/targets/rebuild.toml"; "" for pure
   std::map<std::string, int> shards;  // inputs.shards: the counts the wheel was built with
   // Inputs nobody but the builder can fetch, each as "what: why" (a rebuild needs --force).
   std::vector<std::string> unverifiable;

@@ -19,7 +19,8 @@ Expected<std::string> linker_version(const HostCompiler& cxx) {
   KILN_TRY(std::string ld, run_capture({cxx.path, "-print-prog-name=ld"}));
   ld = std::string(trim(ld));
   std::filesystem::path path = find_program(ld);
-  if (path.empty()) return Error::failed(cat("the linker of ", cxx.command, " (", ld, ") not found"));
+  if (path.empty())
+    return Error::failed(cat("the linker of ", cxx.command, " (", ld, ") not found"));
   KILN_TRY(std::string text, run_capture({path.string(), "--version"}));
   return first_line(text);
 }

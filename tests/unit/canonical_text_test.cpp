@@ -90,7 +90,8 @@ TEST(CanonicalText, WhatTheCanonicalFormLeavesOutMustBeGiven) {
   package["source"] = {{"kind", 1}, {"sha256", std::string(64, 'a')}};
   EXPECT_EQ(manifest_text(package, {}).error().message,
             "kiln.json: inputs.package.source is a url source, and the wheel names no URL for it");
-  std::string text = manifest_text(package, {"https://example.org/a b\"c.tar.gz", 1234, {}}).value();
+  std::string text =
+      manifest_text(package, {"https://example.org/a b\"c.tar.gz", 1234, {}}).value();
   EXPECT_NE(text.find("url = \"https://example.org/a b\\\"c.tar.gz\""), std::string::npos) << text;
   EXPECT_NE(text.find("size = 1234"), std::string::npos) << text;
 }
@@ -114,7 +115,8 @@ TEST(CanonicalText, AMalformedDocumentIsRefusedNamingTheField) {
   EXPECT_EQ(message(good), "(written)");
   EXPECT_EQ(refused("/source/kind", 9),
             "kiln.json: inputs.package.source names an unknown source kind");
-  EXPECT_EQ(refused("/source/kind", "0"), "kiln.json: inputs.package.source.kind is not an integer");
+  EXPECT_EQ(refused("/source/kind", "0"),
+            "kiln.json: inputs.package.source.kind is not an integer");
   EXPECT_EQ(refused("/source", "pypi"), "kiln.json: inputs.package.source is not an object");
   EXPECT_EQ(refused("/extensions/0/shards/0/units", 1ULL << 40),
             "kiln.json: inputs.package.extensions[0].shards[0].units is out of range");

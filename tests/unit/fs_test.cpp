@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <unistd.h>
 
 #include <fstream>
+
+#include "core/strings.h"
 
 namespace kiln {
 
@@ -120,6 +123,39 @@ TEST(Fs, TreeHashIgnoresPycacheAndSeesContentAndMode) {
   EXPECT_NE(h2, h1);
   fs::permissions(dir.path() / "a.py", fs::perms::owner_exec, fs::perm_options::add);
   EXPECT_NE(tree_sha256(dir.path()).value(), h2);
+}
+
+}  // namespace kiln
+
+namespace kiln {
+
+// What only root and this user control is trusted; a component another user owns, or one anyone
+// may write that is not a sticky directory, is named.
+TEST(Fs, ATrustedPathIsOneOnlyRootAndThisUserControl) {
+  EXPECT_TRUE(check_trusted_path("/usr/bin"));
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-trust-").value();
+  fs::path mine = dir.path() / "mine";
+  fs::create_directory(mine);
+  EXPECT_TRUE(check_trusted_path(mine)) << check_trusted_path(mine).error().message;
+  fs::permissions(mine, fs::perms::others_write, fs::perm_options::add);
+  EXPECT_EQ(check_trusted_path(mine / ".").error().message,
+            cat((mine / ".").string(), ": ", mine.string(), " is writable by anyone"));
+  fs::permissions(mine, fs::perms::others_write, fs::perm_options::remove);
+  // A link from a trusted place to one that is not: both are checked.
+  fs::path open_dir = dir.path() / "open";
+  fs::create_directory(open_dir);
+  fs::permissions(open_dir, fs::perms::all);
+  fs::create_directory_symlink(open_dir, mine / "link");
+  EXPECT_EQ(check_trusted_path(mine / "link").error().message,
+            cat((mine / "link").string(), ": ", open_dir.string(), " is writable by anyone"));
+  EXPECT_FALSE(check_trusted_path("relative/path"));
+  EXPECT_FALSE(check_trusted_path(dir.path() / "missing"));
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::chown(mine.c_str(), 65534, 65534), 0);
+    EXPECT_EQ(check_trusted_path(mine).error().message,
+              cat(mine.string(), ": ", mine.string(), " is owned by uid 65534, neither root nor "
+                  "this user"));
+  }
 }
 
 }  // namespace kiln

@@ -36,7 +36,8 @@ TEST(Hash, Base64RoundTripsAndRefusesWhatIsNotBase64) {
     EXPECT_EQ(base64_decode(base64_encode(all.substr(0, n))), all.substr(0, n)) << n;
   EXPECT_EQ(base64_decode("Zg=="), "f");
   EXPECT_EQ(base64_decode(""), "");
-  for (const char* bad : {"Zg=", "Zg", "Z===", "Zg=a", "Zm9v\n", "Zm-v", "Zm_v", "=Zm9", "Zm9v===="})
+  for (const char* bad :
+       {"Zg=", "Zg", "Z===", "Zg=a", "Zm9v\n", "Zm-v", "Zm_v", "=Zm9", "Zm9v===="})
     EXPECT_FALSE(base64_decode(bad)) << bad;
 }
 

@@ -12,7 +12,8 @@ namespace {
 
 // A real shared object of this machine.
 std::string some_elf() {
-  for (const char* path : {"/lib/x86_64-linux-gnu/libz.so.1", "/usr/lib/x86_64-linux-gnu/libz.so.1"})
+  for (const char* path :
+       {"/lib/x86_64-linux-gnu/libz.so.1", "/usr/lib/x86_64-linux-gnu/libz.so.1"})
     if (auto bytes = read_file(path)) return *bytes;
   ADD_FAILURE() << "no libz.so.1 here";
   return {};
@@ -38,9 +39,10 @@ TEST(RebuildCompare, NamesTheMembersAndTheElfSectionsThatDiffer) {
   changed[text->offset + 8] ^= 0x01;  // one byte of its code
 
   fs::path a = zip(dir.path() / "a.whl", {{"pkg/m.so", so}, {"pkg/a.py", "a"}, {"RECORD", "1"}});
-  fs::path same = zip(dir.path() / "same.whl", {{"pkg/m.so", so}, {"pkg/a.py", "a"}, {"RECORD", "1"}});
-  fs::path b = zip(dir.path() / "b.whl",
-                   {{"pkg/m.so", changed}, {"pkg/new.py", "n"}, {"RECORD", "2"}});
+  fs::path same =
+      zip(dir.path() / "same.whl", {{"pkg/m.so", so}, {"pkg/a.py", "a"}, {"RECORD", "1"}});
+  fs::path b =
+      zip(dir.path() / "b.whl", {{"pkg/m.so", changed}, {"pkg/new.py", "n"}, {"RECORD", "2"}});
 
   Comparison equal = compare_wheels(a, same).value();
   EXPECT_TRUE(equal.same);
@@ -52,10 +54,9 @@ TEST(RebuildCompare, NamesTheMembersAndTheElfSectionsThatDiffer) {
   ASSERT_EQ(c.members.size(), 4u);
   EXPECT_EQ(c.members[0].member, "pkg/m.so");
   EXPECT_EQ(c.members[0].sections, std::vector<std::string>{".text"});
-  EXPECT_EQ(summary(c), (std::vector<std::string>{"pkg/m.so: contents differ in .text",
-                                                  "pkg/a.py: only in the wheel",
-                                                  "RECORD: contents differ",
-                                                  "pkg/new.py: only in the rebuild"}));
+  EXPECT_EQ(summary(c), (std::vector<std::string>{
+                            "pkg/m.so: contents differ in .text", "pkg/a.py: only in the wheel",
+                            "RECORD: contents differ", "pkg/new.py: only in the rebuild"}));
   EXPECT_EQ(summary(c, 2).back(), "… and 2 more");
 }
 

@@ -19,8 +19,8 @@ wheel::Provenance built_here() {
   toolchain::Toolchain tc = host();
   wheel::Provenance p;
   p.format = 2;
-  p.tools = wheel::BuiltTools{"nvcc text", "g++ text", "3.11.7", {},
-                              tc.host.ld, tc.host.glibc, tc.host.cuda_include};
+  p.tools = wheel::BuiltTools{"nvcc text",   "g++ text",          "3.11.7", {}, tc.host.ld,
+                              tc.host.glibc, tc.host.cuda_include};
   return p;
 }
 
@@ -58,7 +58,8 @@ TEST(RebuildHost, EachDifferingInputIsNamedByItsPathWithTheLineThatDiffers) {
             "inputs.toolchain.cuda.nvcc_version: the wheel's "
             "'Build cuda_13.0.r13.0/compiler.36424714_0', here "
             "'Build cuda_13.0.r13.0/compiler.99999999_0'");
-  EXPECT_EQ(describe(diffs[2]), "inputs.toolchain.python.abi_tag: the wheel's 'cp311', here 'cp312'");
+  EXPECT_EQ(describe(diffs[2]),
+            "inputs.toolchain.python.abi_tag: the wheel's 'cp311', here 'cp312'");
   EXPECT_EQ(describe(diffs[3]), "inputs.shards: the wheel's '(absent)', here '{\"x/y.cu\":2}'");
   // Bounded: the rest are counted.
   auto few = input_differences(inputs("36424714_0"), here, 2);

@@ -1,9 +1,11 @@
 #include "rebuild/recipe.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "core/fs.h"
 #include "core/hash.h"
+#include "core/strings.h"
 #include "manifest/repository.h"
 #include "resolve/plan.h"
 
@@ -51,14 +53,15 @@ std::string replanned_key(const Recipe& recipe, const manifest::Target& fallback
 }  // namespace
 
 // A patched PyPI package, a git one, a pure one and a local fixture: written from what their
-// wheels' kiln.json would hold, into a fresh directory, and planned again, each has its wheel's key.
+// wheels' kiln.json would hold, into a fresh directory, and planned again, each has its wheel's
+// key.
 TEST(RebuildRecipe, EachWheelsKeyComesBackFromItsKilnJsonAlone) {
   auto repo = shipped();
   manifest::Target target = repo.target("default").value();
   resolve::Plan plan =
-      resolve::make_plan(repo, {"causal-conv1d==1.7.0", "fast-hadamard-transform", "fla-core",
-                                "kiln-demo"},
-                         {target}, 2)
+      resolve::make_plan(
+          repo, {"causal-conv1d==1.7.0", "fast-hadamard-transform", "fla-core", "kiln-demo"},
+          {target}, 2)
           .value();
   ASSERT_EQ(plan.items.size(), 4u);
   for (const auto& item : plan.items) {
@@ -95,7 +98,8 @@ TEST(RebuildRecipe, ARecipeThatDoesNotMatchItsInputsIsRefused) {
             "the bytes its sha256 names");
   p = good;
   p.rebuild->patches.pop_back();
-  EXPECT_EQ(refused(p), "kiln.json: inputs.package.patches names 5 patches, rebuild.patches holds 4");
+  EXPECT_EQ(refused(p),
+            "kiln.json: inputs.package.patches names 5 patches, rebuild.patches holds 4");
   p = good;
   std::swap(p.rebuild->patches[0], p.rebuild->patches[1]);
   EXPECT_EQ(refused(p),
@@ -119,6 +123,35 @@ TEST(RebuildRecipe, ARecipeThatDoesNotMatchItsInputsIsRefused) {
   EXPECT_EQ(refused(p),
             "kiln.json: inputs.shards[\"causal_conv1d_cuda/csrc/causal_conv1d_bwd.cu\"] is not a "
             "shard count");
+  // Where a stranger's kiln.json could point kiln: a local file as the source, a program another
+  // user planted as the interpreter or compiler, the builder's own tree.
+  p = good;
+  p.rebuild->torch_index_url = "file:///etc/";
+  EXPECT_EQ(refused(p),
+            "kiln.json: rebuild names file:///etc/: a rebuild fetches from http(s) URLs only");
+  auto planted = TempDir::create(fs::temp_directory_path(), "kiln-planted-").value();
+  if (::geteuid() == 0) {  // a directory of nobody's
+    fs::create_directory(planted.path() / "bin");
+    ASSERT_EQ(::chown((planted.path() / "bin").c_str(), 65534, 65534), 0);
+    write_file_atomic(planted.path() / "bin" / "python3", "#!/bin/sh\n", 0755).value();
+    p = good;
+    p.inputs["target"]["python"]["interpreter"] = (planted.path() / "bin" / "python3").string();
+    EXPECT_EQ(refused(p), cat("kiln.json: inputs.target.python.interpreter is not one this "
+                              "rebuild may run: ",
+                              (planted.path() / "bin" / "python3").string(), ": ",
+                              (planted.path() / "bin").string(),
+                              " is owned by uid 65534, neither root nor this user"));
+  }
+  p = good;
+  p.inputs["target"]["cxx"] = "./g++";
+  EXPECT_EQ(refused(p),
+            "kiln.json: inputs.target.cxx is not one this rebuild may run: ./g++ is not an "
+            "absolute path");
+  p = good;
+  p.inputs["package"]["source"] = {{"kind", 3}, {"path", "/srv/tree"}, {"sha256", ""}};
+  EXPECT_EQ(refused(p),
+            "causal-conv1d 1.7.0 was built from a local tree of its builder's, which only its "
+            "tree sha256 names: rebuild it with --force --source DIR");
   EXPECT_EQ(refused(good), "(written)");
 }
 
