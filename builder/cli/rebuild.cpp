@@ -40,9 +40,9 @@ fs::path wheel_file(Context& ctx, const Args& args, cache::Store& store) {
   std::string url = fetch::strip_fragment(args.wheel), name = fetch::url_filename(url);
   if (!name.ends_with(".whl") || !fetch::is_safe_filename(name))
     raise(Error::bad_input(cat(terminal_field(args.wheel, 300), " does not name a .whl file")));
-  auto fetching = pipeline::Fetching::create(store, ctx.offline(args.offline),
-                                             ctx.index_url(args.index_url))
-                      .value();
+  auto fetching =
+      pipeline::Fetching::create(store, ctx.offline(args.offline), ctx.index_url(args.index_url))
+          .value();
   fetch::Downloader& downloader = fetching->context().downloader;
   if (std::string f = fetch::fragment(args.wheel); f.starts_with("sha256=")) {
     std::string sha256 = lower(f.substr(7));
@@ -149,8 +149,9 @@ int run_rebuild(Context& ctx, const Args& args) {
   resolve::Plan plan = recipe_plan(recipe, repo.value(), ctx.jobs(args.jobs_option, args.jobs));
   check_inputs(recipe, plan.items[0], p, args.force);
   if (p.rebuild->kiln_commit != build_commit())
-    log::info(cat("the wheel was built by kiln ", p.kiln, " (commit ", p.rebuild->kiln_commit,
-                  "); this is commit ", build_commit()));
+    log::info(cat("the wheel was built by kiln ", terminal_field(p.kiln, 100), " (commit ",
+                  terminal_field(p.rebuild->kiln_commit, 100), "); this is commit ",
+                  build_commit()));
   pipeline::Options po;
   po.cache = ctx.cache_path();
   po.jobs = ctx.jobs(args.jobs_option, args.jobs);
@@ -167,7 +168,11 @@ int run_rebuild(Context& ctx, const Args& args) {
   if (!args.output.empty()) {
     fs::path out = absolute_path(args.output);
     ensure_directory(out).value();
-    fs::copy_file(rebuilt, out / rebuilt.filename(), fs::copy_options::overwrite_existing);
+    std::error_code ec;
+    fs::copy_file(rebuilt, out / rebuilt.filename(), fs::copy_options::overwrite_existing, ec);
+    if (ec)
+      raise(Error::failed(
+          cat("cannot copy the rebuilt wheel into ", out.string(), ": ", ec.message())));
   }
   return args.check && !c.same ? 1 : 0;
 }

@@ -96,8 +96,8 @@ Expected<void> check_target_paths(const json& target) {
     if (auto trusted = check_trusted_path(path); !trusted) {
       std::string field = pointer;
       std::replace(field.begin(), field.end(), '/', '.');
-      return refused(cat("inputs.target", field, " is not one this rebuild may run: ",
-                         trusted.error().message));
+      return refused(cat("inputs.target", field,
+                         " is not one this rebuild may run: ", trusted.error().message));
     }
   }
   return {};

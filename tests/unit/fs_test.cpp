@@ -153,7 +153,8 @@ TEST(Fs, ATrustedPathIsOneOnlyRootAndThisUserControl) {
   if (::geteuid() == 0) {
     ASSERT_EQ(::chown(mine.c_str(), 65534, 65534), 0);
     EXPECT_EQ(check_trusted_path(mine).error().message,
-              cat(mine.string(), ": ", mine.string(), " is owned by uid 65534, neither root nor "
+              cat(mine.string(), ": ", mine.string(),
+                  " is owned by uid 65534, neither root nor "
                   "this user"));
   }
 }
