@@ -14,6 +14,8 @@ import shutil
 import subprocess
 import tempfile
 import unittest
+import urllib.parse
+import urllib.request
 import zipfile
 from pathlib import Path
 
@@ -100,9 +102,9 @@ class RebuildTest(SourceTestCase):
                    for p in sorted(DEMO.rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
         data = self.sdist(members)
         (self.served / "kiln-demo-0.1.0.tar.gz").write_bytes(data)
-        url = self.server()
+        self.url = self.server()
         self.edit("manifests/kiln-demo/0.1.0.toml", 'path = "../../kernels/kiln-demo"',
-                  f'url = "{url}/kiln-demo-0.1.0.tar.gz"\nsha256 = "{sha256(data)}"')
+                  f'url = "{self.url}/kiln-demo-0.1.0.tar.gz"\nsha256 = "{sha256(data)}"')
         self.edit("manifests/kiln-demo/0.1.0.toml", "[build]\n",
                   '[patches]\nseries = ["0001-readme.patch"]\n\n[build]\n')
         patches = self.project / "patches" / "kiln-demo" / "0.1.0"
@@ -167,12 +169,28 @@ setpriv --reuid=65534 --regid=65534 --clear-groups env HOME={theirs} KILN_CONFIG
         with zipfile.ZipFile(wheel) as z:
             so = next(n for n in z.namelist() if n.endswith(".so"))
         rewritten(wheel, tampered, change_a_text_byte)
-        proc = self.rebuild(tampered, check=1)
+        # From a URL, as an index links it (its #sha256= verified).
+        (self.served / "tampered").mkdir()
+        shutil.copyfile(tampered, self.served / "tampered" / wheel.name)
+        quoted = urllib.parse.quote(wheel.name)
+        proc = self.rebuild(f"{self.url}/tampered/{quoted}#sha256={sha256(tampered.read_bytes())}", check=1)
         result = json.loads(proc.stdout)
         self.assertFalse(result["same"])
         self.assertEqual(result["rebuilt_sha256"], built["sha256"])  # the rebuild is the original
         self.assertIn(f"{so}: contents differ in .text", result["differences"], proc.stdout)
         self.assertTrue(any(d.endswith("RECORD: contents differ") for d in result["differences"]), proc.stdout)
+
+        # The original's link on kiln serve's index, with a sha256 that is not its own: refused
+        # once downloaded, nothing rebuilt.
+        base, _, _ = self.start_serve(self.tmp / "builder")
+        page = json.loads(urllib.request.urlopen(urllib.request.Request(
+            f"{base}default-wheels-cu130/simple/kiln-demo/",
+            headers={"Accept": "application/vnd.pypi.simple.v1+json"})).read())
+        link = urllib.parse.urljoin(f"{base}default-wheels-cu130/simple/kiln-demo/", page["files"][0]["url"])
+        self.assertEqual(page["files"][0]["hashes"]["sha256"], built["sha256"])
+        proc = self.rebuild(f"{link}#sha256={'0' * 64}")
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("sha256", proc.stderr)
 
         # A wheel whose builder's linker was another: refused once the toolchain is laid out,
         # before anything is compiled.
