@@ -162,7 +162,8 @@ int run_rebuild(Context& ctx, const Args& args) {
   po.kiln_version = p.kiln;
   fs::path into = work.path() / "out";
   ensure_directory(into).value();
-  fs::path rebuilt = pipeline::build_fresh(plan, po, {into, host_check(p, args.force)}).value();
+  fs::path rebuilt =
+      pipeline::build_fresh(store, plan, po, {into, host_check(p, args.force)}).value();
   rebuild::Comparison c = rebuild::compare_wheels(wheel, rebuilt).value();
   print(ctx, wheel, c);
   if (!args.output.empty()) {

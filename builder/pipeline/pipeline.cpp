@@ -666,12 +666,11 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
   return result;
 }
 
-Expected<fs::path> build_fresh(const resolve::Plan& plan, const Options& options,
-                               const Fresh& fresh) {
+Expected<fs::path> build_fresh(cache::Store& store, const resolve::Plan& plan,
+                               const Options& options, const Fresh& fresh) {
   if (plan.items.size() != 1) return Error::failed("a rebuild builds exactly one item");
   const resolve::PlanItem& item = plan.items[0];
   Result result;
-  cache::Store store(options.cache);
   KILN_TRY(std::unique_ptr<Fetching> fetching,
            Fetching::create(store, options.offline, options.index_url));
   Run state{plan, options, store, *fetching, {}, result, &fresh};

@@ -82,8 +82,9 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options);
 
 // The plan's one item built as `run` builds a miss, but with nothing taken from any cache (no
 // wheel, no object, local or remote) and nothing committed: the checked wheel is left in
-// `fresh.into`, and its path returned.
-Expected<std::filesystem::path> build_fresh(const resolve::Plan& plan, const Options& options,
-                                            const Fresh& fresh);
+// `fresh.into`, and its path returned. `store` is the run's one Store (options.cache's): its
+// downloads, toolkits and sysroots are used, its build roots and staging.
+Expected<std::filesystem::path> build_fresh(cache::Store& store, const resolve::Plan& plan,
+                                            const Options& options, const Fresh& fresh);
 
 }  // namespace kiln::pipeline

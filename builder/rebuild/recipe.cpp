@@ -59,23 +59,24 @@ bool is_http(std::string_view url) {
   return head.starts_with("https://") || head.starts_with("http://");
 }
 
+// Whether the member at `pointer` of `doc` is there and is `value`.
+bool member_is(const json& doc, const char* pointer, const json& value) {
+  const json::json_pointer at(pointer);
+  return doc.contains(at) && doc[at] == value;
+}
+
 bool is_local(const json& package) {
-  const json::json_pointer kind("/source/kind");
-  return package.contains(kind) && package[kind] == 3;  // Source::Kind::Local
+  return member_is(package, "/source/kind", 3);  // Source::Kind::Local
 }
 
 // What nobody but the builder could fetch again.
 std::vector<std::string> unverifiable_inputs(const json& inputs) {
   std::vector<std::string> out;
-  auto at = [&](const char* pointer) {
-    const json::json_pointer ptr(pointer);
-    return inputs.contains(ptr) && inputs[ptr].is_primitive() ? inputs[ptr].dump() : "";
-  };
-  if (at("/package/source/kind") == "3")
+  if (member_is(inputs, "/package/source/kind", 3))
     out.push_back("source: a local tree of the builder's (only its tree sha256 is recorded)");
-  if (at("/target/torch/source") == "\"environment\"")
+  if (member_is(inputs, "/target/torch/source", "environment"))
     out.push_back("torch: the builder's Python environment's (no wheel sha256 is recorded)");
-  if (at("/target/cuda/toolkit") == "\"system\"")
+  if (member_is(inputs, "/target/cuda/toolkit", "system"))
     out.push_back(
         "CUDA toolkit: the builder's own (compared by its nvcc --version and include/ digest, "
         "not fetched)");
