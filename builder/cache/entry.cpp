@@ -56,6 +56,10 @@ Expected<std::uint64_t> number_field(const nlohmann::json& doc, const char* name
 
 }  // namespace
 
+std::string attestation_file_name(std::string_view wheel) {
+  return cat(wheel, kAttestationSuffix);
+}
+
 bool is_plain_wheel_name(std::string_view name) {
   return name.size() > 4 && name.size() <= 255 && name.ends_with(".whl") &&
          name.find('/') == std::string_view::npos && name.front() != '.' &&
@@ -69,11 +73,17 @@ Expected<EntryInfo> parse_entry_info(std::string_view text) {
   if (doc.is_discarded() || !doc.is_object())
     return Error::failed("entry.json is not a JSON object");
   EntryInfo e;
-  std::pair<const char*, std::string*> strings[] = {
-      {"key", &e.key},         {"wheel", &e.wheel},     {"sha256", &e.sha256},
-      {"package", &e.package}, {"version", &e.version}, {"target", &e.target},
-      {"backend", &e.backend}, {"archs", &e.archs},     {"manifest_version", &e.manifest_version},
-      {"from", &e.from}};
+  std::pair<const char*, std::string*> strings[] = {{"key", &e.key},
+                                                    {"wheel", &e.wheel},
+                                                    {"sha256", &e.sha256},
+                                                    {"package", &e.package},
+                                                    {"version", &e.version},
+                                                    {"target", &e.target},
+                                                    {"backend", &e.backend},
+                                                    {"archs", &e.archs},
+                                                    {"manifest_version", &e.manifest_version},
+                                                    {"from", &e.from},
+                                                    {"attestation", &e.attestation}};
   for (auto& [name, field] : strings) {
     KILN_TRY(*field, string_field(doc, name));
   }
@@ -85,16 +95,24 @@ Expected<EntryInfo> parse_entry_info(std::string_view text) {
     return Error::failed(
         cat("entry.json names no plain .whl file ('", printable_excerpt(e.wheel), "')"));
   if (!is_sha256_hex(e.sha256)) return Error::failed("entry.json records no sha256");
+  if (!e.attestation.empty() && e.attestation != attestation_file_name(e.wheel))
+    return Error::failed(cat("entry.json's attestation is not ", attestation_file_name(e.wheel)));
   return e;
 }
 
 nlohmann::json EntryInfo::to_json() const {
   nlohmann::json j = nlohmann::json::object();
-  std::pair<const char*, const std::string*> strings[] = {
-      {"key", &key},         {"wheel", &wheel},     {"sha256", &sha256},
-      {"package", &package}, {"version", &version}, {"target", &target},
-      {"backend", &backend}, {"archs", &archs},     {"manifest_version", &manifest_version},
-      {"from", &from}};
+  std::pair<const char*, const std::string*> strings[] = {{"key", &key},
+                                                          {"wheel", &wheel},
+                                                          {"sha256", &sha256},
+                                                          {"package", &package},
+                                                          {"version", &version},
+                                                          {"target", &target},
+                                                          {"backend", &backend},
+                                                          {"archs", &archs},
+                                                          {"manifest_version", &manifest_version},
+                                                          {"from", &from},
+                                                          {"attestation", &attestation}};
   for (const auto& [name, field] : strings)
     if (!field->empty()) j[name] = *field;
   if (!caveats.empty()) j["caveats"] = caveats;

@@ -32,6 +32,8 @@ struct EntryInfo {
   // A build's reasons its bytes may differ from the same build's elsewhere
   // (pipeline::ItemResult::caveats): at most kMaxEntryCaveats strings like the others.
   std::vector<std::string> caveats;
+  // The signed attestation beside the wheel (attestation_file_name(wheel)), "" when unsigned.
+  std::string attestation;
 
   nlohmann::json to_json() const;  // the fields that are set (strings non-empty)
   std::string text() const;        // to_json() as entry.json holds it
@@ -44,6 +46,13 @@ struct EntryInfo {
 // with the one it asked for). Unknown fields are ignored (and never copied). An error says which
 // field is wrong, in one line.
 Expected<EntryInfo> parse_entry_info(std::string_view text);
+
+// The attestation of a wheel (attest/wheel.h) beside it, in an entry, on `kiln serve` and in an
+// export: "<wheel>.intoto.jsonl", the JSON-lines file of DSSE envelopes SLSA's generators write.
+inline constexpr std::string_view kAttestationSuffix = ".intoto.jsonl";
+std::string attestation_file_name(std::string_view wheel);
+// The largest attestation file kiln writes or reads (attest/dsse.h's kMaxAttestationBytes).
+inline constexpr std::uint64_t kMaxAttestationBytes = 1024 * 1024;
 
 // A wheel file name an entry may name: a plain *.whl name (at most 255 bytes, no '/', not
 // starting with '.', no control characters), nothing that leads elsewhere.

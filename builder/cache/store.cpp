@@ -125,6 +125,13 @@ EntryRead Store::read_entry(const std::string& key) const {
     return unusable(cat(name, " is missing or not a regular file"));
   if (static_cast<std::uint64_t>(st.st_size) != e.size)
     return unusable(cat(name, ": size ", st.st_size, " is not the recorded ", e.size));
+  if (const std::string& a = info->attestation; !a.empty()) {
+    if (::fstatat(dir_fd.get(), a.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+      return unusable(cat(a, " is missing or not a regular file"));
+    if (static_cast<std::uint64_t>(st.st_size) > kMaxAttestationBytes)
+      return unusable(cat(a, " is larger than ", kMaxAttestationBytes, " bytes"));
+    e.attestation = dir / a;
+  }
   e.info = std::move(*info);
   out.state = State::Usable;
   return out;
@@ -525,7 +532,8 @@ Expected<Lock> Store::lock(const std::string& key) const {
   return FileLock::acquire(lock_path(key));
 }
 
-Expected<Entry> Store::commit(const std::string& key, const fs::path& wheel, EntryInfo info) const {
+Expected<Entry> Store::commit(const std::string& key, const fs::path& wheel, EntryInfo info,
+                              std::string_view attestation) const {
   fs::path final_dir = entry_dir(key);
   KILN_CHECK(ensure_directory(final_dir.parent_path()));
   KILN_TRY(Staging staging, this->staging("commit-"));
@@ -550,6 +558,12 @@ Expected<Entry> Store::commit(const std::string& key, const fs::path& wheel, Ent
       ::close(fd);
     }
   }
+  if (!attestation.empty()) {
+    if (attestation.size() > kMaxAttestationBytes)
+      return Error::failed(cat("the attestation of ", info.wheel, " is too large"));
+    info.attestation = attestation_file_name(info.wheel);
+    KILN_CHECK(write_file_atomic(staging.path() / info.attestation, attestation));
+  }
   // What is written reads back: a field a reader would refuse (too long, a control character)
   // fails the commit here, never every later read.
   KILN_CHECK(parse_entry_info(info.text()));
@@ -564,6 +578,15 @@ Expected<Entry> Store::commit(const std::string& key, const fs::path& wheel, Ent
   auto entry = lookup(key);
   if (!entry) return Error::failed(cat("cache entry ", key, " vanished after commit"));
   return *entry;
+}
+
+Expected<std::optional<std::string>> Store::read_attestation(const Entry& entry) const {
+  if (entry.info.attestation.empty()) return std::optional<std::string>();
+  UniqueFd dir(::open(entry.dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (dir.get() < 0)
+    return Error::failed(cat("cannot open cache entry ", entry.key, ": ", std::strerror(errno)));
+  KILN_TRY(std::string text, read_beneath(dir.get(), entry.info.attestation, kMaxAttestationBytes));
+  return std::optional<std::string>(std::move(text));
 }
 
 std::vector<Entry> Store::list() const {

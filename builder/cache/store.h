@@ -35,6 +35,8 @@ struct Entry {
   std::string sha256;
   std::uint64_t size = 0;
   EntryInfo info;  // entry.json, as parse_entry_info read it
+  // The signed attestation beside the wheel (absolute), empty when the entry has none.
+  std::filesystem::path attestation;
 };
 
 // The per-key build lock.
@@ -149,7 +151,8 @@ class Store {
   // One entry as every reader takes it (a build's cache hit, ls, verify, gc, the index): the entry
   // directory, entry.json and the wheel each what they claim to be and none a symlink (nothing
   // outside the entry is opened, whoever made the cache), entry.json an object naming a plain *.whl
-  // file, that file of the recorded size, and a sha256 recorded. Does not rehash (damage() does).
+  // file, that file of the recorded size, and a sha256 recorded; the attestation it names a
+  // regular file of at most kMaxAttestationBytes. Does not rehash (damage() does).
   EntryRead read_entry(const std::string& key) const;
   // read_entry's entry when it is usable.
   std::optional<Entry> lookup(const std::string& key) const;
@@ -164,9 +167,13 @@ class Store {
   // Blocks until this process holds the key's lock.
   Expected<Lock> lock(const std::string& key) const;
   // Moves `wheel` into a new entry for `key` (which must not exist yet) and returns it; `info`'s
-  // key, wheel, sha256, size and committed_at are filled in here.
-  Expected<Entry> commit(const std::string& key, const std::filesystem::path& wheel,
-                         EntryInfo info) const;
+  // key, wheel, sha256, size and committed_at are filled in here. A non-empty `attestation` (the
+  // wheel's signed statement, attest/wheel.h) is written beside the wheel and named in entry.json.
+  Expected<Entry> commit(const std::string& key, const std::filesystem::path& wheel, EntryInfo info,
+                         std::string_view attestation = {}) const;
+  // The entry's attestation bytes, read without following a link (at most kMaxAttestationBytes);
+  // nullopt when it has none.
+  Expected<std::optional<std::string>> read_attestation(const Entry& entry) const;
   std::vector<Entry> list() const;
   // Rehashes every entry; each problem names the key and what is wrong.
   std::vector<VerifyProblem> verify() const;

@@ -7,11 +7,13 @@
 #include <iostream>
 #include <set>
 
+#include "attest/key.h"
 #include "cli/build_commit.h"
 #include "cli/context.h"
 #include "cli/remote_option.h"
 #include "cli/usage.h"
 #include "core/error.h"
+#include "core/fs.h"
 #include "core/log.h"
 #include "core/sandbox.h"
 #include "core/strings.h"
@@ -50,17 +52,20 @@ void check_expected_key(const resolve::Plan& plan, const std::string& expected) 
 }
 
 nlohmann::json item_json(const pipeline::ItemResult& i, bool explain) {
-  nlohmann::json j = {{"package", i.package},
-                      {"version", i.version},
-                      {"target", i.target},
-                      {"backend", i.backend},
-                      {"key", i.key},
-                      {"wheel", i.wheel.string()},
-                      {"sha256", i.sha256},
-                      {"cache_hit", i.cache_hit},
-                      {"remote_hit", i.remote_hit},
-                      {"caveats", i.caveats},
-                      {"seconds", i.seconds}};
+  nlohmann::json j = {
+      {"package", i.package},
+      {"version", i.version},
+      {"target", i.target},
+      {"backend", i.backend},
+      {"key", i.key},
+      {"wheel", i.wheel.string()},
+      {"sha256", i.sha256},
+      {"cache_hit", i.cache_hit},
+      {"remote_hit", i.remote_hit},
+      {"caveats", i.caveats},
+      {"attestation",
+       i.attestation.empty() ? nlohmann::json() : nlohmann::json(i.attestation.string())},
+      {"seconds", i.seconds}};
   if (explain) j["why"] = i.why;
   return j;
 }
@@ -151,7 +156,7 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
     std::string archs, index_url, backend;
     int jobs = 0;
     bool explain = false, offline = false, keep_build_root = false;
-    std::string expect_key, sandbox;
+    std::string expect_key, sandbox, signing_key;
     RemoteOption remote;
   };
   auto opts = std::make_shared<Options>();
@@ -191,8 +196,18 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
                  "required, off (default: $KILN_SANDBOX, the configuration's, else auto)")
       ->check(CLI::IsMember({"auto", "required", "off"}))
       ->type_name("MODE");
+  sub.add_option("--signing-key", opts->signing_key,
+                 "Sign each wheel built here with this Ed25519 key (`kiln key generate`; default: "
+                 "$KILN_SIGNING_KEY, the configuration's signing-key, else none)")
+      ->type_name("FILE");
   return [&ctx, opts, archs_option, jobs] {
     require_archs_value(archs_option, opts->archs);
+    // Read before anything is built: a key that cannot sign fails now, not after the compiles.
+    std::string key_file = opts->signing_key.empty() ? ctx.defaults.signing_key : opts->signing_key;
+    std::shared_ptr<const attest::SigningKey> signing_key;
+    if (!key_file.empty())
+      signing_key = std::make_shared<const attest::SigningKey>(
+          attest::SigningKey::load(absolute_path(key_file)).value());
     auto targets = ctx.targets(opts->targets, opts->archs);
     const manifest::BackendSpec* backend = manifest::backend_named(opts->backend);
     opts->jobs = ctx.jobs(jobs, opts->jobs);
@@ -212,6 +227,7 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
     po.sandbox = *parse_sandbox_mode(opts->sandbox.empty() ? ctx.defaults.sandbox : opts->sandbox);
     po.shared = open_shared_cache(opts->remote, po.cache);
     po.kiln_commit = std::string(build_commit());
+    po.signing_key = std::move(signing_key);
     pipeline::Result result = pipeline::run(plan, po).value();
     if (ctx.json)
       std::cout << result_json(result, opts->explain, po.shared.get())

@@ -13,12 +13,14 @@ std::function<int()> configure_help(CLI::App& sub, Context& ctx);
 std::function<int()> configure_doctor(CLI::App& sub, Context& ctx);
 std::function<int()> configure_fetch(CLI::App& sub, Context& ctx);
 std::function<int()> configure_index(CLI::App& sub, Context& ctx);
+std::function<int()> configure_key(CLI::App& sub, Context& ctx);
 std::function<int()> configure_prepare(CLI::App& sub, Context& ctx);
 std::function<int()> configure_resolve(CLI::App& sub, Context& ctx);
 std::function<int()> configure_serve(CLI::App& sub, Context& ctx);
 std::function<int()> configure_target(CLI::App& sub, Context& ctx);
 std::function<int()> configure_rebuild(CLI::App& sub, Context& ctx);
 std::function<int()> configure_validate(CLI::App& sub, Context& ctx);
+std::function<int()> configure_verify(CLI::App& sub, Context& ctx);
 std::function<int()> configure_wheel(CLI::App& sub, Context& ctx);
 
 const std::vector<Command>& commands() {
@@ -32,6 +34,7 @@ const std::vector<Command>& commands() {
       {"fetch", "Download and verify packages' pinned sources; print their paths", configure_fetch},
       {"help", "A command's help: kiln help COMMAND [SUBCOMMAND]", configure_help},
       {"index", "The index as static files: export DIR", configure_index},
+      {"key", "The Ed25519 key builds sign with: generate FILE, public FILE", configure_key},
       {"prepare", "Fetch, unpack and patch a package's sources into a directory",
        configure_prepare},
       {"rebuild", "Rebuild a kiln wheel from its kiln.json alone and compare the bytes",
@@ -43,6 +46,8 @@ const std::vector<Command>& commands() {
       {"target", "Targets: `init` writes one for a live Python environment", configure_target},
       {"validate", "Check wheels statically: archive, metadata, tags, ELF, torch ABI, GPU archs",
        configure_validate},
+      {"verify", "Check wheels' signed attestations (in-toto, SLSA) against a public key",
+       configure_verify},
       {"wheel", "Wheels from a directory: pack DIR", configure_wheel},
       // Hidden: the completion scripts' candidates at TAB time (completion.cpp).
       {"__complete", "Completion candidates: targets, packages or archs", configure_complete},

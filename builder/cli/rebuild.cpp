@@ -6,6 +6,7 @@
 
 #include "cli/build_commit.h"
 #include "cli/context.h"
+#include "cli/wheel_source.h"
 #include "core/fs.h"
 #include "core/log.h"
 #include "core/sandbox.h"
@@ -33,30 +34,8 @@ struct Args {
   const CLI::Option* jobs_option = nullptr;
 };
 
-// The wheel to check: a file, or an http(s) URL downloaded into the cache's downloads (verified
-// when it carries an index's "#sha256=" fragment, which also finds it there offline).
-fs::path wheel_file(Context& ctx, const Args& args, cache::Store& store) {
-  if (!fetch::is_http_url(args.wheel)) return absolute_path(args.wheel);
-  std::string url = fetch::strip_fragment(args.wheel), name = fetch::url_filename(url);
-  if (!name.ends_with(".whl") || !fetch::is_safe_filename(name))
-    raise(Error::bad_input(cat(terminal_field(args.wheel, 300), " does not name a .whl file")));
-  auto fetching =
-      pipeline::Fetching::create(store, ctx.offline(args.offline), ctx.index_url(args.index_url))
-          .value();
-  fetch::Downloader& downloader = fetching->context().downloader;
-  if (std::string f = fetch::fragment(args.wheel); f.starts_with("sha256=")) {
-    std::string sha256 = lower(f.substr(7));
-    if (sha256.size() != 64 || !is_hex(sha256))
-      raise(Error::bad_input(cat(terminal_field(args.wheel, 300), ": a malformed #sha256=")));
-    return downloader.fetch(url, name, sha256).value().path;
-  }
-  return downloader.fetch_unpinned(url, name, std::nullopt).value().file.path;
-}
-
 wheel::Provenance provenance_of(const fs::path& wheel) {
-  auto text = wheel::read_wheel_file(wheel, [](std::string_view path) {
-                return path.ends_with(".dist-info/kiln.json") && path.find('/') == path.rfind('/');
-              }).value();
+  auto text = wheel::read_kiln_json(wheel).value();
   if (!text)
     raise(Error::bad_input(cat(wheel.filename().string(), " has no kiln.json: not a kiln wheel")));
   return wheel::parse_provenance(*text).value();
@@ -140,7 +119,8 @@ void print(Context& ctx, const fs::path& wheel, const rebuild::Comparison& c) {
 
 int run_rebuild(Context& ctx, const Args& args) {
   cache::Store store(ctx.cache_path());
-  fs::path wheel = wheel_file(ctx, args, store);
+  fs::path wheel =
+      wheel_file(args.wheel, store, ctx.offline(args.offline), ctx.index_url(args.index_url));
   wheel::Provenance p = provenance_of(wheel);
   cache::Staging work = store.staging("rebuild-").value();
   fs::path source = args.source.empty() ? fs::path() : absolute_path(args.source);

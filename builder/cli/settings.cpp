@@ -101,6 +101,7 @@ void apply_environment(Defaults& d) {
   if (std::string v = env_value("KILN_CACHE"); !v.empty()) d.cache = v;
   if (std::string v = env_value("KILN_MANIFESTS"); !v.empty()) d.manifests = v;
   if (std::string v = env_value("KILN_PATCHES"); !v.empty()) d.patches = v;
+  if (std::string v = env_value("KILN_SIGNING_KEY"); !v.empty()) d.signing_key = v;
   if (std::string v = env_value("KILN_TARGET"); !v.empty()) d.targets = split(v, ",", true);
   if (std::string v = env_value("KILN_JOBS"); !v.empty()) d.jobs = parse_jobs(v);
   if (const char* v = std::getenv("KILN_OFFLINE")) d.offline = parse_bool("KILN_OFFLINE", v);
@@ -131,6 +132,7 @@ Defaults load_defaults() {
   d.cache = c.cache;
   d.manifests = c.manifests;
   d.patches = c.patches;
+  d.signing_key = c.signing_key;
   d.targets = c.targets;
   d.jobs = c.jobs;
   d.offline = c.offline.value_or(false);

@@ -19,6 +19,7 @@ struct Defaults {
   bool offline = false;              // KILN_OFFLINE (1, true, yes / 0, false, no), offline
   std::string index_url;             // KILN_INDEX_URL, index-url: else pip's or uv's settings
   std::string sandbox = "auto";      // KILN_SANDBOX, sandbox: auto, required or off
+  std::string signing_key;           // KILN_SIGNING_KEY, signing-key: else none (nothing signed)
   std::filesystem::path config;      // the configuration file that was read, or ""
 };
 

@@ -68,11 +68,6 @@ Expected<SandboxLimits> sandbox_limits() {
 
 }  // namespace
 
-bool says_not_sandboxed(const std::vector<std::string>& caveats) {
-  return std::any_of(caveats.begin(), caveats.end(),
-                     [](const std::string& c) { return c.starts_with(kNotSandboxed); });
-}
-
 bool will_sandbox(SandboxMode mode) {
   return mode != SandboxMode::Off && sandbox_available().has_value();
 }

@@ -14,15 +14,16 @@
 
 #include "core/expected.h"
 #include "core/sandbox.h"
+#include "wheel/provenance.h"
 
 namespace kiln::compile {
 
 struct CompileBasics;
 
-// The caveat of a build that did not run sandboxed starts with this.
-inline constexpr std::string_view kNotSandboxed = "not sandboxed";
-// Whether a build's caveats say it ran unsandboxed (such a wheel is no hit for a sandboxed build).
-bool says_not_sandboxed(const std::vector<std::string>& caveats);
+// The caveat of a build that did not run sandboxed (wheel/provenance.h, which kiln.json's readers
+// share).
+using wheel::kNotSandboxed;
+using wheel::says_not_sandboxed;
 
 // Whether the compiling backends' processes run sandboxed in `mode` here (the probe, once).
 bool will_sandbox(SandboxMode mode);

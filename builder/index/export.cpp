@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cache/entry.h"
 #include "core/fs.h"
 #include "core/strings.h"
 #include "index/scan.h"
@@ -135,6 +136,9 @@ Expected<ExportResult> export_index(const IndexModel& model, const fs::path& dir
         KILN_CHECK(copied);
         ++(linked ? result.linked : result.copied);
         KILN_CHECK(write_file_atomic(pdir / cat(f.filename, ".metadata"), f.metadata));
+        if (!f.attestation.empty())
+          KILN_CHECK(
+              write_file_atomic(pdir / cache::attestation_file_name(f.filename), f.attestation));
       }
       KILN_CHECK(fsync_directory(pdir));
     }

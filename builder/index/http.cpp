@@ -6,6 +6,7 @@
 #include <ctime>
 #include <optional>
 
+#include "cache/entry.h"
 #include "core/hash.h"
 #include "core/strings.h"
 #include "packaging/name.h"
@@ -246,16 +247,21 @@ Response representation(const Request& req, std::string content_type, const std:
   return r;
 }
 
-Response serve_file(const Request& req, const File& f, bool metadata) {
+// A text the model holds beside a wheel (its METADATA, its attestation).
+Response serve_text(const Request& req, const File& f, const std::string& body,
+                    const std::string& sha256, std::string content_type) {
   ByteRange range;
   bool partial = false;
-  if (metadata) {
-    Response r = representation(req, "text/plain; charset=utf-8", cat('"', f.metadata_sha256, '"'),
-                                f.committed_at, f.metadata.size(), range, partial);
-    if (r.status == 200 || r.status == 206)
-      r.body = partial ? f.metadata.substr(range.first, range.last - range.first + 1) : f.metadata;
-    return r;
-  }
+  Response r = representation(req, std::move(content_type), cat('"', sha256, '"'), f.committed_at,
+                              body.size(), range, partial);
+  if (r.status == 200 || r.status == 206)
+    r.body = partial ? body.substr(range.first, range.last - range.first + 1) : body;
+  return r;
+}
+
+Response serve_wheel(const Request& req, const File& f) {
+  ByteRange range;
+  bool partial = false;
   Response r = representation(req, "application/octet-stream", cat('"', f.sha256, '"'),
                               f.committed_at, f.size, range, partial);
   if (r.status == 200 || r.status == 206) {
@@ -552,11 +558,16 @@ Response handle(const Request& req, const IndexModel& model, const HandlerOption
                 project.page.json_etag);
   if (slash) return not_found();
   const std::string& name = seg[3];
-  if (const File* f = project.find(name)) return serve_file(req, *f, false);
-  constexpr std::string_view kMeta = ".metadata";
-  if (name.size() > kMeta.size() && name.ends_with(kMeta))
-    if (const File* f = project.find(std::string_view(name).substr(0, name.size() - kMeta.size())))
-      return serve_file(req, *f, true);
+  if (const File* f = project.find(name)) return serve_wheel(req, *f);
+  // The file a suffix names beside a wheel, when the name ends with it.
+  auto beside = [&](std::string_view suffix) -> const File* {
+    if (name.size() <= suffix.size() || !name.ends_with(suffix)) return nullptr;
+    return project.find(std::string_view(name).substr(0, name.size() - suffix.size()));
+  };
+  if (const File* f = beside(".metadata"))
+    return serve_text(req, *f, f->metadata, f->metadata_sha256, "text/plain; charset=utf-8");
+  if (const File* f = beside(cache::kAttestationSuffix); f && !f->attestation.empty())
+    return serve_text(req, *f, f->attestation, f->attestation_sha256, "application/jsonl");
   return not_found();
 }
 

@@ -286,6 +286,10 @@ IndexModel build_model(std::vector<WheelEntry> entries) {
     f.metadata_sha256 = sha256_hex(c.entry.metadata);
     f.archs = c.entry.archs;
     f.metadata = std::move(c.entry.metadata);
+    if (!c.entry.attestation.empty()) {
+      f.attestation_sha256 = sha256_hex(c.entry.attestation);
+      f.attestation = std::move(c.entry.attestation);
+    }
     p.files.push_back(std::move(f));
   }
   for (auto& [tname, t] : model.targets) render(t);

@@ -28,6 +28,8 @@ struct WheelEntry {
   std::filesystem::path dir;      // the entry directory; the wheel is dir / filename
   std::string metadata;           // the wheel's .dist-info/METADATA bytes
   std::string archs;  // entry.json's archs ("sm_90;sm_120+ptx"); "" for pure and kiln's wheels
+  std::string attestation;  // the entry's signed attestation (cache::attestation_file_name), or ""
+
   bool last = false;  // its package's last build for the target committed or hit this entry
 };
 
@@ -54,6 +56,9 @@ struct File {
   std::string metadata;
   std::string metadata_sha256;
   std::string archs;  // the entry's archs ("sm_90;sm_120+ptx"); "" for pure wheels
+  // The signed attestation, served at <filename>.intoto.jsonl beside the wheel, or "".
+  std::string attestation;
+  std::string attestation_sha256;
 };
 
 struct Project {

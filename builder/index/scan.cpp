@@ -271,6 +271,11 @@ ScanResult scan_cache(const fs::path& cache_root, ScanMemo& memo) {
       continue;
     }
     e.metadata = std::move(*md);
+    if (auto attestation = store.read_attestation(entry); !attestation)
+      out.skipped.push_back(cat("cache entry ", key,
+                                ": its attestation is not served: ", attestation.error().message));
+    else if (*attestation)
+      e.attestation = std::move(**attestation);
     e.last = last.count({e.target, e.key, e.filename}) > 0;
     out.entries.push_back(std::move(e));
   }

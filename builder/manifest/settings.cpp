@@ -48,13 +48,14 @@ std::string config_path(const TableReader& t, std::string_view key, const fs::pa
 
 UserConfig parse_user(const SourceText& source, const fs::path& dir, const fs::path& home) {
   toml::table root = parse_toml(source);
-  TableReader t(
-      source, root, "",
-      {"cache", "manifests", "patches", "target", "jobs", "offline", "index-url", "sandbox"});
+  TableReader t(source, root, "",
+                {"cache", "manifests", "patches", "target", "jobs", "offline", "index-url",
+                 "sandbox", "signing-key"});
   UserConfig c;
   c.cache = config_path(t, "cache", dir, home);
   c.manifests = config_path(t, "manifests", dir, home);
   c.patches = config_path(t, "patches", dir, home);
+  c.signing_key = config_path(t, "signing-key", dir, home);
   if (t.has("target")) {
     c.targets = root["target"].is_string()
                     ? std::vector<std::string>{t.required_string("target")}

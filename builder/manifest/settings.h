@@ -40,8 +40,10 @@ struct Settings {
 //   offline = false
 //   index-url = "https://mirror.example/simple/"
 //   sandbox = "required"                # auto (default), required or off
+//   signing-key = "~/.config/kiln/signing-key.pem"   # `kiln key generate`'s private key
 struct UserConfig {
   std::string cache, manifests, patches;  // absolute, or "" when not set
+  std::string signing_key;                // absolute, or "" when not set
   std::vector<std::string> targets;
   std::optional<int> jobs;
   std::optional<bool> offline;

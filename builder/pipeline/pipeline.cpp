@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "attest/dsse.h"
+#include "attest/wheel.h"
 #include "cache/build_root.h"
 #include "cache/store.h"
 #include "compile/backend.h"
@@ -39,6 +41,9 @@
 #endif
 
 namespace kiln::pipeline {
+
+static_assert(cache::kMaxAttestationBytes == attest::kMaxAttestationBytes,
+              "the cache keeps every attestation attest writes");
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -498,7 +503,13 @@ Expected<cache::Entry> build_item(Run& run, const resolve::PlanItem& item,
   info.manifest_version = m.version;
   if (m.backend->compiles) info.archs = rt->target.archs.canonical();
   for (const auto& c : caveats) info.caveats.push_back(entry_text(c));
-  return run.store.commit(item.key, made.wheel, std::move(info));
+  std::string attestation;
+  if (run.options.signing_key) {
+    KILN_TRY(std::string sha256, sha256_file(made.wheel));
+    KILN_TRY(attestation, attest::attest_wheel(made.wheel, made.wheel.filename().string(), sha256,
+                                               *run.options.signing_key));
+  }
+  return run.store.commit(item.key, made.wheel, std::move(info), attestation);
 }
 
 // Why a wheel the remote cache has for `item` is not taken (empty: it is taken): it must be
@@ -510,9 +521,7 @@ std::string refuse_shared_wheel(Run& run, const resolve::PlanItem& item,
   const std::string name = wheel_path.filename().string();
   if (!name.starts_with(prefix + "-") && !name.starts_with(prefix + "+"))
     return cat(name, " is not a wheel of ", m.name, " ", m.version);
-  auto kiln_json = wheel::read_wheel_file(wheel_path, [](std::string_view path) {
-    return path.ends_with(".dist-info/kiln.json") && path.find('/') == path.rfind('/');
-  });
+  auto kiln_json = wheel::read_kiln_json(wheel_path);
   if (!kiln_json) return kiln_json.error().message;
   if (!*kiln_json) return "it has no kiln.json";
   auto provenance = wheel::parse_provenance(**kiln_json);
@@ -520,7 +529,7 @@ std::string refuse_shared_wheel(Run& run, const resolve::PlanItem& item,
   if (provenance->build_key != item.key)
     return cat("its kiln.json names another build key (", provenance->build_key.substr(0, 16), ")");
   if (m.backend->compiles && compile::will_sandbox(run.options.sandbox) &&
-      compile::says_not_sandboxed(provenance->caveats))
+      wheel::says_not_sandboxed(provenance->caveats))
     return "it was built unsandboxed, and this build runs sandboxed";
   const resolve::ResolvedTarget* rt = target_of(run.plan, item.target_name);
   const Toolchain* tc = nullptr;
@@ -601,13 +610,13 @@ Expected<ItemResult> run_item(Run& run, const resolve::PlanItem& item) {
     ir.wheel = entry.wheel;
     ir.sha256 = entry.sha256;
     ir.caveats = entry.info.caveats;  // the build's, as its entry recorded them
+    ir.attestation = entry.attestation;
     if (run.options.explain) ir.why.push_back(why);
     ir.seconds = now() - started;
     return ir;
   };
   if (hit && run.options.build && m.backend->compiles &&
-      compile::will_sandbox(run.options.sandbox) &&
-      compile::says_not_sandboxed(hit->info.caveats)) {
+      compile::will_sandbox(run.options.sandbox) && wheel::says_not_sandboxed(hit->info.caveats)) {
     // A wheel whose package's code ran unsandboxed is built again, sandboxed, in its place.
     log::warn(cat("cache entry ", item.key.substr(0, 16), " of ", m.name,
                   " was built unsandboxed; it is built again in the sandbox"));
@@ -632,6 +641,7 @@ Expected<ItemResult> run_item(Run& run, const resolve::PlanItem& item) {
   KILN_CHECK(record_last(run, item, entry));
   ir.wheel = entry.wheel;
   ir.sha256 = entry.sha256;
+  ir.attestation = entry.attestation;
   ir.seconds = now() - started;
   log::info(cat("built ", entry.wheel.filename().string(), " (", static_cast<int>(ir.seconds + 0.5),
                 " s)"));
@@ -643,7 +653,21 @@ Expected<ItemResult> run_item(Run& run, const resolve::PlanItem& item) {
 
 }  // namespace
 
+// A signing key is in this process's memory and in a file root can read: a build that would run a
+// package's code outside the sandbox could take it, and then vouch for anything. Refused.
+Expected<void> check_signing(const resolve::Plan& plan, const Options& options) {
+  if (!options.signing_key || !options.build || compile::will_sandbox(options.sandbox)) return {};
+  for (const auto& item : plan.items)
+    if (item.manifest->backend->compiles)
+      return Error::bad_input(
+          cat("a signing key is set, and ", item.manifest->name,
+              "'s code would run unsandboxed here, where it could read the key: build with the "
+              "sandbox (--sandbox required; docs/reliability.md), or without a key"));
+  return {};
+}
+
 Expected<Result> run(const resolve::Plan& plan, const Options& options) {
+  KILN_CHECK(check_signing(plan, options));
   Result result;
   cache::Store store(options.cache);
   store.set_shared(options.shared);

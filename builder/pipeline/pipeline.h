@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "attest/key.h"
 #include "cache/store.h"
 #include "compile/jobs.h"
 #include "core/expected.h"
@@ -39,6 +40,9 @@ struct Options {
   // = this kiln's). `kiln rebuild` passes the wheel's own, so that only the build can differ.
   std::string kiln_commit;
   std::string kiln_version;
+  // With a key, each wheel this run builds (not a hit, local or remote, nor a rebuild) gets its
+  // signed attestation beside it in the cache entry (attest/wheel.h).
+  std::shared_ptr<const attest::SigningKey> signing_key;
 };
 
 // `kiln rebuild`: one item built afresh.
@@ -60,6 +64,8 @@ struct ItemResult {
   // the cache's own path, nvcc outside a PID namespace), kept in its entry for later hits; empty
   // for a reproducible build and for a remote hit (the remote's word is not taken).
   std::vector<std::string> caveats;
+  // The entry's signed attestation (this run's build, or an earlier build's on this host), or "".
+  std::filesystem::path attestation;
   double seconds = 0;
 };
 

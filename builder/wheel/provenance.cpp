@@ -1,5 +1,6 @@
 #include "wheel/provenance.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "core/error.h"
@@ -310,6 +311,11 @@ Expected<Provenance> parse_provenance(std::string_view text) {
   json j = parse_json(text);
   if (j.is_discarded()) return Error::bad_input("kiln.json is not valid JSON");
   return provenance_from_json(j);
+}
+
+bool says_not_sandboxed(const std::vector<std::string>& caveats) {
+  return std::any_of(caveats.begin(), caveats.end(),
+                     [](const std::string& c) { return c.starts_with(kNotSandboxed); });
 }
 
 }  // namespace kiln::wheel

@@ -56,6 +56,11 @@ struct RebuildRecipe {
   std::vector<Patch> patches;
 };
 
+// The caveat of a build whose package code did not run sandboxed starts with this.
+inline constexpr std::string_view kNotSandboxed = "not sandboxed";
+// Whether a build's caveats say it ran unsandboxed (such a wheel is no hit for a sandboxed build).
+bool says_not_sandboxed(const std::vector<std::string>& caveats);
+
 // The provenance format this kiln writes: 2 added "rebuild" and tools.ld/glibc/cuda_include.
 constexpr int kProvenanceFormat = 2;
 

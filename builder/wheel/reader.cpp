@@ -43,4 +43,10 @@ Expected<std::optional<std::string>> read_wheel_file(
   return std::optional<std::string>();
 }
 
+Expected<std::optional<std::string>> read_kiln_json(const std::filesystem::path& path) {
+  return read_wheel_file(path, [](std::string_view name) {
+    return name.ends_with(".dist-info/kiln.json") && name.find('/') == name.rfind('/');
+  });
+}
+
 }  // namespace kiln::wheel

@@ -33,5 +33,7 @@ Expected<std::vector<ReadEntry>> read_wheel_files(std::string data, std::string 
 Expected<std::optional<std::string>> read_wheel_file(
     const std::filesystem::path& path, const std::function<bool(std::string_view)>& matches,
     std::uint64_t max_bytes = manifest::kMaxWheelTextBytes);
+// The wheel's <name>.dist-info/kiln.json (a top-level .dist-info's), as read_wheel_file reads it.
+Expected<std::optional<std::string>> read_kiln_json(const std::filesystem::path& path);
 
 }  // namespace kiln::wheel

@@ -36,6 +36,7 @@ const IndexModel& model() {
     b.key = "k2";
     b.dir = "/cache/wheels/k2";
     b.sha256 = sha256_hex("other wheel");
+    b.attestation = "{\"payload\":\"\"}\n";  // only this target's build was signed
     return build_model({a, b});
   }();
   return m;
@@ -280,6 +281,26 @@ TEST(IndexHandler, MetadataMatchesTheAdvertisedHash) {
   Response part = get(project_url() + kCausal + ".metadata", {{"Range", "bytes=0-16"}});
   EXPECT_EQ(part.status, 206);
   EXPECT_EQ(part.body, "Metadata-Version:");
+}
+
+TEST(IndexHandler, AnAttestationIsServedBesideItsWheelAndOnlyThere) {
+  const std::string signed_target = project_url("default-sm90-sm120-ptx120");
+  Response r = get(signed_target + kCausalEscaped + ".intoto.jsonl");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_FALSE(r.file);
+  EXPECT_EQ(r.body, "{\"payload\":\"\"}\n");
+  EXPECT_EQ(r.header("Content-Type"), "application/jsonl");
+  EXPECT_EQ(r.header("ETag"), cat('"', sha256_hex(r.body), '"'));
+  EXPECT_EQ(
+      get(signed_target + kCausalEscaped + ".intoto.jsonl", {{"If-None-Match", r.header("ETag")}})
+          .status,
+      304);
+  // The unsigned build of the same file name has none; nor has a name that is no wheel's.
+  EXPECT_EQ(get(project_url() + kCausalEscaped + ".intoto.jsonl").status, 404);
+  EXPECT_EQ(get(signed_target + ".intoto.jsonl").status, 404);
+  EXPECT_EQ(get(signed_target + "x.whl.intoto.jsonl").status, 404);
+  // The pages do not change: pip and uv never see it.
+  EXPECT_EQ(get(signed_target, {{"Accept", kPip}}).body.find("intoto"), std::string::npos);
 }
 
 TEST(IndexHandler, RangeHeadAndConditionalRequestsOnWheels) {

@@ -218,6 +218,46 @@ TEST(Store, AnEntryKeepsItsBuildsCaveats) {
   EXPECT_TRUE(store.read_entry(kKey).entry.info.caveats.empty());
 }
 
+TEST(Store, AnAttestationIsCommittedBesideItsWheelAndReadOnlyFromTheEntry) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-store-").value();
+  Store store(dir.path() / "cache");
+  const std::string name = "x-1.0-py3-none-any.whl";
+  Entry e = store.commit(kKey, make_wheel(dir.path() / "out", name, "w"), {}, "{\"envelope\":1}\n")
+                .value();
+  EXPECT_EQ(e.attestation, e.dir / (name + ".intoto.jsonl"));
+  EXPECT_EQ(e.info.attestation, name + ".intoto.jsonl");
+  EXPECT_EQ(read_file(e.attestation).value(), "{\"envelope\":1}\n");
+  EXPECT_EQ(store.read_attestation(e).value(), "{\"envelope\":1}\n");
+  EXPECT_EQ(nlohmann::json::parse(read_file(e.dir / "entry.json").value())["attestation"],
+            name + ".intoto.jsonl");
+
+  // Gone, or a link to a file elsewhere: the entry cannot be used (a build makes it again).
+  std::ofstream(dir.path() / "elsewhere") << "{}";
+  fs::remove(e.attestation);
+  EXPECT_EQ(store.read_entry(kKey).state, EntryRead::State::Unusable);
+  fs::create_symlink(dir.path() / "elsewhere", e.attestation);
+  EntryRead linked = store.read_entry(kKey);
+  EXPECT_EQ(linked.state, EntryRead::State::Unusable);
+  EXPECT_NE(linked.reason.find("not a regular file"), std::string::npos);
+  EXPECT_FALSE(store.read_attestation(e));  // never through the link
+  std::string removed;
+  EXPECT_FALSE(store.lookup_verified(kKey, removed));
+  EXPECT_FALSE(removed.empty());
+
+  // Unsigned: no file, no field.
+  Entry plain = store.commit(kKey, make_wheel(dir.path() / "out2", name, "w"), {}).value();
+  EXPECT_TRUE(plain.attestation.empty());
+  EXPECT_EQ(store.read_attestation(plain).value(), std::nullopt);
+  EXPECT_EQ(read_file(plain.dir / "entry.json").value().find("attestation"), std::string::npos);
+
+  // entry.json may name only the wheel's own attestation.
+  EntryInfo info = plain.info;
+  for (std::string bad : {"../x.intoto.jsonl", "entry.json", "y.whl.intoto.jsonl"}) {
+    info.attestation = bad;
+    EXPECT_FALSE(parse_entry_info(info.text())) << bad;
+  }
+}
+
 TEST(Store, ReadEntrySaysWhyAnEntryCannotBeUsed) {
   auto dir = TempDir::create(fs::temp_directory_path(), "kiln-store-").value();
   Store store(dir.path() / "cache");
