@@ -95,13 +95,29 @@ Expected<std::string> read_file(const fs::path& path) {
 }
 
 Expected<std::string> read_file(const fs::path& path, std::uint64_t max_bytes) {
-  std::error_code ec;
-  auto size = fs::file_size(path, ec);
-  if (!ec && size > max_bytes)
+  auto too_large = [&] {
     return Error::failed(cat(path.string(), " is larger than ", max_bytes, " bytes"));
-  KILN_TRY(std::string data, read_file(path));
-  if (data.size() > max_bytes)
-    return Error::failed(cat(path.string(), " is larger than ", max_bytes, " bytes"));
+  };
+  // Never more than max_bytes + 1 read, whatever the path names (/dev/zero, a pipe that keeps
+  // writing): a regular file is judged by its size first, anything else by what it gives.
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  if (fd.get() < 0) return Error::failed(cat("cannot read ", path.string(), ": ", errno_text()));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || S_ISDIR(st.st_mode))
+    return Error::failed(cat("cannot read ", path.string(), ": not a file"));
+  if (S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) > max_bytes)
+    return too_large();
+  std::string data;
+  char buf[65536];
+  while (data.size() <= max_bytes) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) break;  // a pipe with nothing more to give now
+    if (n < 0) return Error::failed(cat("error reading ", path.string(), ": ", errno_text()));
+    if (n == 0) break;
+    data.append(buf, static_cast<std::size_t>(n));
+  }
+  if (data.size() > max_bytes) return too_large();
   return data;
 }
 

@@ -11,6 +11,19 @@
 
 namespace kiln {
 
+TEST(Fs, ABoundedReadNeverReadsPastItsBoundWhateverThePathNames) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-fs-").value();
+  write_file_atomic(dir.path() / "f", "12345").value();
+  EXPECT_EQ(read_file(dir.path() / "f", 5).value(), "12345");
+  EXPECT_FALSE(read_file(dir.path() / "f", 4));
+  auto endless = read_file("/dev/zero", 1000);  // a device that never ends: refused at the bound
+  ASSERT_FALSE(endless);
+  EXPECT_NE(endless.error().message.find("larger than 1000"), std::string::npos);
+  EXPECT_EQ(read_file("/dev/null", 10).value(), "");  // KILN_CONFIG=/dev/null reads as empty
+  EXPECT_FALSE(read_file(dir.path(), 10));
+  EXPECT_FALSE(read_file(dir.path() / "missing", 10));
+}
+
 TEST(Fs, AtomicWriteReplacesWholeFile) {
   auto dir = TempDir::create(fs::temp_directory_path(), "kiln-fs-").value();
   fs::path file = dir.path() / "sub" / "x.txt";
