@@ -105,8 +105,7 @@ Expected<std::string> read_file(const fs::path& path, std::uint64_t max_bytes) {
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0 || S_ISDIR(st.st_mode))
     return Error::failed(cat("cannot read ", path.string(), ": not a file"));
-  if (S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) > max_bytes)
-    return too_large();
+  if (S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) > max_bytes) return too_large();
   std::string data;
   char buf[65536];
   while (data.size() <= max_bytes) {
