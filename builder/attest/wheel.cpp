@@ -80,6 +80,21 @@ Expected<std::string> attest_wheel(const fs::path& wheel, std::string_view wheel
   return line;
 }
 
+Expected<void> names_wheel(std::string_view attestation, std::string_view wheel_name,
+                           const std::string& sha256) {
+  KILN_TRY(std::vector<Envelope> envelopes, parse_envelopes(attestation));
+  std::string why = "no envelope holds an in-toto statement";
+  for (const auto& e : envelopes) {
+    if (e.payload_type != kInTotoPayloadType) continue;
+    auto statement = read_statement(e.payload);
+    if (!statement) continue;
+    auto named = check_subject(*statement, wheel_name, sha256);
+    if (named) return {};
+    why = named.error().message;
+  }
+  return Error::failed(why);
+}
+
 bool Verification::ok() const {
   return std::none_of(checks.begin(), checks.end(),
                       [](const Check& c) { return c.verdict == Check::Verdict::Fail; });

@@ -39,6 +39,12 @@ struct Verification {
   bool ok() const;
 };
 
+// Whether one envelope of `attestation` is an in-toto Statement whose subject is `wheel_name` with
+// `sha256`, signed by someone (no key is checked): what a remote cache's copy of the builder's
+// attestation must be before it is kept beside the wheel it fetched; the error says why not.
+Expected<void> names_wheel(std::string_view attestation, std::string_view wheel_name,
+                           const std::string& sha256);
+
 // Whether `attestation` vouches, by `key`, for the wheel at `wheel` under the name `wheel_name`.
 Verification verify_wheel(const std::filesystem::path& wheel, std::string_view wheel_name,
                           std::string_view attestation, const PublicKey& key);

@@ -303,7 +303,12 @@ std::optional<Store::SharedWheel> Store::fetch_shared_wheel(const std::string& k
   if (sha256_hex(*bytes) != info->sha256)
     return refuse(cat(name, " does not match its recorded sha256"));
   if (!write_file_atomic(dir / name, *bytes)) return std::nullopt;
-  return SharedWheel{dir / name, info->sha256};
+  SharedWheel out{dir / name, info->sha256, {}};
+  // The builder's attestation, when its entry names one (the taker checks what it says).
+  if (!info->attestation.empty())
+    if (auto text = shared_->get(remote_wheel_name(key, info->attestation), kMaxAttestationBytes))
+      out.attestation = std::move(*text);
+  return out;
 }
 
 void Store::share_entry(const Entry& entry) const {
@@ -311,6 +316,8 @@ void Store::share_entry(const Entry& entry) const {
   auto bytes = read_file(entry.wheel);
   if (!bytes) return;
   shared_->put(remote_wheel_name(entry.key, entry.wheel.filename().string()), *bytes);
+  if (auto attestation = read_attestation(entry); attestation && *attestation)
+    shared_->put(remote_wheel_name(entry.key, entry.info.attestation), **attestation);
   shared_->put(remote_wheel_info_name(entry.key), entry.info.text());
 }
 

@@ -230,14 +230,17 @@ class Store {
   // The remote's wheel for `key`, written into `dir`, and its sha256. nullopt when the remote has
   // none, or its entry.json fails parse_entry_info (a corrupt miss, warned of), or the wheel's
   // bytes do not match the sha256 it records. Nothing else of the remote's entry.json is kept:
-  // the caller writes the local entry from what it knows, after validating the wheel.
+  // the caller writes the local entry from what it knows, after validating the wheel, and judges
+  // the attestation the remote keeps beside it (attest::names_wheel).
   struct SharedWheel {
     std::filesystem::path wheel;
     std::string sha256;
+    std::string attestation;  // the builder's, when the remote's entry names one ("": none)
   };
   std::optional<SharedWheel> fetch_shared_wheel(const std::string& key,
                                                 const std::filesystem::path& dir) const;
-  // Stores a committed entry's wheel, then its info, on the remote (nothing when read-only).
+  // Stores a committed entry's wheel (and its attestation), then its info, on the remote (nothing
+  // when read-only).
   void share_entry(const Entry& entry) const;
   // The object cache's own hits and misses in this process (before the remote is asked).
   struct LocalStats {

@@ -570,7 +570,18 @@ std::optional<cache::Entry> shared_hit(Run& run, const resolve::PlanItem& item) 
   info.from = run.store.shared()->describe();
   if (m.backend->compiles)
     info.archs = target_of(run.plan, item.target_name)->target.archs.canonical();
-  auto entry = run.store.commit(item.key, fetched->wheel, std::move(info));
+  // The builder's attestation travels with its wheel when it says it is this wheel's; the taker
+  // signs nothing (a remote hit is not its build).
+  std::string attestation = std::move(fetched->attestation);
+  if (!attestation.empty())
+    if (auto named =
+            attest::names_wheel(attestation, fetched->wheel.filename().string(), fetched->sha256);
+        !named) {
+      log::warn(cat("remote cache: the attestation beside ", fetched->wheel.filename().string(),
+                    " is dropped: ", named.error().message));
+      attestation.clear();
+    }
+  auto entry = run.store.commit(item.key, fetched->wheel, std::move(info), attestation);
   if (!entry) return std::nullopt;
   return *entry;
 }

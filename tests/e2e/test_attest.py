@@ -5,11 +5,13 @@ Ed25519, in-toto-attestation's models for the Statement and the SLSA predicate),
 
 What is checked: every wheel a signed build makes has an envelope that both verifiers accept; a
 tampered wheel, a tampered envelope, a wrong key and another wheel's envelope fail both; a remote
-cache hit is not signed; the private key is written 0600, never printed, and a key others can read
+cache hit is not signed by its taker (the builder's envelope comes with it, when it names that
+wheel); the private key is written 0600, never printed, and a key others can read
 is refused before anything is built.
 """
 
 import base64
+import hashlib
 import json
 import os
 import shutil
@@ -180,7 +182,7 @@ class AttestTest(KilnTestCase):
             self.assertTrue(Path(f"{wheel}.intoto.jsonl").is_file(), wheel)
         self.assertTrue(self.verify(export, check=0)["ok"])
 
-    def test_a_remote_hit_is_not_signed_and_a_readable_key_is_refused(self):
+    def test_a_remote_hit_is_not_signed_by_its_taker_and_a_readable_key_is_refused(self):
         readable = self.keys / "readable.pem"
         shutil.copy(self.key, readable)
         os.chmod(readable, 0o644)
@@ -204,12 +206,37 @@ class AttestTest(KilnTestCase):
         first = self.build(self.fresh_cache("a"), "fla-core", extra=remote)["fla-core"]
         self.assertFalse(first["remote_hit"])
         self.assertTrue(Path(first["attestation"]).is_file())
-        second = self.build(self.fresh_cache("b"), "fla-core", extra=remote)["fla-core"]
-        self.assertTrue(second["remote_hit"])
-        self.assertIsNone(second["attestation"])
-        self.assertEqual(list(Path(second["wheel"]).parent.glob("*.intoto.jsonl")), [])
-        self.assertEqual(self.failed_check(self.verify(second["wheel"], check=1)), ["attestation"])
 
+        # A worker with another key takes the wheel from the remote: it signs nothing; the
+        # builder's envelope comes along, and verifies with the builder's key only.
+        taker = self.keys / "taker.pem"
+        self.kiln("key", "generate", str(taker), check=0)
+        second = self.build(self.fresh_cache("b"), "fla-core", extra=remote,
+                            env={"KILN_SIGNING_KEY": str(taker)})["fla-core"]
+        self.assertTrue(second["remote_hit"])
+        self.assertEqual(Path(second["attestation"]).read_bytes(),
+                         Path(first["attestation"]).read_bytes())
+        self.assertTrue(self.verify(second["wheel"], check=0)["ok"])
+        proc = self.kiln("--json", "verify", second["wheel"], "--key", f"{taker}.pub", check=1)
+        self.assertEqual(self.failed_check(json.loads(proc.stdout)), ["signature"])
+
+        # A remote whose envelope beside the wheel is another wheel's: dropped, said so, and the
+        # wheel taken unsigned.
+        key, wheel = first["key"], Path(first["wheel"]).name
+        other = self.build(self.fresh_cache("c"), "flash-linear-attention")[
+            "flash-linear-attention"]
+        body = Path(other["attestation"]).read_bytes()  # whole, as a remote entry must be
+        redis.command("SET", f"kiln:wheels/{key}/{wheel}.intoto.jsonl",
+                      b"kiln-object 1 " + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+        proc = self.kiln("--json", "build", "fla-core", *remote, check=0,
+                         env={"KILN_CACHE": str(self.fresh_cache("d")),
+                              "KILN_SIGNING_KEY": str(taker)})
+        self.assertIn("is dropped: the statement vouches for flash_linear_attention", proc.stderr)
+        (third,) = json.loads(proc.stdout)["items"]
+        self.assertTrue(third["remote_hit"])
+        self.assertIsNone(third["attestation"])
+        self.assertEqual(list(Path(third["wheel"]).parent.glob("*.intoto.jsonl")), [])
+        self.assertEqual(self.failed_check(self.verify(third["wheel"], check=1)), ["attestation"])
 
 if __name__ == "__main__":
     import unittest

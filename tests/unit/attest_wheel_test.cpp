@@ -177,6 +177,21 @@ TEST_F(AttestWheelTest, EachTamperingFailsItsCheck) {
             "pass pass fail skip skip");
 }
 
+TEST_F(AttestWheelTest, ARemotesCopyIsKeptOnlyWhenItNamesTheWheel) {
+  fs::path w = wheel(provenance(), "a");
+  std::string line = attest(w), sha = sha256_file(w).value(), name = w.filename().string();
+  EXPECT_TRUE(names_wheel(line, name, sha));
+  EXPECT_TRUE(names_wheel("\n" + line + line, name, sha));
+  auto other = names_wheel(line, name, std::string(64, '0'));
+  ASSERT_FALSE(other);
+  EXPECT_NE(other.error().message.find("vouches for"), std::string::npos);
+  EXPECT_FALSE(names_wheel(line, "demo-2.0-py3-none-any.whl", sha));
+  EXPECT_FALSE(names_wheel("{}", name, sha));
+  json not_in_toto = json::parse(line);
+  not_in_toto["payloadType"] = "application/json";
+  EXPECT_FALSE(names_wheel(not_in_toto.dump(), name, sha));
+}
+
 TEST_F(AttestWheelTest, AWheelWithoutKilnJsonIsNotAttested) {
   wheel::WheelSpec spec;
   spec.distribution = "plain";
