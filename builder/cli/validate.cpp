@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "cli/context.h"
+#include "cli/reports.h"
 #include "core/fs.h"
 #include "core/log.h"
 #include "core/process.h"
@@ -96,17 +97,7 @@ int run_validate(Context& ctx, const Args& args) {
     if (!ctx.json)
       std::cout << validate::render_text(reports.back(), ctx.verbosity > 0) << std::flush;
   }
-  // A name in a wheel need not be UTF-8: such bytes are written as U+FFFD, never a throw.
-  if (ctx.json)
-    std::cout << validate::render_json(reports).dump(2, ' ', false,
-                                                     nlohmann::json::error_handler_t::replace)
-              << "\n";
-  if (!args.junit.empty())
-    write_file_atomic(absolute_path(args.junit), validate::render_junit(reports)).value();
-  std::size_t failed = std::count_if(reports.begin(), reports.end(),
-                                     [](const validate::Report& r) { return !r.ok(); });
-  if (failed) log::error(cat(failed, " of ", reports.size(), " wheel(s) failed validation"));
-  return failed ? 1 : 0;
+  return finish_reports(ctx, reports, args.junit, "validation");
 }
 
 }  // namespace

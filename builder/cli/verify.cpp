@@ -10,6 +10,7 @@
 #include "attest/wheel.h"
 #include "cache/entry.h"
 #include "cli/context.h"
+#include "cli/reports.h"
 #include "cli/wheel_source.h"
 #include "core/error.h"
 #include "core/fs.h"
@@ -109,16 +110,7 @@ int run_verify(Context& ctx, const Args& args) {
     if (!ctx.json)
       std::cout << validate::render_text(reports.back(), ctx.verbosity > 0) << std::flush;
   }
-  if (ctx.json)
-    std::cout << validate::render_json(reports).dump(2, ' ', false,
-                                                     nlohmann::json::error_handler_t::replace)
-              << "\n";
-  if (!args.junit.empty())
-    write_file_atomic(absolute_path(args.junit), validate::render_junit(reports)).value();
-  std::size_t failed = std::count_if(reports.begin(), reports.end(),
-                                     [](const validate::Report& r) { return !r.ok(); });
-  if (failed) log::error(cat(failed, " of ", reports.size(), " wheel(s) failed verification"));
-  return failed ? 1 : 0;
+  return finish_reports(ctx, reports, args.junit, "verification");
 }
 
 }  // namespace
