@@ -539,6 +539,12 @@ Expected<Lock> Store::lock(const std::string& key) const {
   return FileLock::acquire(lock_path(key));
 }
 
+std::optional<Lock> Store::try_lock(const std::string& key) const {
+  const fs::path path = lock_path(key);
+  if (!ensure_directory(path.parent_path())) return std::nullopt;
+  return FileLock::try_acquire(path, /*create=*/true);
+}
+
 Expected<Entry> Store::commit(const std::string& key, const fs::path& wheel, EntryInfo info,
                               std::string_view attestation) const {
   fs::path final_dir = entry_dir(key);

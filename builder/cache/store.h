@@ -166,6 +166,9 @@ class Store {
   std::optional<Entry> lookup_verified(const std::string& key, std::string& removed) const;
   // Blocks until this process holds the key's lock.
   Expected<Lock> lock(const std::string& key) const;
+  // The key's lock when no other process holds it (nor anything keeps it from being taken: `lock`
+  // then says what); nullopt else, without waiting.
+  std::optional<Lock> try_lock(const std::string& key) const;
   // Moves `wheel` into a new entry for `key` (which must not exist yet) and returns it; `info`'s
   // key, wheel, sha256, size and committed_at are filled in here. A non-empty `attestation` (the
   // wheel's signed statement, attest/wheel.h) is written beside the wheel and named in entry.json.

@@ -1,6 +1,6 @@
 // kiln build [PACKAGES…] [--target T]… [--archs SPEC] [--backend B] [--jobs N] [--explain]
 //            [--offline] [--keep-build-root] [--remote-cache URL] [--remote-cache-readonly]
-//            [--expect-key KEY]
+//            [--expect-key KEY] [--fail-fast] [--trace FILE]
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -21,6 +21,7 @@
 #include "packaging/name.h"
 #include "packaging/specifier.h"
 #include "pipeline/pipeline.h"
+#include "pipeline/trace.h"
 #include "resolve/plan.h"
 #include "wheel/metadata.h"
 #include "wheel/reader.h"
@@ -70,8 +71,18 @@ nlohmann::json item_json(const pipeline::ItemResult& i, bool explain) {
   return j;
 }
 
-// The run's result as --json prints it; a failed run's too (the items done before the failure, and
-// the error with the item it stopped at), so a script reads what happened from stdout either way.
+nlohmann::json failure_json(const pipeline::Failure& f) {
+  return {{"message", f.error.message},
+          {"detail", f.error.detail},
+          {"exit_code", exit_code(f.error.kind)},
+          {"package", f.item.package},
+          {"version", f.item.version},
+          {"target", f.item.target},
+          {"key", f.item.key}};
+}
+
+// The run's result as --json prints it; a failed run's too (the items built, each item that failed
+// and why, the first failure as `error`), so a script reads what happened from stdout either way.
 nlohmann::json result_json(const pipeline::Result& result, bool explain,
                            const cache::SharedCache* shared) {
   nlohmann::json items = nlohmann::json::array();
@@ -81,30 +92,52 @@ nlohmann::json result_json(const pipeline::Result& result, bool explain,
     items.push_back(item_json(i, explain));
   }
   nlohmann::json timings = nlohmann::json::array();
-  for (const auto& t : result.timings)
-    timings.push_back({{"job", t.label},
-                       {"seconds", t.seconds},
-                       {"cpu_seconds", t.cpu_seconds},
-                       {"max_rss_kib", t.max_rss_kib}});
+  for (const auto& j : result.jobs) {
+    if (j.timing.verdict != compile::JobStats::Verdict::Compiled) continue;
+    timings.push_back({{"job", j.timing.label},
+                       {"package", j.package},
+                       {"seconds", j.timing.seconds},
+                       {"cpu_seconds", j.timing.cpu_seconds},
+                       {"max_rss_kib", j.timing.max_rss_kib}});
+  }
+  nlohmann::json failed = nlohmann::json::array();
+  for (const auto& f : result.failures) failed.push_back(failure_json(f));
+  const pipeline::Floor& fl = result.floor;
   nlohmann::json out = {{"ok", !result.error},
                         {"items", items},
+                        {"failed", failed},
                         {"fetches", result.downloads},
                         {"compile_jobs", result.compile_jobs},
                         {"objects_reused", result.objects_reused},
                         {"cache_hits", hits},
                         {"stores", stores_json(result, shared)},
+                        {"build",
+                         {{"wall_seconds", fl.wall_seconds},
+                          {"cpu_seconds", fl.cpu_seconds},
+                          {"longest_job_seconds", fl.longest_job_seconds},
+                          {"slots", fl.slots},
+                          {"floor_seconds", fl.floor_seconds}}},
                         {"jobs", timings}};
-  if (result.error) {
-    const pipeline::ItemResult& f = *result.failed;
+  if (!result.failures.empty()) {
+    out["error"] = failure_json(result.failures.front());
+  } else if (result.error) {
     out["error"] = {{"message", result.error->message},
                     {"detail", result.error->detail},
-                    {"exit_code", exit_code(result.error->kind)},
-                    {"package", f.package},
-                    {"version", f.version},
-                    {"target", f.target},
-                    {"key", f.key}};
+                    {"exit_code", exit_code(result.error->kind)}};
   }
   return out;
+}
+
+// Each failure but the first as an error line (the first is the command's own error, last).
+void report_failures(const pipeline::Result& result) {
+  for (std::size_t i = 1; i < result.failures.size(); ++i) {
+    const auto& f = result.failures[i];
+    log::error(
+        cat(f.item.package, " ", f.item.version, " (", f.item.target, "): ", f.error.message));
+  }
+  if (result.failures.size() > 1)
+    log::error(cat(result.failures.size(), " of ", result.failures.size() + result.items.size(),
+                   " items failed; the first:"));
 }
 
 void print_result(const pipeline::Result& result, bool explain) {
@@ -156,7 +189,8 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
     std::string archs, index_url, backend;
     int jobs = 0;
     bool explain = false, offline = false, keep_build_root = false;
-    std::string expect_key, sandbox, signing_key;
+    std::string expect_key, sandbox, signing_key, trace;
+    bool fail_fast = false;
     RemoteOption remote;
   };
   auto opts = std::make_shared<Options>();
@@ -196,6 +230,13 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
                  "required, off (default: $KILN_SANDBOX, the configuration's, else auto)")
       ->check(CLI::IsMember({"auto", "required", "off"}))
       ->type_name("MODE");
+  sub.add_flag("--fail-fast", opts->fail_fast,
+               "Stop every job at the first package that fails (default: the others are still "
+               "built)");
+  sub.add_option("--trace", opts->trace,
+                 "Write the build's jobs to FILE as Chrome trace-event JSON (Perfetto, "
+                 "chrome://tracing; docs/pool.md)")
+      ->type_name("FILE");
   sub.add_option("--signing-key", opts->signing_key,
                  "Sign each wheel built here with this Ed25519 key (`kiln key generate`; default: "
                  "$KILN_SIGNING_KEY, the configuration's signing-key, else none)")
@@ -228,6 +269,7 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
     po.shared = open_shared_cache(opts->remote, po.cache);
     po.kiln_commit = std::string(build_commit());
     po.signing_key = std::move(signing_key);
+    po.fail_fast = opts->fail_fast;
     pipeline::Result result = pipeline::run(plan, po).value();
     if (ctx.json)
       std::cout << result_json(result, opts->explain, po.shared.get())
@@ -235,6 +277,10 @@ std::function<int()> configure_build(CLI::App& sub, Context& ctx) {
                 << "\n";
     else
       print_result(result, opts->explain);
+    if (!opts->trace.empty())
+      write_file_atomic(absolute_path(opts->trace), pipeline::trace_json(result).dump() + "\n")
+          .value();
+    report_failures(result);
     if (result.error) raise(*result.error);
     warn_of_missing_extras(opts->packages, result);
     return 0;

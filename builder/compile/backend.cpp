@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "core/log.h"
 #include "core/strings.h"
 
 namespace kiln::compile {
@@ -18,6 +19,24 @@ CompileBasics compile_basics(const BuildRequest& request) {
   b.manylinux = request.manylinux;
   b.sandbox = request.sandbox;
   return b;
+}
+
+Expected<BuildOutput> build_alone(const Backend& backend, const BuildRequest& request) {
+  for (int attempt = 0;; ++attempt) {
+    KILN_TRY(PlannedBuild planned, backend.plan(request));
+    RunnerOptions options;
+    options.slots = request.jobs > 0 ? request.jobs : default_slots();
+    auto ran = run_jobs(planned.jobs, options);
+    if (!ran && *planned.stale && attempt < 2) {
+      log::warn(cat(ran.error().message, "; planning the build again"));
+      continue;
+    }
+    KILN_TRY(JobStats stats, std::move(ran));
+    KILN_TRY(BuildOutput out, planned.finish());
+    for (auto& t : out.stats.timings) stats.timings.push_back(std::move(t));
+    out.stats = std::move(stats);
+    return out;
+  }
 }
 
 namespace {

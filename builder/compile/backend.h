@@ -94,6 +94,18 @@ struct Preparation {
   std::function<Expected<std::filesystem::path>(const manifest::PinnedWheel&)> fetch;
 };
 
+// A backend's build as jobs for the plan's one pool (ninja's Plan for one package): its jobs
+// (their deps index `jobs`), and what makes its output once every one has succeeded. It holds
+// what the jobs use while they run (the object cache, the root lent to the sandbox) until it is
+// destroyed.
+struct PlannedBuild {
+  std::vector<Job> jobs;
+  std::function<Expected<BuildOutput>()> finish;
+  // Set when a job that only restores found its entry gone: nothing planned makes that output,
+  // so the build is planned again.
+  std::shared_ptr<bool> stale = std::make_shared<bool>(false);
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -102,10 +114,16 @@ class Backend {
   // Before build(): what it needs beyond the build root and the toolchain, into its part of
   // `request` (setuptools: its pinned environment, made once per identity in the cache).
   virtual Expected<void> prepare(const Preparation&, BuildRequest&) const { return {}; }
-  virtual Expected<BuildOutput> build(const BuildRequest& request) const = 0;
+  // Everything up to the jobs (the build root's views, nvcc's dry runs, the environment), then the
+  // jobs and the finish.
+  virtual Expected<PlannedBuild> plan(const BuildRequest& request) const = 0;
   // What it cannot build for these archs, known before any source is fetched.
   virtual Expected<void> check_archs(const manifest::ArchList&) const { return {}; }
 };
+
+// One package alone: planned, its jobs run in request.jobs slots, finished; planned again (at most
+// twice) when stale. BuildOutput::stats holds its jobs' run.
+Expected<BuildOutput> build_alone(const Backend& backend, const BuildRequest& request);
 
 // One per file: native.cpp, setuptools.cpp, pure.cpp.
 std::unique_ptr<Backend> native_backend();

@@ -402,6 +402,7 @@ Job Planner::unit_job(const Unit& u, std::string label, const nvcc::Env& env,
                       const std::string& log_suffix) const {
   Job job;
   job.label = std::move(label);
+  job.unit = u.name;
   job.env = env;
   job.cwd = ctx_.root / "src";
   job.log = ctx_.root / "logs" / (u.ext->name + "." + u.tag + log_suffix);
@@ -486,6 +487,7 @@ void Planner::gate(Job& job, const std::string& command_key, Restore restore, bo
 void Planner::restore_only(const Unit& u, std::string label, KeyOf key, const fs::path& object) {
   Job job;
   job.label = std::move(label);
+  job.unit = u.name;
   job.outputs = {object};
   gate(job, "", Restore{&cache_, std::move(key), {object}}, true, false);
   add(std::move(job), JobClass::Restore, 0, &u);
@@ -560,6 +562,7 @@ void Planner::plan_whole_file(Unit& u, const std::string& why_not) {
   const auto planned = hit(key, cat("nvcc ", u.name, " ", archs_label_));
   graph_.directories.push_back(keep);
   Job job = unit_job(u, cat("nvcc ", u.name, " ", archs_label_), env_, ".log");
+  job.arch = archs_label_;
   job.argv = std::move(argv);
   job.weight = threads;
   job.memory_gib = 1.0 + 2.5 * u.share * threads;
@@ -698,6 +701,7 @@ std::vector<std::optional<std::size_t>> Planner::plan_devices(const Unit& u, con
     if (!hit && !for_fatbin && front_end_jobs_) continue;  // the front-end job writes the stub
     Job job = steps_job(u, cat("nvcc ", u.name, " ", su.device_labels[a]), c.device_steps[a], c,
                         cat(".", arch_dir(su.device_labels[a]), ".log"), 0.5 + 2.5 * u.share);
+    job.arch = su.device_labels[a];
     job.outputs = outputs;
     job.on_success =
         store_device_part(cache_, keys_, keys, a, c.device_keys[a], c.device_depfiles[a], outputs);
@@ -768,6 +772,7 @@ void Planner::plan_fatbin(const Unit& u, const SplitUnit& su, const SplitCommand
     return;
   }
   Job fat = steps_job(u, label, {c.fatbinary, c.assemble}, c, ".fatbin.log", 1.0);
+  fat.arch = archs_label_;
   for (const auto& j : device_jobs)
     if (j) fat.deps.push_back(*j);
   fat.deps.push_back(host_job);
@@ -839,23 +844,14 @@ std::vector<Job> schedule(JobGraph graph) {
   // its host part after it: started later, they leave the other slots idle at the end; measured
   // on 2 cores, 197 s with host C++ first), then host C++, then the rest, then the front ends (a
   // few seconds each: they fill the slots the device parts leave), longest (largest) first.
-  const auto& planned = graph.jobs;
-  std::vector<std::size_t> order(planned.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    if (planned[a].job_class != planned[b].job_class)
-      return planned[a].job_class < planned[b].job_class;
-    return planned[a].estimate > planned[b].estimate;
-  });
-  std::vector<std::size_t> position(planned.size());
-  for (std::size_t p = 0; p < order.size(); ++p) position[order[p]] = p;
   std::vector<Job> jobs;
-  for (std::size_t p : order) {
-    Job job = std::move(graph.jobs[p].job);
-    for (auto& d : job.deps) d = position[d];
-    jobs.push_back(std::move(job));
+  jobs.reserve(graph.jobs.size());
+  for (auto& planned : graph.jobs) {
+    planned.job.job_class = static_cast<int>(planned.job_class);
+    planned.job.estimate = planned.estimate;
+    jobs.push_back(std::move(planned.job));
   }
-  return jobs;
+  return pool_order(std::move(jobs));
 }
 
 }  // namespace kiln::compile

@@ -1,6 +1,7 @@
-// A parallel job runner: subprocess jobs with dependencies and weights, run in as many slots as
-// the machine allows, each with its own log; the first failure stops everything and reports the
-// failing command and the tail of its log; an interrupt stops every child within a second.
+// A parallel job runner (ninja's CommandRunner): subprocess jobs with dependencies and weights,
+// run in as many slots as the machine allows, each with its own log. The first failure stops
+// everything and reports the failing command and the tail of its log; or, kept going, a failure
+// fails only the jobs that depend on it. An interrupt stops every child within a second.
 #pragma once
 
 #include <filesystem>
@@ -34,8 +35,17 @@ struct Job {
   std::vector<std::size_t> deps;  // indices of jobs that must finish first
   std::vector<int> inherit_fds;   // descriptors the process keeps (ProcessSpec::inherit_fds)
   // Jobs of one class take alike times (the planner's JobClass): the progress line's estimate of
-  // the time left goes by how long the class's jobs that ended took.
+  // the time left goes by how long the class's jobs that ended took. Ready jobs start by class,
+  // then by the longest chain of estimated work they begin (pool_order).
   int job_class = 0;
+  double estimate = 0;  // its work, in its backend's unit (native: source bytes)
+  // The package it builds (an index into RunnerOptions::groups), and what the trace says of it.
+  int group = 0;
+  std::string unit, arch;  // "csrc/x.cu[2/9]", "sm_90"; empty where a job has none
+  // A step of kiln's own, run in kiln's thread once the deps are done, taking no slot (the
+  // package's wheel written and committed as soon as its jobs are done). A job with one has no
+  // argv.
+  std::function<Expected<void>()> step;
   // The files it makes that other jobs, the link or the object cache read. run_jobs does not look
   // at them; a fake runner in tests writes them instead of running the commands.
   std::vector<std::filesystem::path> outputs;
@@ -59,13 +69,30 @@ struct JobStats {
   std::size_t gated_done = 0;  // jobs whose gate said Done: their output was restored
   double wall_seconds = 0;
   double cpu_seconds = 0;  // user + system seconds of every job
+  enum class Verdict { Compiled, Restored, Step };
   struct Timing {
     std::string label;
     double seconds;
     long max_rss_kib;
     double cpu_seconds;  // user + system, the job's processes together
+    // Where it ran in the run (the trace): seconds from the run's start; its lane (0 for kiln's
+    // own thread: restores and steps; 1.. for a slot); the slots it held; what it was. A timing a
+    // backend adds (the compiles inside a setuptools build) has lane -1.
+    double start = 0;
+    int lane = -1;
+    int slots = 1;
+    Verdict verdict = Verdict::Compiled;
+    std::size_t job = 0;  // its index in the run's jobs
   };
-  std::vector<Timing> timings;
+  std::vector<Timing> timings;  // compiled, restored and steps, as they ended
+  // Failures Report or Isolate (RunnerOptions::failures): each job that failed, and why; the jobs
+  // not run because of it (skipped).
+  struct Failure {
+    std::size_t job;
+    Error error;
+  };
+  std::vector<Failure> failures;
+  std::vector<std::size_t> skipped;
 };
 
 class CompileProgress;
@@ -75,6 +102,14 @@ struct RunnerOptions {
   double memory_gib = 0;                // 0: MemAvailable
   CompileProgress* progress = nullptr;  // what it shows; none: CompileProgress::to_stderr()
   double job_timeout_seconds = 0;       // 0: job_timeout_seconds()
+  // What a failing job does. Stop: every job is stopped and the failure is the run's error.
+  // Report: every job is stopped too, and the run returns its stats with the failure
+  // (JobStats::failures) and the jobs not run (skipped). Isolate: it fails only the jobs that wait
+  // for it (skipped); the others run on.
+  enum class Failures { Stop, Report, Isolate };
+  Failures failures = Failures::Stop;
+  // The names of the jobs' groups (the packages of a plan): the progress line counts them.
+  std::vector<std::string> groups;
 };
 
 // How long one job may run before it is stopped and the build fails naming it: $KILN_JOB_TIMEOUT
@@ -82,6 +117,11 @@ struct RunnerOptions {
 Expected<std::int64_t> job_timeout_seconds();
 
 Expected<JobStats> run_jobs(const std::vector<Job>& jobs, const RunnerOptions& options);
+
+// `jobs` in the order the runner starts ready ones: by class, then longest chain of estimated work
+// first (a job's estimate and the longest chain of jobs that wait for it); deps renumbered.
+// Several packages' jobs ordered together interleave by the same rule.
+std::vector<Job> pool_order(std::vector<Job> jobs);
 
 int default_slots();
 

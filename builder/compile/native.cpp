@@ -15,7 +15,6 @@
 #include "compile/object_cache.h"
 #include "compile/pid_namespace.h"
 #include "compile/pure.h"
-#include "compile/runner.h"
 #include "compile/sandbox.h"
 #include "compile/source_times.h"
 #include "core/clock.h"
@@ -119,27 +118,9 @@ Expected<PlanInput> plan_input(const NativeContext& ctx, int slots, bool sandbox
   return input;
 }
 
-// Runs a planned graph, each job in the build's sandbox (`spec`; none: as kiln's children), the
-// root lent to the sandbox meanwhile (nobody's, where kiln is root).
-Expected<NativeResult> run_planned(JobGraph graph, const std::shared_ptr<const SandboxSpec>& spec,
-                                   const NativeContext& ctx, int slots) {
-  if (spec)
-    for (auto& planned : graph.jobs) planned.job.sandbox = spec;
-  ProcessRunner runner;
-  std::optional<TreeLoan> loan;
-  for (const auto& dir : graph.directories) KILN_CHECK(ensure_directory(dir));  // lent too
-  if (spec) {
-    KILN_TRY(TreeLoan lent, TreeLoan::lend(ctx.root));
-    loan.emplace(std::move(lent));
-  }
-  auto ran = run_graph(std::move(graph), runner, slots, ctx.root_lock_fd);
-  if (loan) KILN_CHECK(loan->give_back());
-  return ran;
-}
-
 }  // namespace
 
-Expected<NativeResult> build_native(const NativeContext& given) {
+Expected<NativeBuild> plan_native(const NativeContext& given) {
   const int slots = given.jobs > 0 ? given.jobs : default_slots();
   // Every compile and the link in the build's sandbox, each its own PID 1 (nvcc keeps its id);
   // objects made there are never taken for objects made outside one, nor the other way round.
@@ -149,31 +130,49 @@ Expected<NativeResult> build_native(const NativeContext& given) {
   KILN_CHECK(prepare_root(ctx));
   KILN_TRY(PlanInput input, plan_input(ctx, slots, sandbox.spec.has_value()));
   const bool cuda = compiles_cuda(input.units);
-  std::unique_ptr<ObjectCache> cache;
+  // What the jobs use while they run, held until the build is done.
+  struct Held {
+    std::unique_ptr<ObjectCache> objects;
+    std::optional<TreeLoan> loan;
+  };
+  auto held = std::make_shared<Held>();
   if (ctx.cache)
-    cache = std::make_unique<StoreObjectCache>(*ctx.cache);
+    held->objects = std::make_unique<StoreObjectCache>(*ctx.cache);
   else
-    cache = std::make_unique<NoObjectCache>();
-  ObjectCache& objects = *cache;
+    held->objects = std::make_unique<NoObjectCache>();
+  JobGraph graph = plan_jobs(std::move(input), *held->objects);
+  for (const auto& dir : graph.directories) KILN_CHECK(ensure_directory(dir));
+  NativeBuild out;
+  out.stale = graph.stale;
+  std::vector<BuiltModule> modules = std::move(graph.modules);
+  out.jobs = schedule(std::move(graph));
   std::shared_ptr<const SandboxSpec> spec;
   if (sandbox.spec) spec = std::make_shared<const SandboxSpec>(std::move(*sandbox.spec));
-  // A restore job alone whose entry left the cache after planning stops the run: what the cache
-  // holds now is planned again (what the first run made is in the cache by then).
-  Expected<NativeResult> ran = Error::failed("not planned");
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    JobGraph graph = plan_jobs(input, objects);
-    const std::shared_ptr<bool> stale = graph.stale;
-    ran = run_planned(std::move(graph), spec, ctx, slots);
-    if (ran || !*stale) break;
-    log::warn(cat(ran.error().message, "; planning the build again"));
+  for (auto& job : out.jobs) {
+    job.sandbox = spec;
+    if (ctx.root_lock_fd >= 0) job.inherit_fds = {ctx.root_lock_fd};
   }
-  KILN_TRY(NativeResult result, std::move(ran));
-  if (!sandbox.caveat.empty()) result.caveats.push_back(sandbox.caveat);
+  // The root is lent to the sandbox (nobody's, where kiln is root) until the jobs are done.
+  if (spec) {
+    KILN_TRY(TreeLoan lent, TreeLoan::lend(ctx.root));
+    held->loan.emplace(std::move(lent));
+  }
+  std::vector<std::string> caveats;
+  if (!sandbox.caveat.empty()) caveats.push_back(sandbox.caveat);
   if (cuda && !spec && !nvcc_pid_namespace().caveat.empty())
-    result.caveats.push_back(nvcc_pid_namespace().caveat);
-  std::error_code ec;
-  fs::remove_all(ctx.root / "keep", ec);  // the objects are built: nvcc's intermediates can go
-  return result;
+    caveats.push_back(nvcc_pid_namespace().caveat);
+  out.finish = [held, root = ctx.root, modules = std::move(modules),
+                caveats = std::move(caveats)]() -> Expected<NativeResult> {
+    if (held->loan) KILN_CHECK(held->loan->give_back());
+    held->loan.reset();
+    NativeResult result;
+    result.modules = modules;
+    result.caveats = caveats;
+    std::error_code ec;
+    fs::remove_all(root / "keep", ec);  // the objects are built: nvcc's intermediates can go
+    return result;
+  };
+  return out;
 }
 
 namespace {
@@ -189,25 +188,33 @@ NativeContext native_context(const BuildRequest& request) {
   return ctx;
 }
 
-// The package's Python files, then its extension modules built by build_native.
+// The package's Python files, then its extension modules, planned by plan_native.
 class NativeBackend final : public Backend {
  public:
   Expected<void> prepare(const Preparation& p, BuildRequest& request) const override {
     request.native = {request.fresh ? nullptr : p.store, p.object_salt, p.shards};
     return {};
   }
-  Expected<BuildOutput> build(const BuildRequest& request) const override {
-    BuildOutput out;
-    KILN_TRY(out.files, collect_packages(request.root / "src", request.manifest->packages));
-    KILN_TRY(NativeResult built, build_native(native_context(request)));
-    out.stats = std::move(built.stats);
-    out.objects_reused = built.objects_reused;
-    out.caveats = std::move(built.caveats);
-    for (const auto& mod : built.modules) {
-      KILN_TRY(std::string data, read_file_beneath(request.root, mod.file, kMaxModuleBytes));
-      out.files.push_back({mod.wheel_path, std::move(data), true});
-      out.modules.push_back(mod.wheel_path);
-    }
+  Expected<PlannedBuild> plan(const BuildRequest& request) const override {
+    KILN_TRY(std::vector<wheel::WheelEntry> files,
+             collect_packages(request.root / "src", request.manifest->packages));
+    KILN_TRY(NativeBuild native, plan_native(native_context(request)));
+    PlannedBuild out;
+    out.jobs = std::move(native.jobs);
+    out.stale = native.stale;
+    out.finish = [files = std::move(files), finish = std::move(native.finish),
+                  root = request.root]() mutable -> Expected<BuildOutput> {
+      KILN_TRY(NativeResult built, finish());
+      BuildOutput out;
+      out.files = std::move(files);
+      out.caveats = std::move(built.caveats);
+      for (const auto& mod : built.modules) {
+        KILN_TRY(std::string data, read_file_beneath(root, mod.file, kMaxModuleBytes));
+        out.files.push_back({mod.wheel_path, std::move(data), true});
+        out.modules.push_back(mod.wheel_path);
+      }
+      return out;
+    };
     return out;
   }
 };

@@ -2,18 +2,21 @@
 // torch.utils.cpp_extension would use, for exactly the target's archs; then links each module
 // like cpp_extension.
 //
-// build_native prepares the build root (fixed views, mtimes), asks nvcc for its dry runs, plans
-// the job graph (job_graph.h: units and dry-run text in, jobs out, the object cache consulted) and
-// runs it (runner.h). A shardable source is compiled as the number of translation units resolve
-// chose (its shards). Each CUDA translation unit is one device job per arch, a host job and a
-// fat-binary job (nvcc_split.h); where nvcc's dry run is not what kiln knows how to split, one nvcc
-// job for all archs (parallel through --threads). Objects and device parts are cached under
-// objects/ by the hash of their exact commands and the toolchain's identity, so adding an arch
-// compiles only that arch's device parts and the fat binaries.
+// plan_native prepares the build root (fixed views, mtimes), asks nvcc for its dry runs and plans
+// the job graph (job_graph.h: units and dry-run text in, jobs out, the object cache consulted);
+// the jobs run in the plan's one pool (pipeline), or alone (build_alone). A shardable source is
+// compiled as the number of translation units resolve chose (its shards). Each CUDA translation
+// unit is one device job per arch, a host job and a fat-binary job (nvcc_split.h); where nvcc's dry
+// run is not what kiln knows how to split, one nvcc job for all archs (parallel through --threads).
+// Objects and device parts are cached under objects/ by the hash of their exact commands and the
+// toolchain's identity, so adding an arch compiles only that arch's device parts and the fat
+// binaries.
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -56,6 +59,14 @@ struct NativeResult {
   std::vector<std::string> caveats;  // BuildOutput::caveats
 };
 
-Expected<NativeResult> build_native(const NativeContext& ctx);
+// The package's jobs, each in the build's sandbox (the root lent to it until `finish`), in the
+// order the runner starts them; `finish`, once they all succeeded, gives the root back and says
+// which modules they made.
+struct NativeBuild {
+  std::vector<Job> jobs;
+  std::function<Expected<NativeResult>()> finish;
+  std::shared_ptr<bool> stale;  // JobGraph::stale
+};
+Expected<NativeBuild> plan_native(const NativeContext& ctx);
 
 }  // namespace kiln::compile

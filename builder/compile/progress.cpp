@@ -44,18 +44,31 @@ std::unique_ptr<CompileProgress> CompileProgress::to_stderr() {
   return std::make_unique<CompileProgress>(display, out.clock, out.write);
 }
 
-void CompileProgress::begin(const std::vector<Job>& jobs, int slots) {
+void CompileProgress::begin(const std::vector<Job>& jobs, int slots,
+                            const std::vector<std::string>& groups) {
   end();
+  const std::size_t n_groups = std::max<std::size_t>(groups.size(), 1);
+  group_of_.clear();
+  group_jobs_.assign(groups.size() > 1 ? n_groups : 0, 0);
+  group_ended_.assign(group_jobs_.size(), 0);
+  group_started_.assign(group_jobs_.size(), false);
+  group_failed_.assign(group_jobs_.size(), false);
+  failed_ = 0;
   labels_.clear();
   classes_.clear();
   weights_.clear();
   deps_.clear();
+  steps_.clear();
   slots_ = std::max(slots, 1);
   for (const auto& job : jobs) {
     labels_.push_back(terminal_text(job.label, /*keep_newlines=*/false));
     classes_.push_back(job.job_class);
     weights_.push_back(std::clamp(job.weight, 1, slots_));
     deps_.push_back(job.deps);
+    steps_.push_back(static_cast<bool>(job.step));
+    const auto g = static_cast<std::size_t>(std::max(job.group, 0));
+    group_of_.push_back(g < group_jobs_.size() ? g : group_jobs_.size());
+    if (g < group_jobs_.size()) group_jobs_[g]++;
   }
   started_.assign(jobs.size(), kWaiting);
   ran_.clear();
@@ -68,23 +81,33 @@ void CompileProgress::begin(const std::vector<Job>& jobs, int slots) {
   if (display_.terminal) log::set_status_line([this] { hide(); }, [this] { show(); });
 }
 
+// A job ended, however: its package's count.
+void CompileProgress::ended(std::size_t job) {
+  started_[job] = kEnded;
+  if (group_of_[job] < group_jobs_.size()) group_ended_[group_of_[job]]++;
+}
+
 void CompileProgress::started(std::size_t job) {
   const double now = clock_();
   started_[job] = now;
+  if (group_of_[job] < group_jobs_.size()) group_started_[group_of_[job]] = true;
   ++running_;
   if (display_.verbose) line(cat("start ", labels_[job]));
   maybe_draw(now);
 }
 
 void CompileProgress::finished(std::size_t job, double seconds) {
-  started_[job] = kEnded;
-  --running_;
+  const bool ran = started_[job] >= 0;  // else one of kiln's own steps (Job::step)
+  if (ran) --running_;
+  ended(job);
   ++done_;
-  Class& c = ran_[classes_[job]];
-  c.seconds += seconds;
-  c.count++;
-  all_.seconds += seconds;
-  all_.count++;
+  if (ran) {
+    Class& c = ran_[classes_[job]];
+    c.seconds += seconds;
+    c.count++;
+    all_.seconds += seconds;
+    all_.count++;
+  }
   if (!display_.terminal || display_.verbose)
     line(cat("[", done_, "/", labels_.size(), "] ", labels_[job], " (",
              static_cast<int>(seconds + 0.5), " s)"));
@@ -92,10 +115,21 @@ void CompileProgress::finished(std::size_t job, double seconds) {
 }
 
 void CompileProgress::gated_done(std::size_t job) {
-  started_[job] = kEnded;
+  ended(job);
   ++done_;
   if (!display_.terminal || display_.verbose)
     line(cat("[", done_, "/", labels_.size(), "] ", labels_[job], " (restored)"));
+  maybe_draw(clock_());
+}
+
+void CompileProgress::failed(std::size_t job) {
+  if (started_[job] >= 0) --running_;
+  ended(job);
+  ++done_;
+  ++failed_;
+  if (group_of_[job] < group_jobs_.size()) group_failed_[group_of_[job]] = true;
+  if (!display_.terminal || display_.verbose)
+    line(cat("[", done_, "/", labels_.size(), "] ", labels_[job], " (failed)"));
   maybe_draw(clock_());
 }
 
@@ -110,7 +144,7 @@ void CompileProgress::end() {
   log::set_status_line({}, {});
   hide();
   text_.clear();
-  if (done_ == labels_.size() && done_ > 0)
+  if (done_ == labels_.size() && done_ > 0 && failed_ == 0)
     write_(cat("kiln: [", done_, "/", labels_.size(), "] jobs done in ",
                format_seconds(clock_() - begun_), "\n"));
 }
@@ -120,6 +154,7 @@ void CompileProgress::end() {
 // ran longer); -1 (no basis) for a job of a class none of whose jobs has ended that has run
 // longer than all that ended took.
 double CompileProgress::job_left(std::size_t job, double now) const {
+  if (steps_[job]) return 0;  // kiln's own steps take a moment
   auto c = ran_.find(classes_[job]);
   const Class& basis = c != ran_.end() ? c->second : all_;
   const double mean = basis.seconds / basis.count;
@@ -183,10 +218,27 @@ void CompileProgress::draw(double now) {
   on_screen_ = true;
 }
 
+// "packages 1/3 done, 2 building, 1 failed; " for a plan of several packages, else "".
+std::string CompileProgress::packages() const {
+  if (group_jobs_.empty()) return "";
+  std::size_t done = 0, building = 0, failed = 0;
+  for (std::size_t g = 0; g < group_jobs_.size(); ++g) {
+    if (group_failed_[g])
+      ++failed;
+    else if (group_ended_[g] == group_jobs_[g])
+      ++done;
+    else if (group_started_[g] || group_ended_[g] > 0)
+      ++building;
+  }
+  return cat("packages ", done, "/", group_jobs_.size(), " done, ", building, " building",
+             failed ? cat(", ", failed, " failed") : std::string(), "; ");
+}
+
 // "[12/40] 2 min 10 s, ~3 min 05 s left; 3 running, longest 65 s: nvcc x.cu sm_90", as wide as
-// the terminal.
+// the terminal; a plan's packages first.
 std::string CompileProgress::status(double now) const {
-  std::string text = cat("[", done_, "/", labels_.size(), "] ", format_seconds(now - begun_));
+  std::string text =
+      cat(packages(), "[", done_, "/", labels_.size(), "] ", format_seconds(now - begun_));
   if (double left = estimate_left(now); left >= 0 && done_ < labels_.size())
     text += cat(", ~", format_seconds(left), " left");
   std::size_t longest = started_.size();

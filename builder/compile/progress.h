@@ -38,12 +38,15 @@ class CompileProgress {
   static std::unique_ptr<CompileProgress> to_stderr();
 
   // A run of `jobs` in `slots` slots begins (on a terminal: log messages clear the line now).
-  void begin(const std::vector<Job>& jobs, int slots);
+  // With several `groups` (the packages of a plan: Job::group), the line counts them too.
+  void begin(const std::vector<Job>& jobs, int slots, const std::vector<std::string>& groups = {});
   void started(std::size_t job);
   // The job ran and ended well after `seconds`.
   void finished(std::size_t job, double seconds);
   // The job's gate said Done: its output was restored from the object cache.
   void gated_done(std::size_t job);
+  // The job failed, or was skipped because one it waits for failed.
+  void failed(std::size_t job);
   // Time passed: on a terminal the line is drawn again when it is due.
   void tick();
   // The run ended (well or not): the line is cleared, log messages are left alone.
@@ -67,6 +70,8 @@ class CompileProgress {
   void maybe_draw(double now);
   void draw(double now);
   std::string status(double now) const;
+  std::string packages() const;
+  void ended(std::size_t job);
   void hide();
   void show();
 
@@ -76,6 +81,11 @@ class CompileProgress {
   std::vector<std::string> labels_;  // as a terminal may show them
   std::vector<int> classes_, weights_;
   std::vector<std::vector<std::size_t>> deps_;
+  std::vector<bool> steps_;                            // per job: one of kiln's own steps
+  std::vector<std::size_t> group_of_;                  // per job
+  std::vector<std::size_t> group_jobs_, group_ended_;  // per group
+  std::vector<bool> group_started_, group_failed_;
+  std::size_t failed_ = 0;
   std::vector<double> started_;  // per job: when it started; kWaiting, kEnded
   std::map<int, Class> ran_;     // per class: the jobs that ran and ended
   Class all_;

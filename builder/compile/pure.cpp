@@ -60,10 +60,15 @@ namespace {
 // The pure backend's whole job: the listed packages' files from the tree.
 class PureBackend final : public Backend {
  public:
-  Expected<BuildOutput> build(const BuildRequest& request) const override {
-    BuildOutput out;
-    KILN_TRY(out.files, collect_packages(request.root / "src", request.manifest->packages));
-    return out;
+  Expected<PlannedBuild> plan(const BuildRequest& request) const override {
+    PlannedBuild planned;
+    planned.finish = [tree = request.root / "src",
+                      packages = request.manifest->packages]() -> Expected<BuildOutput> {
+      BuildOutput out;
+      KILN_TRY(out.files, collect_packages(tree, packages));
+      return out;
+    };
+    return planned;
   }
 };
 

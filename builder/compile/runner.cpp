@@ -12,7 +12,6 @@ Expected<NativeResult> run_graph(JobGraph graph, CommandRunner& runner, int slot
   for (const auto& dir : graph.directories) KILN_CHECK(ensure_directory(dir));
   NativeResult result;
   result.modules = std::move(graph.modules);
-  for (auto& planned : graph.jobs) planned.job.job_class = static_cast<int>(planned.job_class);
   std::vector<Job> jobs = schedule(std::move(graph));
   if (lock_fd >= 0)
     for (auto& job : jobs) job.inherit_fds = {lock_fd};

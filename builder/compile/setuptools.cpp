@@ -257,16 +257,6 @@ Expected<BuildSandbox> setuptools_sandbox(const SetuptoolsContext& ctx) {
   return build_sandbox(ctx, ctx.torch_root, extra);
 }
 
-// Runs `job`; a sandboxed job with `root` its (nobody's, where kiln is root) while it runs.
-Expected<JobStats> run_sandboxed(const Job& job, const RunnerOptions& options,
-                                 const fs::path& root) {
-  if (!job.sandbox) return run_jobs({job}, options);
-  KILN_TRY(TreeLoan loan, TreeLoan::lend(root));
-  auto ran = run_jobs({job}, options);
-  KILN_CHECK(loan.give_back());
-  return ran;
-}
-
 // What each compile the package's ninja ran took (its .ninja_log files, kept with the job logs).
 void add_ninja_timings(const fs::path& root, JobStats& stats) {
   for (const auto& log_path : find_ninja_logs(root / "src" / "build")) {
@@ -321,7 +311,7 @@ Expected<void> take_built_wheel(const SetuptoolsContext& ctx, const fs::path& di
 
 }  // namespace
 
-Expected<SetuptoolsResult> build_setuptools(const SetuptoolsContext& ctx) {
+Expected<SetuptoolsPlan> plan_setuptools(const SetuptoolsContext& ctx) {
   KILN_TRY(std::string arch_list, torch_cuda_arch_list(ctx.archs));
   const int slots = ctx.jobs > 0 ? ctx.jobs : default_slots();
   KILN_TRY(BuildSandbox sandbox, setuptools_sandbox(ctx));
@@ -392,23 +382,38 @@ Expected<SetuptoolsResult> build_setuptools(const SetuptoolsContext& ctx) {
   job.env_unset = unset_list(true);
   job.cwd = ctx.root / "src";
   job.log = ctx.root / "logs" / "setuptools.log";
+  // One job in the pool that holds as many slots as the package's ninja runs compiles (MAX_JOBS).
   job.weight = slots;
   job.memory_gib = 1;
+  job.estimate = 1e12;  // its work is the whole package's
   if (sandbox.spec) job.sandbox = std::make_shared<const SandboxSpec>(std::move(*sandbox.spec));
-  RunnerOptions options;
-  options.slots = slots;
-  KILN_TRY(JobStats stats, run_sandboxed(job, options, ctx.root));
-
-  SetuptoolsResult result;
-  result.stats = std::move(stats);
-  if (!sandbox.caveat.empty()) result.caveats.push_back(sandbox.caveat);
-  if (sandbox.spec ? fs::exists(outside_marker, ec) : !nvcc_pid_namespace().caveat.empty())
-    result.caveats.push_back(
-        "nvcc ran outside a PID namespace (unshare --pid is not permitted here): objects whose "
-        "code has anonymous namespaces differ between builds");
-  add_ninja_timings(ctx.root, result.stats);
-  KILN_CHECK(take_built_wheel(ctx, dist, job.log, result));
-  return result;
+  // A sandboxed job gets the root (nobody's, where kiln is root) while it runs, back at finish.
+  auto loan = std::make_shared<std::optional<TreeLoan>>();
+  if (job.sandbox)
+    job.before = [loan, root = ctx.root]() -> Expected<void> {
+      KILN_TRY(TreeLoan lent, TreeLoan::lend(root));
+      loan->emplace(std::move(lent));
+      return {};
+    };
+  SetuptoolsPlan out;
+  out.finish = [loan, ctx, dist, log = job.log, caveat = sandbox.caveat,
+                sandboxed = job.sandbox != nullptr,
+                outside_marker]() -> Expected<SetuptoolsResult> {
+    if (*loan) KILN_CHECK((*loan)->give_back());
+    loan->reset();
+    SetuptoolsResult result;
+    std::error_code ec;
+    if (!caveat.empty()) result.caveats.push_back(caveat);
+    if (sandboxed ? fs::exists(outside_marker, ec) : !nvcc_pid_namespace().caveat.empty())
+      result.caveats.push_back(
+          "nvcc ran outside a PID namespace (unshare --pid is not permitted here): objects whose "
+          "code has anonymous namespaces differ between builds");
+    add_ninja_timings(ctx.root, result.stats);
+    KILN_CHECK(take_built_wheel(ctx, dist, log, result));
+    return result;
+  };
+  out.job = std::move(job);
+  return out;
 }
 
 namespace {
@@ -448,20 +453,26 @@ class SetuptoolsBackend final : public Backend {
     KILN_TRY(request.setuptools.env, environment(p, *request.toolchain));
     return {};
   }
-  Expected<BuildOutput> build(const BuildRequest& request) const override {
+  Expected<PlannedBuild> plan(const BuildRequest& request) const override {
     SetuptoolsContext ctx;
     static_cast<CompileBasics&>(ctx) = compile_basics(request);
     ctx.env = request.setuptools.env;
     ctx.torch_root = request.toolchain->torch.root;
-    KILN_TRY(SetuptoolsResult built, build_setuptools(ctx));
-    BuildOutput out;
-    out.files = std::move(built.files);
-    out.modules = std::move(built.modules);
-    out.stats = std::move(built.stats);
-    out.caveats = std::move(built.caveats);
-    out.setuptools =
-        wheel::SetuptoolsBuild{std::move(built.built_wheel), request.archs.torch_arch_list()};
-    return out;
+    KILN_TRY(SetuptoolsPlan built, plan_setuptools(ctx));
+    PlannedBuild planned;
+    planned.jobs.push_back(std::move(built.job));
+    planned.finish = [finish = std::move(built.finish),
+                      archs = request.archs.torch_arch_list()]() -> Expected<BuildOutput> {
+      KILN_TRY(SetuptoolsResult result, finish());
+      BuildOutput out;
+      out.files = std::move(result.files);
+      out.modules = std::move(result.modules);
+      out.stats = std::move(result.stats);
+      out.caveats = std::move(result.caveats);
+      out.setuptools = wheel::SetuptoolsBuild{std::move(result.built_wheel), archs};
+      return out;
+    };
+    return planned;
   }
   Expected<void> check_archs(const manifest::ArchList& archs) const override {
     KILN_CHECK(torch_cuda_arch_list(archs));

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,11 +49,17 @@ struct SetuptoolsResult {
   std::vector<wheel::WheelEntry> files;  // the built wheel's files but its .dist-info
   std::vector<std::string> modules;      // those of them that are ELF files
   std::string built_wheel;               // the file name pip's build gave it
-  JobStats stats;  // the pip process, then the compiles ninja recorded (seconds only)
+  JobStats stats;                        // the compiles ninja recorded (seconds only)
   std::vector<std::string> caveats;  // why its bytes may differ elsewhere (BuildOutput::caveats)
 };
 
-Expected<SetuptoolsResult> build_setuptools(const SetuptoolsContext& ctx);
+// The package's build as one job (pip, which runs its ninja with MAX_JOBS = its weight), and what
+// reads the wheel it wrote once it succeeded. stats holds the compiles ninja recorded.
+struct SetuptoolsPlan {
+  Job job;
+  std::function<Expected<SetuptoolsResult>()> finish;
+};
+Expected<SetuptoolsPlan> plan_setuptools(const SetuptoolsContext& ctx);
 
 // The script the package's build runs as nvcc (PYTORCH_NVCC): `nvcc` with named intermediates,
 // in a PID namespace of its own, without the flags that make its output depend on timing. In a

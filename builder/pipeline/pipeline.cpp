@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <limits>
+#include <map>
+#include <set>
 
 #include "attest/dsse.h"
 #include "attest/wheel.h"
@@ -212,6 +215,7 @@ struct Run {
   std::map<std::string, Toolchain> toolchains;  // per target, prepared on first miss
   Result& result;
   const Fresh* fresh = nullptr;  // build_fresh's
+  double began = now();
 };
 
 const resolve::ResolvedTarget* target_of(const resolve::Plan& plan, const std::string& name) {
@@ -358,24 +362,6 @@ Error with_kept_logs(Error e, const fs::path& root, const fs::path& kept, bool r
   return e;
 }
 
-// The backend in the item's build root; its logs kept however it ends.
-Expected<compile::BuildOutput> run_backend(Run& run, const compile::Backend& backend,
-                                           const resolve::PlanItem& item,
-                                           const compile::BuildRequest& request) {
-  auto built = backend.build(request);
-  if (request.toolchain) {  // its job logs (commands and output) kept for the user; the root goes
-    const fs::path kept = run.store.keep_logs(item.key, request.root / "logs");
-    if (!built)
-      return with_kept_logs(std::move(built).error(), request.root, kept,
-                            run.options.keep_build_root);
-  }
-  if (!built) return built;
-  run.result.compile_jobs += built->stats.run;
-  run.result.objects_reused += built->objects_reused;
-  for (const auto& t : built->stats.timings) run.result.timings.push_back(t);
-  return built;
-}
-
 // The static checks of `kiln validate` before anything is committed: a failure fails the build.
 Expected<void> check_before_commit(const fs::path& wheel_path, const manifest::Manifest& m,
                                    const resolve::ResolvedTarget* rt, const Toolchain* tc,
@@ -436,80 +422,217 @@ struct Made {
   std::string version;  // with its local label
 };
 
-// Sources, backend, wheel, validation: what a cache miss and a rebuild do. What the build says of
-// its bytes' reproducibility is added to `caveats`.
-Expected<Made> make_wheel(Run& run, const resolve::PlanItem& item,
-                          const resolve::ResolvedTarget* rt, std::vector<std::string>& caveats) {
-  const manifest::Manifest& m = *item.manifest;
-  KILN_TRY(std::unique_ptr<compile::Backend> backend, compile::make_backend(*m.backend));
-  KILN_CHECK(backend->check_archs(rt->target.archs));
+// A miss being built: what its preparation made, held until its wheel is committed or it fails.
+struct Building {
+  std::size_t index = 0;  // in plan.items
+  const resolve::PlanItem* item = nullptr;
+  const resolve::ResolvedTarget* rt = nullptr;
   const Toolchain* tc = nullptr;
+  std::unique_ptr<compile::Backend> backend;
+  std::optional<cache::BuildRoot> root;  // before `planned`: the sandbox's loan ends first
+  wheel::UpstreamMetadata upstream;
+  wheel::WheelSpec spec;
+  wheel::Provenance provenance;
+  compile::PlannedBuild planned;
+  bool logs_kept = false;
+  ItemResult ir;  // its caveats gather the build's
+  double started = 0;
+  std::optional<Made> made;  // build_fresh's wheel, not committed
+};
+
+ItemResult item_result(const resolve::PlanItem& item) {
+  const manifest::Manifest& m = *item.manifest;
+  return ItemResult{m.name, m.version, item.target_name, item.key, std::string(m.backend->name)};
+}
+
+// A record of kiln's own work on a package (its preparation), for the trace.
+void record_step(Run& run, const Building& b, std::string label, double began) {
+  compile::JobStats::Timing t{std::move(label),
+                              now() - began,
+                              0,
+                              0,
+                              began - run.began,
+                              0,
+                              1,
+                              compile::JobStats::Verdict::Step,
+                              0};
+  run.result.jobs.push_back({std::move(t), b.ir.package, b.ir.version, b.ir.target, "", ""});
+}
+
+// Sources, toolchain, metadata and the backend's plan: everything of a miss before its jobs.
+Expected<void> start_build(Run& run, Building& b) {
+  const double began = now();
+  const manifest::Manifest& m = *b.item->manifest;
+  KILN_TRY(b.backend, compile::make_backend(*m.backend));
+  KILN_CHECK(b.backend->check_archs(b.rt->target.archs));
   if (m.backend->compiles) {
-    KILN_TRY(tc, toolchain_for(run, *rt));
-    if (run.fresh && run.fresh->check_toolchain) KILN_CHECK(run.fresh->check_toolchain(*tc));
+    KILN_TRY(b.tc, toolchain_for(run, *b.rt));
+    if (run.fresh && run.fresh->check_toolchain) KILN_CHECK(run.fresh->check_toolchain(*b.tc));
   }
-  log::info(cat("building ", m.name, " ", m.version, " for ", item.target_name, " (",
+  log::info(cat("building ", m.name, " ", m.version, " for ", b.item->target_name, " (",
                 std::string(m.backend->name), ")"));
 
   // Sources: fetch, unpack or copy, patch — in a build root named after the sources.
   // Removed however this item ends (unless --keep-build-root).
-  KILN_TRY(cache::BuildRoot build_root,
-           cache::BuildRoot::create(run.store, item.root_key, run.options.keep_build_root));
-  if (!build_root.caveat().empty()) caveats.push_back(build_root.caveat());
-  fs::path src = build_root.path() / "src";
-  KILN_TRY(PreparedTree prepared,
-           prepare_tree(m, run.fetching, build_root.path() / "scratch", src));
+  KILN_TRY(cache::BuildRoot created,
+           cache::BuildRoot::create(run.store, b.item->root_key, run.options.keep_build_root));
+  b.root.emplace(std::move(created));
+  if (!b.root->caveat().empty()) b.ir.caveats.push_back(b.root->caveat());
+  fs::path src = b.root->path() / "src";
+  KILN_TRY(PreparedTree prepared, prepare_tree(m, run.fetching, b.root->path() / "scratch", src));
   for (const auto& note : prepared.notes)
     log::verbose(terminal_text(note, /*keep_newlines=*/false));
   KILN_CHECK(manifest::check_tree(m, src));
   check_interrupted();
 
-  KILN_TRY(wheel::UpstreamMetadata upstream, wheel::read_upstream_metadata(src));
-  KILN_TRY(wheel::WheelSpec spec, base_spec(m, src, upstream));
-  wheel::Provenance provenance;
+  KILN_TRY(b.upstream, wheel::read_upstream_metadata(src));
+  KILN_TRY(b.spec, base_spec(m, src, b.upstream));
+  wheel::Provenance& provenance = b.provenance;
   provenance.kiln = run.options.kiln_version.empty() ? KILN_VERSION : run.options.kiln_version;
   provenance.format = wheel::kProvenanceFormat;
   provenance.recipe = resolve::kRecipeVersion;
-  provenance.build_key = item.key;
+  provenance.build_key = b.item->key;
   provenance.backend = std::string(m.backend->name);
-  provenance.inputs = item.inputs;
-  provenance.rebuild = rebuild_recipe(m, rt, run.options.kiln_commit, std::move(prepared.patches));
-  KILN_TRY(compile::BuildRequest request, build_request(run, *backend, item, *rt, tc, build_root));
-  KILN_TRY(compile::BuildOutput built, run_backend(run, *backend, item, request));
-  caveats.insert(caveats.end(), built.caveats.begin(), built.caveats.end());
-  KILN_CHECK(finish_spec(item, *rt, tc, std::move(built), spec, provenance));
-  spec.metadata.version = spec.version;
-  for (const auto& c : caveats) provenance.caveats.push_back(entry_text(c));
-  spec.provenance_json = wheel::provenance_text(provenance);
-
-  KILN_TRY(cache::Staging staging, run.store.staging("wheel-"));
-  KILN_TRY(fs::path wheel_path, wheel::write_wheel(spec, staging.path()));
-  check_interrupted();
-  KILN_CHECK(check_before_commit(wheel_path, m, rt, tc, upstream));
-  return Made{std::move(staging), std::move(wheel_path), spec.version};
+  provenance.inputs = b.item->inputs;
+  provenance.rebuild =
+      rebuild_recipe(m, b.rt, run.options.kiln_commit, std::move(prepared.patches));
+  KILN_TRY(compile::BuildRequest request,
+           build_request(run, *b.backend, *b.item, *b.rt, b.tc, *b.root));
+  KILN_TRY(b.planned, b.backend->plan(request));
+  record_step(run, b, cat("prepare ", m.name), began);
+  return {};
 }
 
-// A cache miss: the wheel made, then committed. The item's key lock is held.
-Expected<cache::Entry> build_item(Run& run, const resolve::PlanItem& item,
-                                  const resolve::ResolvedTarget* rt,
-                                  std::vector<std::string>& caveats) {
-  const manifest::Manifest& m = *item.manifest;
-  KILN_TRY(Made made, make_wheel(run, item, rt, caveats));
+// The build's job logs (commands and output) kept in the cache for the user (the root goes); an
+// error naming a log in the root names the kept copy instead.
+Error keep_logs(Run& run, Building& b, Error e) {
+  if (!b.tc || !b.root || b.logs_kept) return e;
+  b.logs_kept = true;
+  const fs::path kept = run.store.keep_logs(b.item->key, b.root->path() / "logs");
+  return with_kept_logs(std::move(e), b.root->path(), kept, run.options.keep_build_root);
+}
+
+// Once the build's jobs succeeded: its output, the wheel written and checked.
+Expected<Made> end_wheel(Run& run, Building& b) {
+  const manifest::Manifest& m = *b.item->manifest;
+  auto built = b.planned.finish();
+  if (b.tc && !b.logs_kept) {
+    b.logs_kept = true;
+    (void)run.store.keep_logs(b.item->key, b.root->path() / "logs");
+  }
+  if (!built) return keep_logs(run, b, std::move(built).error());
+  for (auto& t : built->stats.timings)  // what the backend saw inside its job (setuptools' ninja)
+    run.result.jobs.push_back({std::move(t), b.ir.package, b.ir.version, b.ir.target, "", ""});
+  b.ir.caveats.insert(b.ir.caveats.end(), built->caveats.begin(), built->caveats.end());
+  KILN_CHECK(finish_spec(*b.item, *b.rt, b.tc, std::move(*built), b.spec, b.provenance));
+  b.spec.metadata.version = b.spec.version;
+  for (const auto& c : b.ir.caveats) b.provenance.caveats.push_back(entry_text(c));
+  b.spec.provenance_json = wheel::provenance_text(b.provenance);
+
+  KILN_TRY(cache::Staging staging, run.store.staging("wheel-"));
+  KILN_TRY(fs::path wheel_path, wheel::write_wheel(b.spec, staging.path()));
+  check_interrupted();
+  KILN_CHECK(check_before_commit(wheel_path, m, b.rt, b.tc, b.upstream));
+  return Made{std::move(staging), std::move(wheel_path), b.spec.version};
+}
+
+// The checked wheel committed (signed first, with a key). The item's key lock is held.
+Expected<cache::Entry> commit_made(Run& run, const Building& b, Made made) {
+  const manifest::Manifest& m = *b.item->manifest;
   cache::EntryInfo info;
   info.package = m.name;
   info.version = made.version;
-  info.target = item.target_name;
+  info.target = b.item->target_name;
   info.backend = std::string(m.backend->name);
   info.manifest_version = m.version;
-  if (m.backend->compiles) info.archs = rt->target.archs.canonical();
-  for (const auto& c : caveats) info.caveats.push_back(entry_text(c));
+  if (m.backend->compiles) info.archs = b.rt->target.archs.canonical();
+  for (const auto& c : b.ir.caveats) info.caveats.push_back(entry_text(c));
   std::string attestation;
   if (run.options.signing_key) {
     KILN_TRY(std::string sha256, sha256_file(made.wheel));
     KILN_TRY(attestation, attest::attest_wheel(made.wheel, made.wheel.filename().string(), sha256,
                                                *run.options.signing_key));
   }
-  return run.store.commit(item.key, made.wheel, std::move(info), attestation);
+  return run.store.commit(b.item->key, made.wheel, std::move(info), attestation);
+}
+
+// The pool's step for a build whose jobs are done: its wheel written, checked and committed (a
+// rebuild's left in staging), in kiln's thread while the other packages' jobs run on.
+Expected<void> finish_build(Run& run, Building& b) {
+  KILN_TRY(Made made, end_wheel(run, b));
+  if (run.fresh) {
+    b.made.emplace(std::move(made));
+    return {};
+  }
+  KILN_TRY(cache::Entry entry, commit_made(run, b, std::move(made)));
+  run.store.share_entry(entry);
+  KILN_CHECK(record_last(run, *b.item, entry));
+  b.ir.wheel = entry.wheel;
+  b.ir.sha256 = entry.sha256;
+  b.ir.attestation = entry.attestation;
+  b.ir.seconds = now() - b.started;
+  log::info(cat("built ", entry.wheel.filename().string(), " (",
+                static_cast<int>(b.ir.seconds + 0.5), " s)"));
+  if (!b.ir.caveats.empty())
+    log::warn(cat(entry.wheel.filename().string(),
+                  " may differ from the same build elsewhere: ", join(b.ir.caveats, "; ")));
+  return {};
+}
+
+// Every build's jobs in one pool of --jobs slots, longest chain first across packages; each
+// build's wheel step waits for its own jobs only. Per build: its error, none when it is done. An
+// error of the whole run (an interrupt) is the Expected's.
+Expected<std::vector<std::optional<Error>>> run_pool(Run& run, std::vector<Building*>& builds) {
+  std::vector<compile::Job> jobs;
+  std::vector<std::string> groups;
+  for (std::size_t g = 0; g < builds.size(); ++g) {
+    Building& b = *builds[g];
+    const std::size_t offset = jobs.size();
+    for (auto& job : b.planned.jobs) {
+      job.group = static_cast<int>(g);
+      for (auto& d : job.deps) d += offset;
+      jobs.push_back(std::move(job));
+    }
+    b.planned.jobs.clear();
+    compile::Job step;
+    step.label = cat("wheel ", b.ir.package, " (", b.ir.target, ")");
+    step.group = static_cast<int>(g);
+    step.job_class = std::numeric_limits<int>::max();
+    for (std::size_t d = offset; d < jobs.size(); ++d) step.deps.push_back(d);
+    step.step = [&run, &b] { return finish_build(run, b); };
+    jobs.push_back(std::move(step));
+    groups.push_back(cat(b.ir.package, " (", b.ir.target, ")"));
+  }
+  jobs = compile::pool_order(std::move(jobs));
+  compile::RunnerOptions options;
+  options.slots = run.options.jobs > 0 ? run.options.jobs : compile::default_slots();
+  options.failures = run.options.fail_fast ? compile::RunnerOptions::Failures::Report
+                                           : compile::RunnerOptions::Failures::Isolate;
+  options.groups = groups;
+  const double began = now();
+  KILN_TRY(compile::JobStats stats, compile::run_jobs(jobs, options));
+  run.result.compile_jobs += stats.run;
+  run.result.objects_reused += stats.gated_done;
+  for (auto& t : stats.timings) {
+    const compile::Job& job = jobs[t.job];
+    const ItemResult& ir = builds[static_cast<std::size_t>(job.group)]->ir;
+    t.start += began - run.began;
+    run.result.jobs.push_back(
+        {std::move(t), ir.package, ir.version, ir.target, job.unit, job.arch});
+  }
+  std::vector<std::optional<Error>> errors(builds.size());
+  for (auto& f : stats.failures) {
+    const compile::Job& job = jobs[f.job];
+    auto& error = errors[static_cast<std::size_t>(job.group)];
+    if (!error)
+      error = job.step ? std::move(f.error)
+                       : keep_logs(run, *builds[static_cast<std::size_t>(job.group)],
+                                   std::move(f.error));
+  }
+  for (std::size_t j : stats.skipped)  // --fail-fast stopped it
+    if (auto& error = errors[static_cast<std::size_t>(jobs[j].group)]; !error)
+      error = Error::failed("not built: the build stopped at the first failure (--fail-fast)");
+  return errors;
 }
 
 // Why a wheel the remote cache has for `item` is not taken (empty: it is taken): it must be
@@ -598,25 +721,19 @@ Error not_taken(Run& run, const resolve::PlanItem& item) {
                            "; build it first"));
 }
 
-// One item: a verified cache hit, or a build under the key's lock.
-Expected<ItemResult> run_item(Run& run, const resolve::PlanItem& item) {
+// A verified cache hit, local or remote, recorded as the package's last build; nullopt for a miss.
+// The item's key lock is held.
+Expected<std::optional<ItemResult>> take_hit(Run& run, const resolve::PlanItem& item) {
   const manifest::Manifest& m = *item.manifest;
   double started = now();
-  ItemResult ir;
-  ir.package = m.name;
-  ir.version = m.version;
-  ir.target = item.target_name;
-  ir.key = item.key;
-  ir.backend = std::string(m.backend->name);
-
-  KILN_TRY(cache::Lock lock, run.store.lock(item.key));
+  ItemResult ir = item_result(item);
   std::string damaged;
   auto hit = run.store.lookup_verified(item.key, damaged);
   if (!damaged.empty())
     log::warn(cat("cache entry ", item.key.substr(0, 16), " of ", m.name, " was damaged (", damaged,
                   "); it was removed and is built again"));
-  // A hit, local or remote: recorded as the package's last build, nothing built.
-  auto taken = [&](const cache::Entry& entry, const char* why) -> Expected<ItemResult> {
+  auto taken = [&](const cache::Entry& entry,
+                   const char* why) -> Expected<std::optional<ItemResult>> {
     KILN_CHECK(record_last(run, item, entry));
     ir.wheel = entry.wheel;
     ir.sha256 = entry.sha256;
@@ -624,7 +741,7 @@ Expected<ItemResult> run_item(Run& run, const resolve::PlanItem& item) {
     ir.attestation = entry.attestation;
     if (run.options.explain) ir.why.push_back(why);
     ir.seconds = now() - started;
-    return ir;
+    return std::optional<ItemResult>(std::move(ir));
   };
   if (hit && run.options.build && m.backend->compiles &&
       compile::will_sandbox(run.options.sandbox) && wheel::says_not_sandboxed(hit->info.caveats)) {
@@ -644,22 +761,79 @@ Expected<ItemResult> run_item(Run& run, const resolve::PlanItem& item) {
     return taken(*shared, "remote cache hit");
   }
   if (!run.options.build) return not_taken(run, item);
-  if (run.options.explain)
-    ir.why = explain_miss(run.store.read_last(item.target_name, m.normalized_name()), item.inputs);
-  KILN_TRY(cache::Entry entry,
-           build_item(run, item, target_of(run.plan, item.target_name), ir.caveats));
-  run.store.share_entry(entry);
-  KILN_CHECK(record_last(run, item, entry));
-  ir.wheel = entry.wheel;
-  ir.sha256 = entry.sha256;
-  ir.attestation = entry.attestation;
-  ir.seconds = now() - started;
-  log::info(cat("built ", entry.wheel.filename().string(), " (", static_cast<int>(ir.seconds + 0.5),
-                " s)"));
-  if (!ir.caveats.empty())
-    log::warn(cat(entry.wheel.filename().string(),
-                  " may differ from the same build elsewhere: ", join(ir.caveats, "; ")));
-  return ir;
+  return std::nullopt;
+}
+
+// What the items came to: a result or an error each (neither: not reached).
+struct Outcomes {
+  std::vector<std::optional<ItemResult>> done;
+  std::vector<std::optional<Error>> failed;
+  bool stop = false;  // --fail-fast after a failure
+  void fail(std::size_t i, Error e, bool fail_fast) {
+    failed[i] = std::move(e);
+    stop = stop || fail_fast;
+  }
+};
+
+// The misses built, in rounds: each round prepares its builds (one per build root: the same
+// package for two targets shares one, so waits a round; roots taken in their keys' order), then
+// runs all their jobs in one pool. A build whose restore found its object gone is planned again
+// in the next round.
+Expected<void> build_misses(Run& run, std::vector<std::size_t> pending, Outcomes& out) {
+  std::map<std::size_t, int> attempts;
+  while (!pending.empty() && !out.stop) {
+    std::vector<std::unique_ptr<Building>> round;
+    std::vector<std::size_t> later;
+    std::set<std::string> roots;
+    for (std::size_t i : pending) {
+      const resolve::PlanItem& item = run.plan.items[i];
+      if (!roots.insert(item.root_key).second) {
+        later.push_back(i);
+        continue;
+      }
+      auto b = std::make_unique<Building>();
+      b->index = i;
+      b->item = &item;
+      b->rt = target_of(run.plan, item.target_name);
+      b->ir = item_result(item);
+      round.push_back(std::move(b));
+    }
+    std::sort(round.begin(), round.end(),
+              [](const auto& a, const auto& b) { return a->item->root_key < b->item->root_key; });
+    std::vector<Building*> started;
+    for (auto& b : round) {
+      if (out.stop) break;
+      check_interrupted();
+      b->started = now();
+      if (run.options.explain)
+        b->ir.why = explain_miss(
+            run.store.read_last(b->item->target_name, b->item->manifest->normalized_name()),
+            b->item->inputs);
+      if (auto ok = start_build(run, *b); !ok) {
+        out.fail(b->index, keep_logs(run, *b, std::move(ok).error()), run.options.fail_fast);
+        b.reset();  // its root removed now
+        continue;
+      }
+      started.push_back(b.get());
+    }
+    if (out.stop) return {};
+    KILN_TRY(auto errors, run_pool(run, started));
+    for (std::size_t g = 0; g < started.size(); ++g) {
+      Building& b = *started[g];
+      if (!errors[g]) {
+        out.done[b.index] = std::move(b.ir);
+      } else if (*b.planned.stale && attempts[b.index]++ < 2) {
+        log::warn(cat(errors[g]->message, "; planning ", b.ir.package, " again"));
+        later.push_back(b.index);
+      } else {
+        out.fail(b.index, std::move(*errors[g]), run.options.fail_fast);
+      }
+    }
+    round.clear();  // roots removed, loans ended
+    std::sort(later.begin(), later.end());
+    pending = std::move(later);
+  }
+  return {};
 }
 
 }  // namespace
@@ -677,6 +851,97 @@ Expected<void> check_signing(const resolve::Plan& plan, const Options& options) 
   return {};
 }
 
+namespace {
+
+// One pass over `items` (in their keys' order): each key's lock (without waiting: a key another
+// process holds is left in `busy`; waiting, in the keys' order), its hit taken and its lock let go,
+// then the misses built in one pool under their locks. An item whose key an earlier one of the
+// pass has is left in `busy` too: it is that item's hit once built.
+Expected<void> run_pass(Run& run, const std::vector<std::size_t>& items, bool wait, Outcomes& out,
+                        std::vector<std::size_t>& busy) {
+  std::map<std::string, cache::Lock> locks;
+  std::set<std::string> seen;
+  std::vector<std::size_t> misses;
+  for (std::size_t i : items) {
+    if (out.stop) break;
+    check_interrupted();
+    const resolve::PlanItem& item = run.plan.items[i];
+    if (!seen.insert(item.key).second) {
+      busy.push_back(i);
+      continue;
+    }
+    if (wait) {
+      auto lock = run.store.lock(item.key);
+      if (!lock) {
+        out.fail(i, std::move(lock).error(), run.options.fail_fast);
+        continue;
+      }
+      locks.emplace(item.key, std::move(*lock));
+    } else if (auto lock = run.store.try_lock(item.key)) {
+      locks.emplace(item.key, std::move(*lock));
+    } else {
+      busy.push_back(i);
+      continue;
+    }
+    auto hit = take_hit(run, item);
+    if (!hit || *hit) locks.erase(item.key);
+    if (!hit)
+      out.fail(i, std::move(hit).error(), run.options.fail_fast);
+    else if (*hit)
+      out.done[i] = std::move(**hit);
+    else
+      misses.push_back(i);
+  }
+  std::sort(misses.begin(), misses.end());
+  return build_misses(run, std::move(misses), out);
+}
+
+// The items: a pass over those whose keys no other process holds, then, with none of this
+// process's locks held, passes that wait for the rest (by then mostly the other's hits). Locks
+// are only ever waited for in the keys' order, and never while holding one taken out of it.
+Expected<void> run_items(Run& run) {
+  const auto& items = run.plan.items;
+  Outcomes out{std::vector<std::optional<ItemResult>>(items.size()),
+               std::vector<std::optional<Error>>(items.size())};
+  std::vector<std::size_t> order(items.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return items[a].key < items[b].key; });
+  Expected<void> ran;
+  bool wait = false;  // each pass that waits takes at least its first item: the passes end
+  for (std::vector<std::size_t> pending = std::move(order); ran && !pending.empty() && !out.stop;
+       wait = true) {
+    std::vector<std::size_t> busy;
+    ran = run_pass(run, pending, wait, out, busy);
+    pending = std::move(busy);
+  }
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (out.done[i]) run.result.items.push_back(std::move(*out.done[i]));
+    if (!out.failed[i] && !out.done[i] && ran && out.stop)
+      out.failed[i] =
+          Error::failed("not built: the build stopped at the first failure (--fail-fast)");
+    if (out.failed[i]) run.result.failures.push_back({item_result(items[i]), *out.failed[i]});
+  }
+  if (!ran) return ran;
+  if (!run.result.failures.empty()) run.result.error = run.result.failures.front().error;
+  return {};
+}
+
+Floor floor_of(const Result& result, int slots, double wall) {
+  Floor f;
+  f.wall_seconds = wall;
+  f.slots = slots;
+  for (const auto& j : result.jobs) {
+    if (j.timing.verdict != compile::JobStats::Verdict::Compiled || j.timing.lane < 0) continue;
+    f.cpu_seconds += j.timing.cpu_seconds;
+    f.longest_job_seconds = std::max(f.longest_job_seconds, j.timing.seconds);
+  }
+  f.floor_seconds = std::max(f.longest_job_seconds, f.cpu_seconds / std::max(slots, 1));
+  return f;
+}
+
+}  // namespace
+
 Expected<Result> run(const resolve::Plan& plan, const Options& options) {
   KILN_CHECK(check_signing(plan, options));
   Result result;
@@ -685,19 +950,11 @@ Expected<Result> run(const resolve::Plan& plan, const Options& options) {
   KILN_TRY(std::unique_ptr<Fetching> fetching,
            Fetching::create(store, options.offline, options.index_url));
   Run state{plan, options, store, *fetching, {}, result};
-  for (const auto& item : plan.items) {
-    check_interrupted();
-    auto ir = run_item(state, item);
-    if (!ir) {
-      result.error = std::move(ir).error();
-      result.failed = ItemResult{item.manifest->name, item.manifest->version, item.target_name,
-                                 item.key, std::string(item.manifest->backend->name)};
-      break;
-    }
-    result.items.push_back(std::move(*ir));
-  }
+  if (auto ran = run_items(state); !ran) result.error = std::move(ran).error();
   result.downloads = fetching->downloads();
   result.local = store.local_stats();
+  result.floor = floor_of(result, options.jobs > 0 ? options.jobs : compile::default_slots(),
+                          now() - state.began);
   return result;
 }
 
@@ -709,12 +966,19 @@ Expected<fs::path> build_fresh(cache::Store& store, const resolve::Plan& plan,
   KILN_TRY(std::unique_ptr<Fetching> fetching,
            Fetching::create(store, options.offline, options.index_url));
   Run state{plan, options, store, *fetching, {}, result, &fresh};
-  std::vector<std::string> caveats;
-  KILN_TRY(Made made, make_wheel(state, item, target_of(plan, item.target_name), caveats));
-  for (const auto& c : caveats) log::warn(cat("the rebuild may differ: ", c));
-  fs::path out = fresh.into / made.wheel.filename();
+  Building b;
+  b.item = &item;
+  b.rt = target_of(plan, item.target_name);
+  b.ir = item_result(item);
+  b.started = now();
+  if (auto ok = start_build(state, b); !ok) return keep_logs(state, b, std::move(ok).error());
+  std::vector<Building*> builds = {&b};
+  KILN_TRY(auto errors, run_pool(state, builds));
+  if (errors[0]) return std::move(*errors[0]);
+  for (const auto& c : b.ir.caveats) log::warn(cat("the rebuild may differ: ", c));
+  fs::path out = fresh.into / b.made->wheel.filename();
   std::error_code ec;
-  fs::rename(made.wheel, out, ec);
+  fs::rename(b.made->wheel, out, ec);
   if (ec)
     return Error::failed(
         cat("cannot move the rebuilt wheel to ", out.string(), ": ", ec.message()));

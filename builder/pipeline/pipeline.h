@@ -1,5 +1,8 @@
 // Runs a plan: for each (package, target), a cache hit, or fetch -> unpack -> patch -> backend ->
-// wheel -> check -> atomic commit, under the key's lock.
+// wheel -> check -> atomic commit, under the key's lock. The compile jobs of every package built
+// run in one pool of --jobs slots (ninja's one Plan and one CommandRunner), and each package's
+// wheel is written, checked and committed as soon as its own jobs are done; a package that fails
+// costs only its own wheel (unless fail_fast).
 #pragma once
 
 #include <cstdint>
@@ -43,6 +46,9 @@ struct Options {
   // With a key, each wheel this run builds (not a hit, local or remote, nor a rebuild) gets its
   // signed attestation beside it in the cache entry (attest/wheel.h).
   std::shared_ptr<const attest::SigningKey> signing_key;
+  // Stop every job at the first package that fails (its jobs, its preparation or its checks);
+  // else the others are still built and committed.
+  bool fail_fast = false;
 };
 
 // `kiln rebuild`: one item built afresh.
@@ -69,21 +75,46 @@ struct ItemResult {
   double seconds = 0;
 };
 
-struct Result {
-  std::vector<ItemResult> items;
-  std::size_t downloads = 0;     // network downloads made
-  std::size_t compile_jobs = 0;  // compiler and linker processes run
-  std::size_t objects_reused = 0;
-  std::vector<compile::JobStats::Timing> timings;
-  cache::Store::LocalStats local;  // the local object cache's hits and misses
-  // Set when an item failed: its error and which item (the run stops there; `items` holds those
-  // done before it).
-  std::optional<Error> error;
-  std::optional<ItemResult> failed;  // package, version, target and key of the item that failed
+// One job of the pool (or one of kiln's steps: a package's preparation, its wheel), as the trace
+// and --json show it: the runner's timing (its start from the run's), and whose it was.
+struct JobRecord {
+  compile::JobStats::Timing timing;
+  std::string package, version, target;
+  std::string unit, arch;  // compile::Job's
 };
 
-// The items in order, each a hit or a build; the first failure ends the run with `error` set. An
-// error before any item (the cache or the index cannot be opened) is the Expected's.
+// The run against its floor: the jobs' CPU time over the slots, or the longest job, whichever is
+// longer, is as fast as any schedule of these jobs could be.
+struct Floor {
+  double wall_seconds = 0;  // the whole run
+  double cpu_seconds = 0;   // the compile jobs' (user + system)
+  double longest_job_seconds = 0;
+  int slots = 1;
+  double floor_seconds = 0;  // max(longest, cpu / slots)
+};
+
+struct Failure {
+  ItemResult item;  // package, version, target, key and backend of the item that failed
+  Error error;
+};
+
+struct Result {
+  std::vector<ItemResult> items;  // those taken or built, in the plan's order
+  std::size_t downloads = 0;      // network downloads made
+  std::size_t compile_jobs = 0;   // compiler and linker processes run
+  std::size_t objects_reused = 0;
+  std::vector<JobRecord> jobs;     // in the order they ended
+  cache::Store::LocalStats local;  // the local object cache's hits and misses
+  Floor floor;
+  // The items that failed, in the plan's order (with fail_fast, those stopped too).
+  std::vector<Failure> failures;
+  // The run's error: the first failure's, or what stopped the whole run (an interrupt).
+  std::optional<Error> error;
+};
+
+// The items, each a hit or a build; a failing item leaves the others' wheels (unless fail_fast),
+// and the run's `error` set. An error before any item (the cache or the index cannot be opened) is
+// the Expected's.
 Expected<Result> run(const resolve::Plan& plan, const Options& options);
 
 // The plan's one item built as `run` builds a miss, but with nothing taken from any cache (no

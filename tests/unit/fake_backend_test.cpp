@@ -21,11 +21,15 @@ constexpr manifest::BackendSpec kFake{"fake", false, false, false, true};
 
 class FakeBackend : public compile::Backend {
  public:
-  Expected<compile::BuildOutput> build(const compile::BuildRequest& request) const override {
-    compile::BuildOutput out;
-    for (const auto& package : request.manifest->packages)
-      out.files.push_back({package + "/__init__.py", "BUILT_BY = 'fake'\n"});
-    return out;
+  Expected<compile::PlannedBuild> plan(const compile::BuildRequest& request) const override {
+    compile::PlannedBuild planned;
+    planned.finish = [packages = request.manifest->packages]() -> Expected<compile::BuildOutput> {
+      compile::BuildOutput out;
+      for (const auto& package : packages)
+        out.files.push_back({package + "/__init__.py", "BUILT_BY = 'fake'\n"});
+      return out;
+    };
+    return planned;
   }
 };
 
@@ -81,7 +85,7 @@ TEST_F(FakeBackendTest, PlannedByItsTraitsAndBuiltByItsName) {
   ASSERT_TRUE(backend) << backend.error().message;
   compile::BuildRequest request;
   request.manifest = item.manifest;
-  auto built = (*backend)->build(request);
+  auto built = compile::build_alone(**backend, request);
   ASSERT_TRUE(built) << built.error().message;
   ASSERT_EQ(built->files.size(), 1u);
   EXPECT_EQ(built->files[0].path, "demo/__init__.py");

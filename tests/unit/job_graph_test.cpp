@@ -552,10 +552,11 @@ TEST_F(JobGraphTest, TheRunnerStartsReadyJobsByClassThenLargestFirst) {
   std::vector<std::string> order;
   for (const auto& j : jobs) order.push_back(j.label);
   EXPECT_EQ(order, (std::vector<std::string>{
-                       // Host parts and fat binaries (they unblock the link), largest first.
-                       nvcc(kBwd0, "host"), fatbinary(kBwd0, "sm_90"), nvcc(kBwd1, "host"),
-                       fatbinary(kBwd1, "sm_90"), nvcc(kFwd, "host"), fatbinary(kFwd, "sm_90"),
-                       nvcc(kUpdate, "host"), fatbinary(kUpdate, "sm_90"),
+                       // Host parts and fat binaries (they unblock the link), longest chain
+                       // first: a host part before the fat binary that waits for it.
+                       nvcc(kBwd0, "host"), nvcc(kBwd1, "host"), nvcc(kFwd, "host"),
+                       fatbinary(kBwd0, "sm_90"), fatbinary(kBwd1, "sm_90"),
+                       fatbinary(kFwd, "sm_90"), nvcc(kUpdate, "host"), fatbinary(kUpdate, "sm_90"),
                        // The shardable source's device parts, then host C++, then the others.
                        nvcc(kBwd0, "sm_90"), nvcc(kBwd1, "sm_90"), kCxx, nvcc(kFwd, "sm_90"),
                        nvcc(kUpdate, "sm_90"),

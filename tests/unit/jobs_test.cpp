@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "core/fs.h"
+#include "core/strings.h"
 
 namespace kiln::compile {
 
@@ -128,6 +130,105 @@ TEST(Jobs, AFailingBeforeHookStopsTheBuild) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().message, "inputs disagree");
   EXPECT_FALSE(fs::exists(dir.path() / "ran"));
+}
+
+// A pool of two packages' jobs (group 0 and 1): a failing job of one fails its dependents only,
+// the other package's jobs and its step still run; the failure and the skipped jobs are reported.
+TEST(Jobs, IsolatedFailuresCostOnlyTheJobsWaitingForThem) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-jobs-").value();
+  std::vector<Job> jobs = {sh("a-bad", "echo boom >&2; exit 3", dir.path()),
+                           sh("a-link", "touch a-link", dir.path()),
+                           sh("b-slow", "sleep 0.3; touch b-slow", dir.path()),
+                           sh("b-link", "touch b-link", dir.path())};
+  jobs[1].deps = {0};
+  jobs[3].deps = {2};
+  jobs[0].group = jobs[1].group = 0;
+  jobs[2].group = jobs[3].group = 1;
+  std::vector<std::string> steps;
+  for (int g = 0; g < 2; ++g) {
+    Job step;
+    step.label = cat("wheel ", g);
+    step.group = g;
+    step.deps = {static_cast<std::size_t>(g * 2 + 1)};
+    step.step = [&steps, g]() -> Expected<void> {
+      steps.push_back(cat("wheel ", g));
+      return {};
+    };
+    jobs.push_back(std::move(step));
+  }
+  RunnerOptions options{2, 64};
+  options.failures = RunnerOptions::Failures::Isolate;
+  options.groups = {"a", "b"};
+  auto stats = run_jobs(jobs, options).value();
+  ASSERT_EQ(stats.failures.size(), 1u);
+  EXPECT_EQ(stats.failures[0].job, 0u);
+  EXPECT_NE(stats.failures[0].error.message.find("a-bad failed (exit 3)"), std::string::npos);
+  std::vector<std::size_t> skipped = stats.skipped;
+  std::sort(skipped.begin(), skipped.end());
+  EXPECT_EQ(skipped, (std::vector<std::size_t>{1, 4}));  // a's link and a's step
+  EXPECT_FALSE(fs::exists(dir.path() / "a-link"));
+  EXPECT_TRUE(fs::exists(dir.path() / "b-link"));
+  EXPECT_EQ(steps, std::vector<std::string>{"wheel 1"});
+  EXPECT_EQ(stats.run, 2u);  // b-slow and b-link; a step is no process
+  // Timings say where each ran: processes in lanes 1..2, the step in kiln's lane 0.
+  for (const auto& t : stats.timings) {
+    if (t.verdict == JobStats::Verdict::Step) {
+      EXPECT_EQ(t.lane, 0);
+      EXPECT_EQ(t.label, "wheel 1");
+    } else {
+      EXPECT_GE(t.lane, 1);
+      EXPECT_LE(t.lane, 2);
+      EXPECT_GE(t.start, 0);
+    }
+  }
+}
+
+// Report: the first failure stops every job (the slow one is killed, the waiting ones skipped) and
+// the run still returns its stats, so the caller can say which package failed.
+TEST(Jobs, ReportedFailuresStopEverythingButReturnTheStats) {
+  auto dir = TempDir::create(fs::temp_directory_path(), "kiln-jobs-").value();
+  std::vector<Job> jobs = {sh("slow", "sleep 20; touch slow", dir.path()),
+                           sh("bad", "sleep 0.2; exit 1", dir.path()),
+                           sh("later", "touch later", dir.path())};
+  jobs[2].deps = {0};
+  RunnerOptions options{2, 64};
+  options.failures = RunnerOptions::Failures::Report;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto stats = run_jobs(jobs, options).value();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5);
+  ASSERT_EQ(stats.failures.size(), 1u);
+  EXPECT_EQ(stats.failures[0].job, 1u);
+  std::vector<std::size_t> skipped = stats.skipped;
+  std::sort(skipped.begin(), skipped.end());
+  EXPECT_EQ(skipped, (std::vector<std::size_t>{0, 2}));
+  EXPECT_FALSE(fs::exists(dir.path() / "later"));
+}
+
+// pool_order: by class, then the longest chain of estimated work each job begins, across
+// packages; deps follow their jobs.
+TEST(Jobs, PoolOrderInterleavesPackagesByClassThenLongestChain) {
+  auto job = [](std::string label, int job_class, double estimate,
+                std::vector<std::size_t> deps = {}) {
+    Job j;
+    j.label = std::move(label);
+    j.job_class = job_class;
+    j.estimate = estimate;
+    j.deps = std::move(deps);
+    return j;
+  };
+  std::vector<Job> jobs = {job("a-small", 2, 10),       job("a-link", 6, 0, {0}),
+                           job("b-big", 2, 50),         job("b-host", 1, 5, {2}),
+                           job("b-link", 6, 1, {2, 3}), job("a-host", 1, 5, {0})};
+  // b-host's chain is 5 + b-link's 1, a-host's 5 + a-link's 0: the same class, b first (though
+  // listed after a's); b-big's 50 + 6 before a-small's 10 + 5.
+  jobs[1].deps = {0, 5};
+  std::vector<Job> ordered = pool_order(std::move(jobs));
+  std::vector<std::string> labels;
+  for (const auto& j : ordered) labels.push_back(j.label);
+  EXPECT_EQ(labels,
+            (std::vector<std::string>{"b-host", "a-host", "b-big", "a-small", "b-link", "a-link"}));
+  EXPECT_EQ(ordered[5].deps, (std::vector<std::size_t>{3, 1}));  // a-link: a-small, a-host
+  EXPECT_EQ(ordered[0].deps, (std::vector<std::size_t>{2}));     // b-host: b-big
 }
 
 }  // namespace kiln::compile
