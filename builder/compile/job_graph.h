@@ -37,7 +37,9 @@ struct Unit {
   std::string name;                  // "x.cu" or "x.cu[2/9]": names its jobs
   double share = 1;                  // its part of the source's units
   bool sharded = false;              // the source is declared shardable
-  double source_bytes = 0;           // the source's size: its jobs' estimates scale with it
+  // What its compile parses of the package's tree (the source and the headers it includes, in
+  // bytes): its jobs' estimates scale with it.
+  double source_bytes = 0;
   std::filesystem::path object;
   std::filesystem::path fatbin_object;  // a CUDA unit's fat binary, when its host part is split off
 };
@@ -56,7 +58,8 @@ struct DryRuns {
 DryRuns dry_run_commands(const NativeContext& ctx, const std::vector<Unit>& units,
                          const std::string& arch_list);
 
-// The runner starts ready jobs by class, in this order (then longest first); see schedule().
+// What a job is: its rank among ready jobs (schedule()) and the progress line's basis for the time
+// left.
 enum class JobClass {
   Restore,          // outputs the object cache holds: restored when their gate is asked
   HostOrFatBinary,  // host parts and fat binaries: they unblock links

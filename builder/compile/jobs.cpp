@@ -479,7 +479,7 @@ std::vector<Job> pool_order(std::vector<Job> jobs) {
   for (std::size_t i = 0; i < n; ++i) order[i] = i;
   for (std::size_t i = 0; i < n; ++i) chain_of(i);
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    if (jobs[a].job_class != jobs[b].job_class) return jobs[a].job_class < jobs[b].job_class;
+    if (jobs[a].rank != jobs[b].rank) return jobs[a].rank < jobs[b].rank;
     return chain[a] > chain[b];
   });
   std::vector<std::size_t> position(n);

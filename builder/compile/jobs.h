@@ -35,10 +35,13 @@ struct Job {
   std::vector<std::size_t> deps;  // indices of jobs that must finish first
   std::vector<int> inherit_fds;   // descriptors the process keeps (ProcessSpec::inherit_fds)
   // Jobs of one class take alike times (the planner's JobClass): the progress line's estimate of
-  // the time left goes by how long the class's jobs that ended took. Ready jobs start by class,
-  // then by the longest chain of estimated work they begin (pool_order).
+  // the time left goes by how long the class's jobs that ended took.
   int job_class = 0;
-  double estimate = 0;  // its work, in its backend's unit (native: source bytes)
+  // Ready jobs start by rank (lower first: the planner's order of its classes), then by the longest
+  // chain of estimated work they begin (pool_order). The estimate is its work in its backend's
+  // unit (native: bytes of the package's files its compile parses).
+  int rank = 0;
+  double estimate = 0;
   // The package it builds (an index into RunnerOptions::groups), and what the trace says of it.
   int group = 0;
   std::string unit, arch;  // "csrc/x.cu[2/9]", "sm_90"; empty where a job has none
@@ -118,7 +121,7 @@ Expected<std::int64_t> job_timeout_seconds();
 
 Expected<JobStats> run_jobs(const std::vector<Job>& jobs, const RunnerOptions& options);
 
-// `jobs` in the order the runner starts ready ones: by class, then longest chain of estimated work
+// `jobs` in the order the runner starts ready ones: by rank, then longest chain of estimated work
 // first (a job's estimate and the longest chain of jobs that wait for it); deps renumbered.
 // Several packages' jobs ordered together interleave by the same rule.
 std::vector<Job> pool_order(std::vector<Job> jobs);

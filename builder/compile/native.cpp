@@ -13,6 +13,7 @@
 #include "compile/job_graph.h"
 #include "compile/nvcc_split.h"
 #include "compile/object_cache.h"
+#include "compile/parsed_bytes.h"
 #include "compile/pid_namespace.h"
 #include "compile/pure.h"
 #include "compile/sandbox.h"
@@ -99,17 +100,15 @@ bool compiles_cuda(const std::vector<Unit>& units) {
                      [](const Unit& u) { return u.source.ends_with(".cu"); });
 }
 
-// What the planner needs: the units (with their sources' sizes), nvcc's dry runs and its arch
-// list, the PID namespace prefix (none in a sandbox: its commands are each their PID 1).
+// What the planner needs: the units (with what each parses of the tree), nvcc's dry runs and its
+// arch list, the PID namespace prefix (none in a sandbox: its commands are each their PID 1).
 Expected<PlanInput> plan_input(const NativeContext& ctx, int slots, bool sandboxed) {
   PlanInput input;
   input.ctx = &ctx;
   input.slots = slots;
   input.units = translation_units(ctx);
-  for (auto& u : input.units) {
-    std::error_code ec;
-    u.source_bytes = static_cast<double>(fs::file_size(ctx.root / "src" / u.source, ec));
-  }
+  for (auto& u : input.units)
+    u.source_bytes = parsed_bytes(ctx.root / "src", u.source, u.ext->include_dirs);
   if (compiles_cuda(input.units) && !sandboxed) input.pid_prefix = nvcc_pid_namespace().prefix;
   input.arch_list = canonical_arch_list(ctx.cuda.nvcc);
   input.dry_runs = dry_run_commands(ctx, input.units, input.arch_list);

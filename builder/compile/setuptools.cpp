@@ -385,6 +385,7 @@ Expected<SetuptoolsPlan> plan_setuptools(const SetuptoolsContext& ctx) {
   // One job in the pool that holds as many slots as the package's ninja runs compiles (MAX_JOBS).
   job.weight = slots;
   job.memory_gib = 1;
+  job.rank = 2;         // with the device parts: the longest jobs of a plan
   job.estimate = 1e12;  // its work is the whole package's
   if (sandbox.spec) job.sandbox = std::make_shared<const SandboxSpec>(std::move(*sandbox.spec));
   // A sandboxed job gets the root (nobody's, where kiln is root) while it runs, back at finish.

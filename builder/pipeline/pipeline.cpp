@@ -597,7 +597,7 @@ Expected<std::vector<std::optional<Error>>> run_pool(Run& run, std::vector<Build
     compile::Job step;
     step.label = cat("wheel ", b.ir.package, " (", b.ir.target, ")");
     step.group = static_cast<int>(g);
-    step.job_class = std::numeric_limits<int>::max();
+    step.job_class = step.rank = std::numeric_limits<int>::max();
     for (std::size_t d = offset; d < jobs.size(); ++d) step.deps.push_back(d);
     step.step = [&run, &b] { return finish_build(run, b); };
     jobs.push_back(std::move(step));

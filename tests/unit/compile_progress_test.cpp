@@ -216,4 +216,37 @@ TEST(CompileProgress, RunJobsReportsThroughIt) {
             (std::vector<std::string>{"kiln: [1/2] one (0 s)\n", "kiln: [2/2] two (0 s)\n"}));
 }
 
+// A plan of several packages: the line counts them (done, building, failed) before the jobs; a
+// failed job ends like any other, and the line after the run says nothing of "jobs done".
+TEST(CompileProgress, APlansLineCountsItsPackages) {
+  Fake f;
+  auto p = f.make(true);
+  auto all = jobs({"nvcc a.cu sm_90", "wheel a", "nvcc b.cu sm_90", "wheel b", "nvcc c.cu"});
+  all[1].deps = {0};
+  all[3].deps = {2};
+  for (int j : {0, 1}) all[j].group = 0;
+  for (int j : {2, 3}) all[j].group = 1;
+  all[4].group = 2;
+  all[1].step = all[3].step = [] { return Expected<void>(); };
+  p->begin(all, 2, {"a", "b", "c"});
+  p->started(0);
+  p->started(2);
+  f.now += 1;
+  p->tick();
+  EXPECT_EQ(f.lines().back().rfind("packages 0/3 done, 2 building; [0/5] 1 s", 0), 0u)
+      << f.lines().back();
+  p->finished(0, 1);
+  p->finished(1, 0.1);  // a's wheel: a step, never started
+  p->failed(2);
+  p->failed(3);  // skipped: b's wheel waited for it
+  p->started(4);
+  f.now += 1;
+  p->tick();
+  EXPECT_EQ(f.lines().back().rfind("packages 1/3 done, 1 building, 1 failed; [4/5] 2 s", 0), 0u)
+      << f.lines().back();
+  p->finished(4, 1);
+  p->end();
+  for (const auto& w : f.writes) EXPECT_EQ(w.find("jobs done"), std::string::npos) << w;
+}
+
 }  // namespace kiln::compile

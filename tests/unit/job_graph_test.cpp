@@ -545,7 +545,7 @@ TEST_F(JobGraphTest, ColdBuildIsPerArchDeviceJobsFrontEndsHostsFatBinariesAndALi
   EXPECT_EQ(graph.modules[0].wheel_path, "causal_conv1d_cuda.cpython-311-x86_64-linux-gnu.so");
 }
 
-TEST_F(JobGraphTest, TheRunnerStartsReadyJobsByClassThenLargestFirst) {
+TEST_F(JobGraphTest, TheRunnerStartsReadyJobsByRankThenLongestChainFirst) {
   MemoryObjectCache cache;
   JobGraph graph = plan("9.0", 16, cache);
   std::vector<Job> jobs = schedule(graph);
@@ -557,9 +557,9 @@ TEST_F(JobGraphTest, TheRunnerStartsReadyJobsByClassThenLargestFirst) {
                        nvcc(kBwd0, "host"), nvcc(kBwd1, "host"), nvcc(kFwd, "host"),
                        fatbinary(kBwd0, "sm_90"), fatbinary(kBwd1, "sm_90"),
                        fatbinary(kFwd, "sm_90"), nvcc(kUpdate, "host"), fatbinary(kUpdate, "sm_90"),
-                       // The shardable source's device parts, then host C++, then the others.
-                       nvcc(kBwd0, "sm_90"), nvcc(kBwd1, "sm_90"), kCxx, nvcc(kFwd, "sm_90"),
-                       nvcc(kUpdate, "sm_90"),
+                       // The device parts, longest chain first (sharded or not), then host C++.
+                       nvcc(kBwd0, "sm_90"), nvcc(kBwd1, "sm_90"), nvcc(kFwd, "sm_90"),
+                       nvcc(kUpdate, "sm_90"), kCxx,
                        // Front ends fill the slots the device parts leave.
                        nvcc(kBwd0, "front end"), nvcc(kBwd1, "front end"), nvcc(kFwd, "front end"),
                        nvcc(kUpdate, "front end"), kLink}));

@@ -204,14 +204,13 @@ TEST(Jobs, ReportedFailuresStopEverythingButReturnTheStats) {
   EXPECT_FALSE(fs::exists(dir.path() / "later"));
 }
 
-// pool_order: by class, then the longest chain of estimated work each job begins, across
+// pool_order: by rank, then the longest chain of estimated work each job begins, across
 // packages; deps follow their jobs.
-TEST(Jobs, PoolOrderInterleavesPackagesByClassThenLongestChain) {
-  auto job = [](std::string label, int job_class, double estimate,
-                std::vector<std::size_t> deps = {}) {
+TEST(Jobs, PoolOrderInterleavesPackagesByRankThenLongestChain) {
+  auto job = [](std::string label, int rank, double estimate, std::vector<std::size_t> deps = {}) {
     Job j;
     j.label = std::move(label);
-    j.job_class = job_class;
+    j.rank = rank;
     j.estimate = estimate;
     j.deps = std::move(deps);
     return j;
@@ -219,7 +218,7 @@ TEST(Jobs, PoolOrderInterleavesPackagesByClassThenLongestChain) {
   std::vector<Job> jobs = {job("a-small", 2, 10),       job("a-link", 6, 0, {0}),
                            job("b-big", 2, 50),         job("b-host", 1, 5, {2}),
                            job("b-link", 6, 1, {2, 3}), job("a-host", 1, 5, {0})};
-  // b-host's chain is 5 + b-link's 1, a-host's 5 + a-link's 0: the same class, b first (though
+  // b-host's chain is 5 + b-link's 1, a-host's 5 + a-link's 0: the same rank, b first (though
   // listed after a's); b-big's 50 + 6 before a-small's 10 + 5.
   jobs[1].deps = {0, 5};
   std::vector<Job> ordered = pool_order(std::move(jobs));
