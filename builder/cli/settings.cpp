@@ -4,18 +4,13 @@
 #include <charconv>
 #include <cstdlib>
 
+#include "cli/build_commit.h"
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/sandbox.h"
 #include "core/strings.h"
 #include "manifest/settings.h"
 #include "manifest/target.h"
-
-// The checkout kiln was built from; "" in the portable build (docs/portable.md), whose binary
-// names no path of the machine it was built on.
-#ifndef KILN_SOURCE_DIR
-#define KILN_SOURCE_DIR ""
-#endif
 
 namespace kiln::cli {
 
@@ -87,7 +82,7 @@ std::optional<fs::path> installed_data() {
 // kiln's own copy of a folder of its sources: the installed one, else the checkout's.
 fs::path own(const std::string& folder) {
   if (auto data = installed_data()) return *data / folder;
-  return fs::path(KILN_SOURCE_DIR) / folder;
+  return fs::path(build_source_dir()) / folder;
 }
 
 std::string default_manifests() {
@@ -147,8 +142,8 @@ Defaults load_defaults() {
 std::optional<fs::path> running_checkout() {
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (ec || std::string_view(KILN_SOURCE_DIR).empty()) return std::nullopt;
-  fs::path source = fs::weakly_canonical(KILN_SOURCE_DIR, ec);
+  if (ec || build_source_dir().empty()) return std::nullopt;
+  fs::path source = fs::weakly_canonical(fs::path(build_source_dir()), ec);
   if (ec || !fs::is_directory(source / "manifests", ec)) return std::nullopt;
   auto [end, _] = std::mismatch(source.begin(), source.end(), exe.begin(), exe.end());
   if (end != source.end()) return std::nullopt;

@@ -27,7 +27,7 @@ struct Defaults {
 // it came from.
 Defaults load_defaults();
 
-// The checkout kiln runs from: the source tree it was built from (KILN_SOURCE_DIR), when the
+// The checkout kiln runs from: the source tree it was built from (build_source_dir()), when the
 // running binary lies inside it (as build/*/builder/kiln does) and it still holds manifests/.
 std::optional<std::filesystem::path> running_checkout();
 

@@ -1,10 +1,10 @@
 """Content keys with the real compilers: an object is keyed by the files its job read.
 
-kiln-demo's C++ file includes <torch/extension.h> (thousands of headers); its CUDA file includes
-a few light ones, among them ATen/OpMathType.h, which the C++ file never reads. A torch whose only
-change is that header (a hard-linked copy of the target's sysroot with the header rewritten, as a
-new release would be) recompiles the CUDA units and reuses the C++ object; the original header
-brings every object back.
+kiln-demo's C++ file includes torch's pybind caster and ATen's Tensor (over a thousand headers);
+its CUDA file includes a few light ones, among them ATen/OpMathType.h, which the C++ file never
+reads. A torch whose only change is that header (a hard-linked copy of the target's sysroot with
+the header rewritten, as a new release would be) recompiles the CUDA units and reuses the C++
+object; the original header brings every object back.
 """
 
 import json

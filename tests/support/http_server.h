@@ -18,6 +18,7 @@
 #include "core/fs.h"
 #include "core/process.h"
 #include "core/strings.h"
+#include "unit/source_dir.h"
 
 namespace kiln::testing {
 
@@ -31,7 +32,7 @@ class HttpServer {
     std::filesystem::remove(port_file_, ec);
     std::filesystem::remove(log_, ec);
     ProcessSpec spec;
-    spec.argv = {"python3",     KILN_SOURCE_DIR "/tests/support/http_server.py",
+    spec.argv = {"python3",     kiln::test::source_dir() + "/tests/support/http_server.py",
                  "--root",      root.string(),
                  "--port-file", port_file_.string(),
                  "--log",       log_.string()};

@@ -5,6 +5,7 @@
 #include "core/fs.h"
 #include "manifest/repository.h"
 #include "packaging/name.h"
+#include "unit/source_dir.h"
 
 namespace kiln::manifest {
 
@@ -12,10 +13,11 @@ namespace {
 
 using json = nlohmann::json;
 
-const fs::path kShipped = fs::path(KILN_SOURCE_DIR) / "manifests";
+const fs::path kShipped = fs::path(kiln::test::source_dir()) / "manifests";
 
 Repository shipped() {
-  return Repository::load(kShipped, fs::path(KILN_SOURCE_DIR) / "patches", "manifests").value();
+  return Repository::load(kShipped, fs::path(kiln::test::source_dir()) / "patches", "manifests")
+      .value();
 }
 
 // What the canonical form leaves out, from the manifest itself.

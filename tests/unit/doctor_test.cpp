@@ -10,12 +10,14 @@
 #include "core/fs.h"
 #include "core/process.h"
 #include "core/strings.h"
+#include "unit/source_dir.h"
 
 namespace kiln::doctor {
 namespace {
 
 TEST(Doctor, EmbedsDoctorPyVerbatim) {
-  std::string file = read_file(fs::path(KILN_SOURCE_DIR) / "builder/doctor/doctor.py").value();
+  std::string file =
+      read_file(fs::path(kiln::test::source_dir()) / "builder/doctor/doctor.py").value();
   EXPECT_EQ(script(), file);
   EXPECT_TRUE(script().starts_with("#!/usr/bin/env python3\n"));
 }
@@ -172,7 +174,7 @@ TEST(Doctor, StaticChecksKeepDoctorPyReasonsAndAddTheirOwn) {
                (dir.path() / "dev.c").string()})
       .value();
   run_capture({"objcopy", "--add-section",
-               cat(".nv_fatbin=", KILN_SOURCE_DIR, "/tests/data/fatbin/multi.fatbin"),
+               cat(".nv_fatbin=", kiln::test::source_dir(), "/tests/data/fatbin/multi.fatbin"),
                (dir.path() / "dev.so").string(), (site / "causal_conv1d_cuda.so").string()})
       .value();
   std::ofstream(site / "causal_conv1d-1.7.0.dist-info/RECORD")

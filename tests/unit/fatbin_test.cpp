@@ -11,13 +11,14 @@
 #include "core/process.h"
 #include "core/strings.h"
 #include "elf/elf.h"
+#include "unit/source_dir.h"
 
 namespace kiln::fatbin {
 namespace {
 
 // Fixtures made by tests/data/fatbin/regenerate.sh (nvcc 13.0) from kernel.cu.
 fs::path fixture(const std::string& name) {
-  return fs::path(KILN_SOURCE_DIR) / "tests/data/fatbin" / name;
+  return fs::path(kiln::test::source_dir()) / "tests/data/fatbin" / name;
 }
 
 std::string load(const std::string& name) {

@@ -9,13 +9,14 @@
 #include <set>
 
 #include "fuzz.h"
+#include "unit/source_dir.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
 fs::path corpus_root() {
-  return fs::path(KILN_SOURCE_DIR) / "tests" / "fuzz" / "corpus";
+  return fs::path(kiln::test::source_dir()) / "tests" / "fuzz" / "corpus";
 }
 
 TEST(FuzzCorpus, EveryTargetHasACorpusAndEveryCorpusATarget) {

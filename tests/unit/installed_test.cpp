@@ -10,6 +10,7 @@
 #include "core/hash.h"
 #include "core/process.h"
 #include "core/strings.h"
+#include "unit/source_dir.h"
 #include "validate/checks.h"
 #include "validate/validate.h"
 
@@ -26,7 +27,7 @@ class Installed : public ::testing::Test {
     std::ofstream(d / "dev.c") << "void* PyInit_dev(void) { return 0; }\n";
     run_capture({"gcc", "-shared", "-fPIC", "-o", (d / "dev.so").string(), (d / "dev.c").string()})
         .value();
-    fs::path data = fs::path(KILN_SOURCE_DIR) / "tests/data/fatbin";
+    fs::path data = fs::path(kiln::test::source_dir()) / "tests/data/fatbin";
     for (const char* f : {"multi", "variants"})
       run_capture({"objcopy", "--add-section",
                    cat(".nv_fatbin=", (data / (std::string(f) + ".fatbin")).string()),

@@ -25,6 +25,7 @@
 #include "manifest/manifest.h"
 
 #include "cache_layout.h"
+#include "unit/source_dir.h"
 
 using kiln::testing::layout;
 
@@ -305,7 +306,7 @@ class JobGraphTest : public ::testing::Test {
   void SetUp() override {
     dir_ = std::make_unique<TempDir>(
         TempDir::create(fs::temp_directory_path(), "kiln-job-graph-").value());
-    const fs::path source = KILN_SOURCE_DIR;
+    const fs::path source = kiln::test::source_dir();
     manifest_ = manifest::load_manifest(source / "manifests/causal-conv1d/1.7.0.toml",
                                         "causal-conv1d/1.7.0.toml", source / "patches")
                     .value();

@@ -14,6 +14,7 @@
 #include "core/fs.h"
 #include "core/process.h"
 #include "core/strings.h"
+#include "unit/source_dir.h"
 
 namespace kiln::patch {
 
@@ -722,7 +723,8 @@ TEST_F(PatchTest, ParsesHeadersHunksAndMarkers) {
 // with the text they were read from.
 TEST_F(PatchTest, RealPatchesParseWithTheirLineNumbers) {
   int hunks = 0;
-  for (const auto& e : fs::recursive_directory_iterator(fs::path(KILN_SOURCE_DIR) / "patches")) {
+  for (const auto& e :
+       fs::recursive_directory_iterator(fs::path(kiln::test::source_dir()) / "patches")) {
     if (e.path().extension() != ".patch") continue;
     SCOPED_TRACE(e.path().string());
     std::string text = read_file(e.path()).value();
@@ -874,7 +876,7 @@ TEST_F(PatchTest, RealCausalConv1dSeriesMatchesGnuPatch) {
   int ran = 0;
   for (std::string version : {"1.6.1", "1.7.0"}) {
     fs::path sdist = cached_download(cat("causal_conv1d-", version, ".tar.gz"));
-    fs::path dir = fs::path(KILN_SOURCE_DIR) / "patches/causal-conv1d" / version;
+    fs::path dir = fs::path(kiln::test::source_dir()) / "patches/causal-conv1d" / version;
     if (sdist.empty() || !fs::is_directory(dir)) continue;
     fs::path pristine = dir_->path() / cat("pristine-", version);
     fs::create_directories(pristine);

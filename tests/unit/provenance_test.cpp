@@ -4,6 +4,7 @@
 
 #include "core/fs.h"
 #include "toolchain/torch.h"
+#include "unit/source_dir.h"
 
 namespace kiln::wheel {
 
@@ -12,7 +13,8 @@ namespace {
 using json = nlohmann::json;
 
 std::string fixture(const std::string& name) {
-  return read_file(std::filesystem::path(KILN_SOURCE_DIR) / "tests/data/provenance" / name).value();
+  return read_file(std::filesystem::path(kiln::test::source_dir()) / "tests/data/provenance" / name)
+      .value();
 }
 
 // What the pipeline wrote before Provenance existed (builder/pipeline/pipeline.cpp at c60b591:

@@ -8,6 +8,7 @@
 #include "core/strings.h"
 #include "manifest/repository.h"
 #include "resolve/plan.h"
+#include "unit/source_dir.h"
 
 namespace kiln::rebuild {
 
@@ -16,8 +17,8 @@ namespace {
 using json = nlohmann::json;
 
 manifest::Repository shipped() {
-  return manifest::Repository::load(fs::path(KILN_SOURCE_DIR) / "manifests",
-                                    fs::path(KILN_SOURCE_DIR) / "patches", "manifests")
+  return manifest::Repository::load(fs::path(kiln::test::source_dir()) / "manifests",
+                                    fs::path(kiln::test::source_dir()) / "patches", "manifests")
       .value();
 }
 

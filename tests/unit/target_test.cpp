@@ -8,6 +8,7 @@
 #include "core/strings.h"
 #include "manifest/debian_toolkit.h"
 #include "manifest/repository.h"
+#include "unit/source_dir.h"
 
 namespace kiln::manifest {
 
@@ -254,13 +255,14 @@ TEST(Target, TorchFromAnotherIndexWithALocalLabel) {
 
 TEST(Target, ShippedTargetsParse) {
   for (const char* name : {"default", "default-wheels-cu130", "torch2.10-cu128"}) {
-    fs::path file =
-        fs::path(KILN_SOURCE_DIR) / "manifests" / "targets" / (std::string(name) + ".toml");
+    fs::path file = fs::path(kiln::test::source_dir()) / "manifests" / "targets" /
+                    (std::string(name) + ".toml");
     Target t = load_target(file, file.string()).value();
     EXPECT_EQ(t.name, name);
   }
   Target w =
-      load_target(fs::path(KILN_SOURCE_DIR) / "manifests/targets/default-wheels-cu130.toml", "w")
+      load_target(
+          fs::path(kiln::test::source_dir()) / "manifests/targets/default-wheels-cu130.toml", "w")
           .value();
   EXPECT_EQ(w.cuda_toolkit, ToolkitKind::Wheels);
   EXPECT_EQ(w.cuda_wheels.size(), 5u);
@@ -351,7 +353,8 @@ TEST(Target, BuiltInDebianPinsMatchTheShippedTarget) {
   EXPECT_EQ(pins.release, "12.4");
   EXPECT_EQ(pins.suite, "trixie");
   EXPECT_EQ(pins.debs.size(), 7u);
-  Target t = load_target(fs::path(KILN_SOURCE_DIR) / "manifests/targets/torch2.10-cu128.toml", "t")
+  Target t = load_target(
+                 fs::path(kiln::test::source_dir()) / "manifests/targets/torch2.10-cu128.toml", "t")
                  .value();
   EXPECT_EQ(t.cuda_toolkit, ToolkitKind::Debian);
   EXPECT_EQ(t.cuda_version, "12.8");
@@ -367,8 +370,9 @@ TEST(Target, BuiltInDebianPinsMatchTheShippedTarget) {
   EXPECT_EQ(w.cuda_debs.size(), 7u);
   EXPECT_EQ(w.canonical()["cuda"]["debs"], t.canonical()["cuda"]["debs"]);
   // The file on disk is the built-in copy.
-  EXPECT_EQ(read_file(fs::path(KILN_SOURCE_DIR) / "manifests/tools/cuda12-debian.toml").value(),
-            kEmbeddedDebianToolkit);
+  EXPECT_EQ(
+      read_file(fs::path(kiln::test::source_dir()) / "manifests/tools/cuda12-debian.toml").value(),
+      kEmbeddedDebianToolkit);
   EXPECT_FALSE(parse_debian_toolkit("release = \"12.4\"\nsuite = \"trixie\"\n", "x"));
   EXPECT_FALSE(parse_debian_toolkit(
       "release = \"12.4\"\nsuite = \"t\"\n[[deb]]\npath = \"pool/../x.deb\"\nsha256 = \"" +

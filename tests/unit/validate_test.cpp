@@ -15,6 +15,7 @@
 #include "core/strings.h"
 #include "elf/elf.h"
 #include "packaging/wheel_name.h"
+#include "unit/source_dir.h"
 #include "validate/checks.h"
 #include "wheel/metadata.h"
 #include "wheel/tags.h"
@@ -91,7 +92,7 @@ class Validate : public ::testing::Test {
     std::ofstream(d / "dev.c") << "void* PyInit_dev(void) { return 0; }\n";
     run_capture({"gcc", "-shared", "-fPIC", "-o", (d / "dev.so").string(), (d / "dev.c").string()})
         .value();
-    fs::path data = fs::path(KILN_SOURCE_DIR) / "tests/data/fatbin";
+    fs::path data = fs::path(kiln::test::source_dir()) / "tests/data/fatbin";
     for (const char* f : {"multi", "variants"})
       run_capture({"objcopy", "--add-section",
                    cat(".nv_fatbin=", (data / (std::string(f) + ".fatbin")).string()),
