@@ -1,9 +1,9 @@
-// kiln-demo: Python bindings (module name comes from TORCH_EXTENSION_NAME,
-// which the build sets to kiln_demo_cuda).
+// kiln-demo: Python bindings; the build names the module (TORCH_EXTENSION_NAME: kiln_demo_cuda).
 
-#include <torch/extension.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty_like.h>
+#include <torch/csrc/utils/pybind.h>  // the at::Tensor caster alone: not <torch/extension.h>
 #include <torch/version.h>
-
 #include <cuda_runtime_api.h>
 
 #include <string>
