@@ -148,11 +148,14 @@ toml::table extension_table(const Doc& e) {
   put_strings(t, "extra-link-args", e, "extra_link_args");
   if (e.has("kind")) t.insert("kind", e.str("kind"));
   toml::array shards;
-  for (const Doc& s : e.objects("shards"))
-    shards.push_back(toml::table{{"source", s.str("source")},
-                                 {"units", s.integer("units")},
-                                 {"index-define", s.str("index_define")},
-                                 {"count-define", s.str("count_define")}});
+  for (const Doc& s : e.objects("shards")) {
+    toml::table shard{{"source", s.str("source")},
+                      {"units", s.integer("units")},
+                      {"index-define", s.str("index_define")},
+                      {"count-define", s.str("count_define")}};
+    if (s.has("max_shards")) shard.insert("max-shards", s.integer("max_shards"));
+    shards.push_back(std::move(shard));
+  }
   if (!shards.empty()) t.insert("shard", std::move(shards));
   return t;
 }

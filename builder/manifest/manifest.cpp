@@ -142,6 +142,12 @@ Shardable read_shard(const TableReader& t, const Extension& e) {
   if (*units < 1 || *units > 1024)
     t.fail("units", cat("bad unit count ", *units, ": expected 1 to 1024"));
   s.units = static_cast<int>(*units);
+  if (auto max = t.integer("max-shards")) {
+    if (*max < 1 || *max > s.units)
+      t.fail("max-shards",
+             cat("bad shard limit ", *max, ": expected 1 to the ", s.units, " units"));
+    s.max_shards = static_cast<int>(*max);
+  }
   s.index_define = t.required_string("index-define");
   if (!is_identifier(s.index_define))
     t.fail("index-define", cat("bad macro name '", s.index_define, "'"));
@@ -221,7 +227,7 @@ Extension read_extension(const TableReader& t) {
   read_link_keys(t, e);
   for (const toml::table* shard : t.tables("shard")) {
     TableReader sr(t.source(), *shard, "build.extension.shard",
-                   {"source", "units", "index-define", "count-define"});
+                   {"source", "units", "max-shards", "index-define", "count-define"});
     Shardable s = read_shard(sr, e);
     for (const auto& other : e.shards)
       if (other.source == s.source)
@@ -437,11 +443,15 @@ nlohmann::json Manifest::canonical() const {
     if (!e.library_dirs.empty()) exts.back()["library_dirs"] = e.library_dirs;
     if (!e.extra_link_args.empty()) exts.back()["extra_link_args"] = e.extra_link_args;
     if (!e.kind.empty()) exts.back()["kind"] = e.kind;
-    for (const auto& s : e.shards)
-      exts.back()["shards"].push_back({{"source", s.source},
-                                       {"units", s.units},
-                                       {"index_define", s.index_define},
-                                       {"count_define", s.count_define}});
+    for (const auto& s : e.shards) {
+      json shard{{"source", s.source},
+                 {"units", s.units},
+                 {"index_define", s.index_define},
+                 {"count_define", s.count_define}};
+      if (s.max_shards > 0)
+        shard["max_shards"] = s.max_shards;  // only when written, like the above
+      exts.back()["shards"].push_back(std::move(shard));
+    }
   }
   return json{{"name", normalized_name()},
               {"display_name", name},

@@ -39,6 +39,7 @@ struct Patch {
 struct Shardable {
   std::string source;  // one of the extension's sources
   int units = 0;       // how many units it holds (kiln uses at most this many shards)
+  int max_shards = 0;  // at most this many shards, when written (each repeats the front end)
   std::string index_define;
   std::string count_define;
 };

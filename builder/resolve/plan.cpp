@@ -151,11 +151,12 @@ Expected<ResolvedTarget> resolve_target(const Target& target) {
 
 }  // namespace
 
-int shard_count(int units, int slots) {
+int shard_count(int units, int slots, int max_shards) {
   if (slots <= 0) {
     long n = ::sysconf(_SC_NPROCESSORS_ONLN);
     slots = n > 0 ? static_cast<int>(n) : 1;
   }
+  if (max_shards > 0) slots = std::min(slots, max_shards);
   if (units <= 1) return 1;
   // Measured on 16 cores (bench/results/native-speed-*.md): causal-conv1d's backward file in 18
   // shards built in 78 s, in 9 shards of 2 in 59 s: its heavy units alone ran as long under full
@@ -202,7 +203,7 @@ Expected<PlanItem> plan_item(const Manifest& manifest, const ResolvedTarget& tar
   if (backend.builds_extensions) {
     for (const auto& e : manifest.extensions)
       for (const auto& s : e.shards)
-        item.shards[e.name + "/" + s.source] = shard_count(s.units, slots);
+        item.shards[e.name + "/" + s.source] = shard_count(s.units, slots, s.max_shards);
     if (!item.shards.empty()) inputs["shards"] = item.shards;
   }
   if (backend.needs_build_env) {
@@ -216,9 +217,10 @@ Expected<PlanItem> plan_item(const Manifest& manifest, const ResolvedTarget& tar
 }  // namespace
 
 Expected<void> use_shards(PlanItem& item, const std::map<std::string, int>& shards) {
-  std::map<std::string, int> units;
+  std::map<std::string, int> units;  // the most shards each source may have
   for (const auto& e : item.manifest->extensions)
-    for (const auto& s : e.shards) units[e.name + "/" + s.source] = s.units;
+    for (const auto& s : e.shards)
+      units[e.name + "/" + s.source] = s.max_shards > 0 ? s.max_shards : s.units;
   for (const auto& [source, n] : shards) {
     auto it = units.find(source);
     if (it == units.end() || !item.shards.count(source))
@@ -226,7 +228,7 @@ Expected<void> use_shards(PlanItem& item, const std::map<std::string, int>& shar
                                   ", which is no shardable source of ", item.manifest->name));
     if (n < 1 || n > std::max(it->second, 1))
       return Error::bad_input(cat("the recorded shard count of ", source, " (", n,
-                                  ") is not between 1 and its ", it->second, " units"));
+                                  ") is not between 1 and its limit, ", it->second));
   }
   if (shards.size() != item.shards.size())
     return Error::bad_input(cat("the recorded shards name ", shards.size(), " sources; ",

@@ -86,8 +86,10 @@ toolchain::CudaRequest cuda_request(const manifest::Target& target);
 
 // How many translation units a shardable source with `units` units is compiled as, for `slots`
 // parallel jobs (0: one per core): the fewest shards that keep the largest shard as small as
-// min(units, slots) shards would (2 slots: 2; 16 slots and 18 units: 9 shards of 2; 18+: 18).
-int shard_count(int units, int slots);
+// min(units, slots, max_shards) shards would (2 slots: 2; 16 slots and 18 units: 9 shards of 2;
+// 18+: 18). `max_shards` (0: none) is the manifest's limit, where a shard's repeated front end
+// costs more CPU than a smaller shard saves.
+int shard_count(int units, int slots, int max_shards = 0);
 
 // `item` with the shard counts a wheel records (`kiln rebuild`) in place of those chosen from the
 // cores: the same shardable sources, each count from 1 to its units; its inputs and key again.

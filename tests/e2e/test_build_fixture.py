@@ -12,7 +12,7 @@ import unittest
 import zipfile
 from pathlib import Path
 
-from kilntest import KILN, KilnTestCase
+from kilntest import KILN, SOURCE_DIR, KilnTestCase
 
 
 def sha256(path):
@@ -126,6 +126,17 @@ class BuildFixtureTest(KilnTestCase):
         fronts = sorted(l for l in labels if l.endswith(" front end"))
         self.assertIn(fronts, ([], sorted(f"nvcc {u} front end" for u in units)))
 
+        # The shards hold the kernels of the whole file, each with the same SASS (scripts/kernels:
+        # every kernel's machine code and relocations, from the cubins cuobjdump writes).
+        if shards > 1:
+            whole = self.build(self.fresh_cache("c4"), "--jobs", "1")
+            provenance1 = self.provenance(whole["items"][0]["wheel"])
+            self.assertEqual(set(provenance1["inputs"]["shards"].values()), {1})
+            self.assertNotEqual(sha256(whole["items"][0]["wheel"]), sha256(wheel))
+            self.assertEqual(self.kernels("--same", wheel, whole["items"][0]["wheel"]).returncode, 0)
+            found = json.loads(self.kernels(wheel).stdout)
+            self.assertEqual([len(k) for m in found.values() for k in m.values()], [4])  # 4 dtypes
+
         # Adding an arch compiles only that arch's device parts and the fat binaries that hold
         # them (the host parts and the C++ object are reused), and gives the bytes of a cold build
         # for both archs.
@@ -141,6 +152,20 @@ class BuildFixtureTest(KilnTestCase):
         elf, ptx = self.cuobjdump(Path(cold["items"][0]["wheel"]), self.tmp / "u3")
         self.assertEqual(elf, ["sm_120", "sm_90"])
         self.assertEqual(ptx, ["sm_120"])
+        # What scripts/kernels says when the kernels differ: the sm_120 ones are only in one.
+        differ = self.kernels("--same", wheel, cold["items"][0]["wheel"])
+        self.assertEqual(differ.returncode, 1)
+        self.assertEqual({line.split()[1] for line in differ.stdout.splitlines()}, {"sm_120"})
+        self.assertTrue(all(line.endswith(": only in B") for line in differ.stdout.splitlines()))
+
+    def kernels(self, *args):
+        env = dict(os.environ, CUOBJDUMP=self.cuobjdump_path())
+        return subprocess.run([str(SOURCE_DIR / "scripts" / "kernels"), *map(str, args)], env=env,
+                              capture_output=True, text=True, timeout=300)
+
+    def provenance(self, wheel):
+        with zipfile.ZipFile(wheel) as z:
+            return json.loads(z.read(next(n for n in z.namelist() if n.endswith(".dist-info/kiln.json"))))
 
     def cuobjdump(self, wheel, dest):
         with zipfile.ZipFile(wheel) as z:

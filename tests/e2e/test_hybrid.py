@@ -120,7 +120,11 @@ class PrepareHybridTest(KilnTestCase):
         self.assertNotIn('cc_flag.append("-gencode")', setup)
         self.assertIn("bare_metal_version = None", setup)
         self.assertNotIn("urlretrieve(wheel_url", setup)
-        self.assertTrue((out / "csrc" / "selective_scan" / "selective_scan_bwd_bf16_complex.cu").is_file())
+        # 0004: each backward file instantiates its pair through the shardable macro.
+        csrc = out / "csrc" / "selective_scan"
+        self.assertTrue((csrc / "selective_scan_bwd_bf16_complex.cu").read_text().endswith(
+            "SELECTIVE_SCAN_BWD_INSTANTIATE(at::BFloat16, complex_t)"))
+        self.assertIn("#define SELECTIVE_SCAN_BWD_INSTANTIATE(", (csrc / "selective_scan_bwd_kernel.cuh").read_text())
 
     def assert_fht_setup_patched(self, out):
         setup = (out / "setup.py").read_text()
@@ -131,14 +135,15 @@ class PrepareHybridTest(KilnTestCase):
 
     def prepare_fht_sdist(self):
         """fast-hadamard-transform 1.1.0 prepared from its PyPI sdist (its manifest's source made the
-        sdist's, less patch 0004, whose csrc/ is not there); the directory."""
+        sdist's, less patches 0004 and 0005, whose csrc/ is not there); the directory."""
         manifest = self.project / "manifests" / "fast-hadamard-transform" / "1.1.0.toml"
         text = manifest.read_text()
         git = f'git = "https://github.com/Dao-AILab/fast-hadamard-transform.git"\ncommit = "{FHT_COMMIT}"'
         self.assertIn(git, text)
-        self.assertIn('  "0004-integer-log2.patch",\n', text)
+        device = '  "0004-integer-log2.patch",\n  "0005-shardable-instantiations.patch",\n'
+        self.assertIn(device, text)
         manifest.write_text(text.replace(git, f'url = "{FHT_SDIST[0]}"\nsha256 = "{FHT_SDIST[1]}"')
-                            .replace('  "0004-integer-log2.patch",\n', ""))
+                            .replace(device, ""))
         out = self.tmp / "fht-sdist"
         try:
             self.kiln("--cache", str(self.fresh_cache("sdist")), "prepare", "fast-hadamard-transform==1.1.0",
@@ -169,6 +174,8 @@ class PrepareHybridTest(KilnTestCase):
         host = (out / "csrc" / "fast_hadamard_transform.cpp").read_text()
         self.assertFalse("std::log2(" in host, "the host code still calls std::log2")
         self.assertIn("params.log_N = 0;", host)
+        device = (out / "csrc" / "fast_hadamard_transform_cuda.cu").read_text()
+        self.assertEqual(device.count("% FAST_HADAMARD_TRANSFORM_SHARDS == FAST_HADAMARD_TRANSFORM_SHARD"), 15)
 
 
 if __name__ == "__main__":

@@ -344,6 +344,14 @@ TEST_F(ManifestTest, ShardableSourcesParseAndEnterTheCanonicalForm) {
   auto sharded = m.canonical();
   EXPECT_FALSE(plain["extensions"][0].contains("shards"));
   EXPECT_EQ(sharded["extensions"][0]["shards"][0]["units"], 4);
+  // A limit enters the canonical form only when written: the manifests without one keep their keys.
+  EXPECT_EQ(s.max_shards, 0);
+  EXPECT_FALSE(sharded["extensions"][0]["shards"][0].contains("max_shards"));
+  std::string limited = kShard;
+  limited.replace(limited.find("units = 4\n"), 10, "units = 4\nmax-shards = 2\n");
+  Manifest l = parse(edit("nvcc-flags = [\"-O3\"]\n", limited)).value();
+  EXPECT_EQ(l.extensions[0].shards[0].max_shards, 2);
+  EXPECT_EQ(l.canonical()["extensions"][0]["shards"][0]["max_shards"], 2);
 }
 
 TEST_F(ManifestTest, BadShardsGivePreciseMessages) {
@@ -367,6 +375,10 @@ TEST_F(ManifestTest, BadShardsGivePreciseMessages) {
             "manifests/demo/1.0.0.toml:28:16: bad macro name 'DEMO-SHARD'");
   EXPECT_EQ(with("\"DEMO_SHARDS\"", "\"DEMO_SHARD\""),
             "manifests/demo/1.0.0.toml:29:16: the index and count macros must differ");
+  EXPECT_EQ(with("units = 4", "units = 4\nmax-shards = 0"),
+            "manifests/demo/1.0.0.toml:28:14: bad shard limit 0: expected 1 to the 4 units");
+  EXPECT_EQ(with("units = 4", "units = 4\nmax-shards = 5"),
+            "manifests/demo/1.0.0.toml:28:14: bad shard limit 5: expected 1 to the 4 units");
   EXPECT_EQ(with("units = 4", "units = 4\nunit = 3"),
             "manifests/demo/1.0.0.toml:28:1: unknown key 'build.extension.shard.unit' (did you "
             "mean 'build.extension.shard.units'?)");

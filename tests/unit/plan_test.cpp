@@ -18,6 +18,17 @@ TEST(ShardCount, FewestShardsThatKeepTheLargestShardSmall) {
   EXPECT_GE(shard_count(18, 0), 1);  // 0: one slot per core
 }
 
+TEST(ShardCount, TheManifestsLimitCapsTheSlots) {
+  // mamba-ssm's backward files: 5 launch configurations, at most 2 shards.
+  EXPECT_EQ(shard_count(5, 16), 5);
+  EXPECT_EQ(shard_count(5, 16, 2), 2);  // 3 + 2
+  EXPECT_EQ(shard_count(5, 1, 2), 1);
+  EXPECT_EQ(shard_count(15, 16, 3), 3);   // 5 each
+  EXPECT_EQ(shard_count(18, 16, 4), 4);   // 5 + 5 + 4 + 4, as with 4 slots
+  EXPECT_EQ(shard_count(18, 16, 18), 9);  // a limit above the slots changes nothing
+  EXPECT_LE(shard_count(18, 0, 3), 3);
+}
+
 // The label a package argument's local label must match: the one wheel/ gives the target's wheels.
 TEST(TargetLocalLabel, CudaAndTheMinorOfTorch) {
   ResolvedTarget rt;

@@ -173,4 +173,23 @@ TEST(RebuildRecipe, RecordedShardsMustFitTheManifest) {
   EXPECT_EQ(item.key, sha256_hex(item.inputs.dump()));
 }
 
+// mamba-ssm's backward files hold 5 launch configurations each, at most 2 shards (max-shards):
+// 16 slots plan 2, and a recorded 3 is refused.
+TEST(RebuildRecipe, RecordedShardsMustFitTheManifestsLimit) {
+  auto repo = shipped();
+  resolve::Plan plan =
+      resolve::make_plan(repo, {"mamba-ssm"}, {repo.target("default").value()}, 16).value();
+  resolve::PlanItem item = plan.items.at(0);
+  ASSERT_EQ(item.shards.size(), 6u);
+  for (const auto& [source, n] : item.shards) EXPECT_EQ(n, 2) << source;
+  std::map<std::string, int> recorded = item.shards;
+  const std::string source =
+      "selective_scan_cuda/csrc/selective_scan/selective_scan_bwd_fp32_real.cu";
+  recorded.at(source) = 3;
+  EXPECT_FALSE(resolve::use_shards(item, recorded));
+  recorded.at(source) = 1;
+  resolve::use_shards(item, recorded).value();
+  EXPECT_EQ(item.inputs["shards"][source], 1);
+}
+
 }  // namespace kiln::rebuild
