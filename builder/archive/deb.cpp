@@ -1,4 +1,5 @@
 #include "archive/deb.h"
+#include "archive/libarchive_reader.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -20,13 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::size_t kReadBlock = 64 * 1024;
 constexpr std::size_t kMaxDebianBinary = 64;
-
-struct ReadFree {
-  void operator()(struct archive* a) const { archive_read_free(a); }
-};
-using ArchivePtr = std::unique_ptr<struct archive, ReadFree>;
 
 // A member name fit for a one-line message: bytes outside printable ASCII become '?', cut at 100.
 std::string shown(std::string_view name) {

@@ -1,4 +1,5 @@
 #include "archive/stream_check.h"
+#include "archive/libarchive_reader.h"
 
 #include <archive.h>
 #include <unistd.h>
@@ -76,13 +77,9 @@ Expected<void> check_gzip(int fd, std::uint64_t max_bytes, std::string_view arch
   }
 }
 
-struct ReadFree {
-  void operator()(struct archive* a) const { archive_read_free(a); }
-};
-
 // libarchive's own xz, bzip2 and zstd filters check their streams once read to the end.
 Expected<void> drain(int fd, int filter, std::uint64_t max_bytes, std::string_view archive_name) {
-  std::unique_ptr<struct archive, ReadFree> a(archive_read_new());
+  ArchivePtr a(archive_read_new());
   if (!a) return Error::failed("cannot allocate a libarchive reader");
   int ok = archive_read_support_format_raw(a.get());
   if (filter == ARCHIVE_FILTER_XZ) ok |= archive_read_support_filter_xz(a.get());

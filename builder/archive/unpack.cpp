@@ -1,4 +1,5 @@
 #include "archive/unpack.h"
+#include "archive/libarchive_reader.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -32,7 +33,6 @@ constexpr std::size_t kMaxNameBytes = 4000;      // a relative path that stays b
 constexpr std::size_t kMaxComponentBytes = 255;  // NAME_MAX
 constexpr int kMaxSymlinkHops = 40;              // the kernel's MAXSYMLINKS
 constexpr std::size_t kMaxResolveSteps = 4096;   // components walked to resolve one symlink
-constexpr std::size_t kReadBlock = 64 * 1024;
 
 std::string errno_text(int err) {
   return std::strerror(err);
@@ -84,11 +84,6 @@ class Utf8Ctype {
   locale_t locale_;
   locale_t previous_ = static_cast<locale_t>(0);
 };
-
-struct ReadFree {
-  void operator()(struct archive* a) const { archive_read_free(a); }
-};
-using ArchivePtr = std::unique_ptr<struct archive, ReadFree>;
 
 // Splits a member path into components, dropping "" and "."; a non-empty return is the problem.
 std::string split_member(std::string_view name, std::vector<std::string>& parts) {

@@ -42,7 +42,7 @@ constexpr std::uint16_t kFlagPatched = 1 << 5;
 constexpr std::uint16_t kFlagStrongEncryption = 1 << 6;
 constexpr std::uint16_t kFlagMaskedHeaders = 1 << 13;
 constexpr std::uint32_t kMax32 = 0xffffffffu;
-constexpr std::size_t kChunk = 256 * 1024;
+constexpr std::size_t kInflateChunk = 256 * 1024;
 
 std::string hex32(std::uint32_t v) {
   char buf[9];
@@ -466,8 +466,8 @@ Expected<void> ZipReader::read_chunks(const ZipEntry& e,
   uLong crc = crc32(0, Z_NULL, 0);
   std::uint64_t produced = 0;
   if (e.method == 0) {
-    for (std::size_t p = 0; p < data.size(); p += kChunk) {
-      std::string_view chunk = data.substr(p, kChunk);
+    for (std::size_t p = 0; p < data.size(); p += kInflateChunk) {
+      std::string_view chunk = data.substr(p, kInflateChunk);
       crc =
           crc32(crc, reinterpret_cast<const Bytef*>(chunk.data()), static_cast<uInt>(chunk.size()));
       sink(chunk);
@@ -477,7 +477,7 @@ Expected<void> ZipReader::read_chunks(const ZipEntry& e,
     Inflater inf;
     if (inflateInit2(&inf.z, -MAX_WBITS) != Z_OK) return Error::failed("cannot initialise zlib");
     inf.live = true;
-    std::string out(kChunk, '\0');
+    std::string out(kInflateChunk, '\0');
     std::size_t fed = 0;
     int rc = Z_OK;
     while (rc != Z_STREAM_END) {

@@ -23,8 +23,8 @@ namespace fs = std::filesystem;
 
 // Content is fed to zlib in slices of exactly this size (the last one shorter), so the deflate
 // stream depends only on the bytes, never on how the caller or the file system chunked them.
-constexpr std::size_t kChunk = 1 << 20;
-constexpr std::uint64_t kMax32 = 0xffffffffu;
+constexpr std::size_t kFlushChunk = 1 << 20;
+constexpr std::uint64_t kZip32Max = 0xffffffffu;
 constexpr std::uint16_t kVersion = 20;                  // 2.0: deflate
 constexpr std::uint16_t kMadeBy = (3 << 8) | kVersion;  // Unix
 constexpr std::uint16_t kFlagUtf8 = 1 << 11;
@@ -47,7 +47,7 @@ bool is_ascii(std::string_view s) {
   return true;
 }
 
-std::string errno_text() {
+std::string last_errno_text() {
   return std::strerror(errno);
 }
 
@@ -85,7 +85,7 @@ Error ZipWriter::fail(Error error) {
 Expected<void> ZipWriter::write(std::string_view bytes) {
   pending_ += bytes;
   offset_ += bytes.size();
-  return pending_.size() >= kChunk ? flush() : Expected<void>();
+  return pending_.size() >= kFlushChunk ? flush() : Expected<void>();
 }
 
 Expected<void> ZipWriter::flush() {
@@ -104,7 +104,7 @@ Expected<void> ZipWriter::patch(std::uint64_t at, std::string_view bytes) {
   KILN_CHECK(flush());
   if (::pwrite(file_.fd(), bytes.data(), bytes.size(), static_cast<off_t>(at)) !=
       static_cast<ssize_t>(bytes.size()))
-    return fail(Error::failed(cat("cannot write ", path_.string(), ": ", errno_text())));
+    return fail(Error::failed(cat("cannot write ", path_.string(), ": ", last_errno_text())));
   return {};
 }
 
@@ -134,7 +134,7 @@ Expected<void> ZipWriter::write_entry(std::string_view name, std::uint64_t size,
     return Error::failed(cat("zip ", zip, ": entry '", name, "' added after finish()"));
   if (broken_) return Error::failed(cat("zip ", zip, ": an earlier write failed"));
   KILN_CHECK(check_name(name));
-  if (size > kMax32 || offset_ > kMax32 || entries_.size() >= 0xffff)
+  if (size > kZip32Max || offset_ > kZip32Max || entries_.size() >= 0xffff)
     return Error::failed(
         cat("zip ", zip, ": entry '", name,
             "' would need ZIP64 (over 4 GiB or 65535 entries), which kiln does not write"));
@@ -223,7 +223,7 @@ Expected<void> ZipWriter::write_entry(std::string_view name, std::uint64_t size,
       compressed += produced;
     }
   }
-  if (compressed > kMax32)
+  if (compressed > kZip32Max)
     return fail(Error::failed(cat("zip ", zip, ": entry '", name, "' would need ZIP64")));
   entry.crc = static_cast<std::uint32_t>(crc);
   entry.compressed = compressed;
@@ -244,7 +244,7 @@ Expected<void> ZipWriter::write_entry(std::string_view name, std::uint64_t size,
 Expected<void> ZipWriter::add(std::string_view name, std::string_view data, bool executable) {
   std::size_t pos = 0;
   Source source = [&]() -> Expected<std::string_view> {
-    std::string_view chunk = data.substr(pos, kChunk);
+    std::string_view chunk = data.substr(pos, kFlushChunk);
     pos += chunk.size();
     return chunk;
   };
@@ -256,14 +256,14 @@ Expected<void> ZipWriter::add_file(std::string_view name, const fs::path& source
   auto file = open_regular(source_path, O_NOFOLLOW);
   if (!file) return Error::failed(cat("cannot add to a zip: ", file.error().message));
   int fd = file->fd.get();
-  std::string buffer(kChunk, '\0');
+  std::string buffer(kFlushChunk, '\0');
   Source source = [&]() -> Expected<std::string_view> {
     std::size_t filled = 0;
     while (filled < buffer.size()) {
       ssize_t n = ::read(fd, buffer.data() + filled, buffer.size() - filled);
       if (n < 0) {
         if (errno == EINTR) continue;
-        return Error::failed(cat("cannot read ", source_path.string(), ": ", errno_text()));
+        return Error::failed(cat("cannot read ", source_path.string(), ": ", last_errno_text()));
       }
       if (n == 0) break;
       filled += static_cast<std::size_t>(n);
@@ -301,7 +301,7 @@ Expected<void> ZipWriter::finish() {
     cd += e.name;
   }
   std::uint64_t cd_size = cd.size();
-  if (start > kMax32 || cd_size > kMax32)
+  if (start > kZip32Max || cd_size > kZip32Max)
     return fail(Error::failed(cat("zip ", zip, ": the central directory would need ZIP64")));
   put32(cd, 0x06054b50);
   put16(cd, 0);  // this disk

@@ -72,10 +72,10 @@ struct Node {
 };
 
 // Every command under `app` ("build", "cache gc"), depth first, with its app.
-void walk(const CLI::App& app, const std::string& path, std::vector<Node>& out) {
+void collect_commands(const CLI::App& app, const std::string& path, std::vector<Node>& out) {
   out.push_back({path, &app});
   for (const CLI::App* c : visible_subcommands(app))
-    walk(*c, path.empty() ? c->get_name() : cat(path, " ", c->get_name()), out);
+    collect_commands(*c, path.empty() ? c->get_name() : cat(path, " ", c->get_name()), out);
 }
 
 std::string node_name(const std::string& path) {
@@ -95,7 +95,7 @@ std::string child_path(const std::string& path, const std::string& name) {
 // what each positional is (_kiln_positional).
 std::string bash_tables(const CLI::App& root) {
   std::vector<Node> nodes;
-  walk(root, "", nodes);
+  collect_commands(root, "", nodes);
   std::string node_cases, steps, values, positionals;
   for (const Node& n : nodes) {
     std::vector<std::string> commands, options;
@@ -282,7 +282,7 @@ end
 // the command was (kiln's own everywhere), and each value by its kind.
 std::string fish_script(const CLI::App& root) {
   std::vector<Node> nodes;
-  walk(root, "", nodes);
+  collect_commands(root, "", nodes);
   std::string out =
       cat("# kiln's completion for fish: kiln completion fish | source\n", kFishFunction);
   for (const Node& n : nodes) {

@@ -28,7 +28,7 @@ namespace kiln::cli {
 
 namespace {
 
-struct Options {
+struct IndexOptions {
   std::string dir;
   bool copy = false;
   std::vector<std::string> from;  // --from CACHE…
@@ -62,7 +62,7 @@ index::IndexModel merged_model(const std::vector<std::string>& caches) {
 
 // The plan's wheels, each taken from this cache or the remote (validated and committed as a build
 // takes them), never built; the model of exactly those.
-index::IndexModel plan_model(Context& ctx, const Options& opts) {
+index::IndexModel plan_model(Context& ctx, const IndexOptions& opts) {
   auto targets = ctx.targets(opts.targets, opts.archs);
   resolve::Plan plan = resolve::make_plan(ctx.repository(), opts.packages, targets).value();
   pipeline::Options po;
@@ -116,7 +116,7 @@ void print_recipes(const index::IndexModel& model, const std::filesystem::path& 
   }
 }
 
-int export_model(const index::IndexModel& model, const Options& opts, Context& ctx) {
+int export_model(const index::IndexModel& model, const IndexOptions& opts, Context& ctx) {
   for (const auto& s : model.skipped) log::warn(cat("not exported: ", s));
   index::ExportOptions eo;
   eo.copy = opts.copy;
@@ -145,7 +145,7 @@ int export_model(const index::IndexModel& model, const Options& opts, Context& c
 }  // namespace
 
 std::function<int()> configure_index(CLI::App& sub, Context& ctx) {
-  auto opts = std::make_shared<Options>();
+  auto opts = std::make_shared<IndexOptions>();
   sub.require_subcommand(1);
   CLI::App* exp = sub.add_subcommand(
       "export", "Write the index as static files (HTML, JSON, metadata, wheels)");

@@ -19,13 +19,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Options {
+struct KeyOptions {
   std::string file;
   std::string action;
 };
 
 // FILE, else the key builds sign with ($KILN_SIGNING_KEY, the configuration's signing-key).
-fs::path key_file(const Context& ctx, const Options& opts) {
+fs::path key_file(const Context& ctx, const KeyOptions& opts) {
   std::string file = opts.file.empty() ? ctx.defaults.signing_key : opts.file;
   if (file.empty())
     raise(Error::bad_input(
@@ -34,7 +34,7 @@ fs::path key_file(const Context& ctx, const Options& opts) {
   return absolute_path(file);
 }
 
-int generate(const Context& ctx, const Options& opts) {
+int generate(const Context& ctx, const KeyOptions& opts) {
   fs::path file = key_file(ctx, opts);
   attest::SigningKey key = attest::SigningKey::generate().value();
   key.write(file).value();
@@ -58,7 +58,7 @@ int generate(const Context& ctx, const Options& opts) {
   return 0;
 }
 
-int show_public(const Context& ctx, const Options& opts) {
+int show_public(const Context& ctx, const KeyOptions& opts) {
   attest::SigningKey key = attest::SigningKey::load(key_file(ctx, opts)).value();
   const attest::PublicKey& pub = key.public_key();
   if (ctx.json) {
@@ -73,7 +73,7 @@ int show_public(const Context& ctx, const Options& opts) {
 }  // namespace
 
 std::function<int()> configure_key(CLI::App& sub, Context& ctx) {
-  auto opts = std::make_shared<Options>();
+  auto opts = std::make_shared<KeyOptions>();
   sub.require_subcommand(1);
   CLI::App* gen = sub.add_subcommand(
       "generate",

@@ -27,7 +27,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Args {
+struct RebuildArgs {
   std::string wheel, source, output, index_url;
   bool check = false, force = false, offline = false;
   int jobs = 0;
@@ -117,7 +117,7 @@ void print(Context& ctx, const fs::path& wheel, const rebuild::Comparison& c) {
   for (const auto& line : lines) log::info(cat("  ", terminal_text(line, false)));
 }
 
-int run_rebuild(Context& ctx, const Args& args) {
+int run_rebuild(Context& ctx, const RebuildArgs& args) {
   cache::Store store(ctx.cache_path());
   fs::path wheel =
       wheel_file(args.wheel, store, ctx.offline(args.offline), ctx.index_url(args.index_url));
@@ -161,7 +161,7 @@ int run_rebuild(Context& ctx, const Args& args) {
 }  // namespace
 
 std::function<int()> configure_rebuild(CLI::App& sub, Context& ctx) {
-  auto opts = std::make_shared<Args>();
+  auto opts = std::make_shared<RebuildArgs>();
   sub.footer(
       "Rebuilds a wheel kiln built from what its kiln.json records alone (the manifest, patches, "
       "target and shard counts), in a fresh build root with nothing from the wheel or object "

@@ -17,7 +17,7 @@ namespace kiln::cli {
 
 namespace {
 
-struct Options {
+struct ResolveOptions {
   std::vector<std::string> packages, targets;
   std::string archs;
   bool all_versions = false, github_matrix = false;
@@ -90,7 +90,7 @@ int print_github_matrix(const resolve::Plan& plan, const std::vector<manifest::T
 }  // namespace
 
 std::function<int()> configure_resolve(CLI::App& sub, Context& ctx) {
-  auto opts = std::make_shared<Options>();
+  auto opts = std::make_shared<ResolveOptions>();
   sub.add_option("packages", opts->packages,
                  "NAME, NAME==VERSION or NAME with specifiers, e.g. 'NAME>=1.6,<1.7' (default: "
                  "every package)")

@@ -23,13 +23,13 @@ namespace kiln::cli {
 
 namespace {
 
-struct Options {
+struct TargetOptions {
   std::string python, torch, index_url, toolkit, archs = "9.0", name, output;
   std::vector<std::string> python_tags;
 };
 
 // The file to write: -o, else <manifests>/targets/<name>.toml; never over an existing one.
-fs::path write_target(Context& ctx, const Options& opts, const std::string& name,
+fs::path write_target(Context& ctx, const TargetOptions& opts, const std::string& name,
                       const std::string& text) {
   fs::path out = opts.output.empty() ? fs::path(ctx.manifests_dir) / "targets" / (name + ".toml")
                                      : fs::path(opts.output);
@@ -39,7 +39,7 @@ fs::path write_target(Context& ctx, const Options& opts, const std::string& name
   return out;
 }
 
-std::string name_or_default(const Options& opts, const std::string& fallback) {
+std::string name_or_default(const TargetOptions& opts, const std::string& fallback) {
   std::string name = opts.name;
   if (name.empty() && !opts.output.empty()) name = fs::path(opts.output).stem().string();
   if (name.empty()) name = fallback;
@@ -48,7 +48,7 @@ std::string name_or_default(const Options& opts, const std::string& fallback) {
   return name;
 }
 
-int init_from_environment(Context& ctx, const Options& opts) {
+int init_from_environment(Context& ctx, const TargetOptions& opts) {
   auto archs = manifest::ArchList::parse(opts.archs);
   if (!archs) raise(Error::bad_input(cat("--archs: ", archs.error().message)));
   toolchain::PythonInfo py = toolchain::probe_python(opts.python).value();
@@ -87,7 +87,7 @@ int init_from_environment(Context& ctx, const Options& opts) {
   return 0;
 }
 
-int init_from_index(Context& ctx, const Options& opts) {
+int init_from_index(Context& ctx, const TargetOptions& opts) {
   if (!opts.index_url.empty() && !manifest::is_index_url(opts.index_url))
     raise(Error::bad_input(cat("bad --index-url '", printable_excerpt(opts.index_url, 200),
                                "': expected http:// or https://")));
@@ -126,7 +126,7 @@ int init_from_index(Context& ctx, const Options& opts) {
 }  // namespace
 
 std::function<int()> configure_target(CLI::App& sub, Context& ctx) {
-  auto opts = std::make_shared<Options>();
+  auto opts = std::make_shared<TargetOptions>();
   sub.require_subcommand(1);
   CLI::App* init = sub.add_subcommand(
       "init", "Write a target file: from a live Python environment, or from a package index");

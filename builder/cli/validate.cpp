@@ -23,14 +23,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Args {
+struct ValidateArgs {
   std::vector<std::string> paths, lib_dirs;
   std::string target, torch_version, archs, gpu, junit, index_url, import_with;
   bool offline = false;
 };
 
 // The checks' options every wheel shares: --archs, --gpu, --import-with, --lib-dir.
-validate::Options base_options(const Args& args) {
+validate::Options base_options(const ValidateArgs& args) {
   validate::Options base;
   if (!args.archs.empty()) {
     auto parsed = manifest::ArchList::parse(args.archs);
@@ -60,7 +60,7 @@ validate::Options base_options(const Args& args) {
 }
 
 // --target (whose archs become the default request), or the target pinning --torch-version.
-std::optional<manifest::Target> chosen_target(Context& ctx, const Args& args,
+std::optional<manifest::Target> chosen_target(Context& ctx, const ValidateArgs& args,
                                               validate::Options& base) {
   if (!args.target.empty()) {
     manifest::Target target = ctx.repository().target(args.target).value();
@@ -78,7 +78,7 @@ std::optional<manifest::Target> chosen_target(Context& ctx, const Args& args,
   return std::nullopt;
 }
 
-int run_validate(Context& ctx, const Args& args) {
+int run_validate(Context& ctx, const ValidateArgs& args) {
   validate::Options base = base_options(args);
   base.sandbox = *parse_sandbox_mode(ctx.defaults.sandbox);
   std::optional<manifest::Target> target = chosen_target(ctx, args, base);
@@ -103,7 +103,7 @@ int run_validate(Context& ctx, const Args& args) {
 }  // namespace
 
 std::function<int()> configure_validate(CLI::App& sub, Context& ctx) {
-  auto opts = std::make_shared<Args>();
+  auto opts = std::make_shared<ValidateArgs>();
   sub.footer(
       "Standard checks fail any wheel that installers or the specifications would refuse "
       "(METADATA as the packaging library validates it). kiln's rules for the wheels it builds "

@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Args {
+struct VerifyArgs {
   std::vector<std::string> wheels;
   std::string key, attestation, junit, index_url;
   bool offline = false;
@@ -52,7 +52,7 @@ Expected<std::string> local_attestation(const fs::path& wheel, const std::string
 
 // Every wheel the arguments name: URLs (their attestation at the same URL + ".intoto.jsonl"),
 // files, and the *.whl under directories.
-std::vector<Subject> subjects(Context& ctx, const Args& args) {
+std::vector<Subject> subjects(Context& ctx, const VerifyArgs& args) {
   cache::Store store(ctx.cache_path());
   std::vector<Subject> out;
   for (const auto& given : args.wheels) {
@@ -102,7 +102,7 @@ validate::Report report(const Subject& s, const attest::PublicKey& key) {
   return r;
 }
 
-int run_verify(Context& ctx, const Args& args) {
+int run_verify(Context& ctx, const VerifyArgs& args) {
   attest::PublicKey key = attest::PublicKey::load(absolute_path(args.key)).value();
   std::vector<validate::Report> reports;
   for (const auto& s : subjects(ctx, args)) {
@@ -116,7 +116,7 @@ int run_verify(Context& ctx, const Args& args) {
 }  // namespace
 
 std::function<int()> configure_verify(CLI::App& sub, Context& ctx) {
-  auto opts = std::make_shared<Args>();
+  auto opts = std::make_shared<VerifyArgs>();
   sub.footer(
       "A wheel passes when one envelope of its attestation (<wheel>.intoto.jsonl beside the file, "
       "or at the wheel's URL + .intoto.jsonl) is signed by --key, its in-toto Statement names the "

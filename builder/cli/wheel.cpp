@@ -16,7 +16,7 @@ namespace kiln::cli {
 
 namespace {
 
-struct Options {
+struct WheelOptions {
   std::string dir;
   std::string out_dir = ".";
 };
@@ -24,7 +24,7 @@ struct Options {
 }  // namespace
 
 std::function<int()> configure_wheel(CLI::App& sub, Context& ctx) {
-  auto opts = std::make_shared<Options>();
+  auto opts = std::make_shared<WheelOptions>();
   sub.require_subcommand(1);
   CLI::App* pack = sub.add_subcommand(
       "pack",

@@ -12,7 +12,7 @@ namespace {
 
 constexpr double kRedrawSeconds = 0.25;  // at most 4 redraws a second
 constexpr double kQuietSeconds = 20;     // without a terminal: a summary after this long silent
-constexpr double kWaiting = -1, kEnded = -2;
+constexpr double kNotStarted = -1, kFinished = -2;
 constexpr const char* kClear = "\r\x1b[K";
 
 // `text` cut to fit a line of `width` columns with the last one left empty (no wrap), ending in
@@ -70,7 +70,7 @@ void CompileProgress::begin(const std::vector<Job>& jobs, int slots,
     group_of_.push_back(g < group_jobs_.size() ? g : group_jobs_.size());
     if (g < group_jobs_.size()) group_jobs_[g]++;
   }
-  started_.assign(jobs.size(), kWaiting);
+  started_.assign(jobs.size(), kNotStarted);
   ran_.clear();
   all_ = {};
   done_ = running_ = 0;
@@ -83,7 +83,7 @@ void CompileProgress::begin(const std::vector<Job>& jobs, int slots,
 
 // A job ended, however: its package's count.
 void CompileProgress::ended(std::size_t job) {
-  started_[job] = kEnded;
+  started_[job] = kFinished;
   if (group_of_[job] < group_jobs_.size()) group_ended_[group_of_[job]]++;
 }
 
@@ -171,7 +171,7 @@ double CompileProgress::chain_left(std::size_t job, const std::vector<double>& l
   chain[job] = left[job];  // what a cycle of deps would find
   double before = 0;
   for (std::size_t d : deps_[job])
-    if (started_[d] != kEnded) before = std::max(before, chain_left(d, left, chain));
+    if (started_[d] != kFinished) before = std::max(before, chain_left(d, left, chain));
   return chain[job] = before + left[job];
 }
 
@@ -180,14 +180,14 @@ double CompileProgress::estimate_left(double now) const {
   std::vector<double> left(started_.size(), 0), chain(started_.size(), -1);
   double work = 0;
   for (std::size_t i = 0; i < started_.size(); ++i)
-    if (started_[i] != kEnded) {
+    if (started_[i] != kFinished) {
       left[i] = job_left(i, now);
       if (left[i] < 0) return -1;
       work += left[i] * weights_[i];
     }
   double longest = 0;
   for (std::size_t i = 0; i < started_.size(); ++i)
-    if (started_[i] != kEnded) longest = std::max(longest, chain_left(i, left, chain));
+    if (started_[i] != kFinished) longest = std::max(longest, chain_left(i, left, chain));
   return std::max(work / slots_, longest);
 }
 

@@ -53,7 +53,7 @@ Error failure(std::string_view what, int err = errno) {
   return Error::failed(cat(what, ": ", std::strerror(err)));
 }
 
-bool write_proc(const char* path, const std::string& text) {
+bool write_id_map(const char* path, const std::string& text) {
   int fd = ::open(path, O_WRONLY | O_CLOEXEC);
   if (fd < 0) return false;
   bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
@@ -76,9 +76,9 @@ std::size_t thread_count() {
 int unshare_mounts(uid_t uid, gid_t gid) {
   if (uid == 0 && ::unshare(CLONE_NEWNS) == 0) return 0;
   if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) return errno;
-  if (!write_proc("/proc/self/setgroups", "deny") ||
-      !write_proc("/proc/self/uid_map", cat("0 ", uid, " 1\n")) ||
-      !write_proc("/proc/self/gid_map", cat("0 ", gid, " 1\n")))
+  if (!write_id_map("/proc/self/setgroups", "deny") ||
+      !write_id_map("/proc/self/uid_map", cat("0 ", uid, " 1\n")) ||
+      !write_id_map("/proc/self/gid_map", cat("0 ", gid, " 1\n")))
     return errno ? errno : EPERM;
   return 0;
 }

@@ -171,7 +171,7 @@ unsigned long locked_flags(const std::string& path) {
 
 // Binds the host's `source` at `target` (inside the new root): recursively and read-only with the
 // kernel's mount_setattr, else (before Linux 5.12) the mount alone, remounted read-only.
-void bind(const std::string& source, const std::string& target, bool writable) {
+void bind_mount(const std::string& source, const std::string& target, bool writable) {
   struct stat st {};
   if (::stat(source.c_str(), &st) != 0) die(cat("cannot bind ", source));
   if (S_ISDIR(st.st_mode)) {
@@ -276,7 +276,7 @@ void make_etc(const std::string& root) {
   make_dirs(root + "/etc");
   for (const char* path : kEtc) {
     struct stat st {};
-    if (::stat(path, &st) == 0) bind(path, root + path, false);
+    if (::stat(path, &st) == 0) bind_mount(path, root + path, false);
   }
   write_file(root + "/etc/passwd",
              cat("root:x:0:0:root:/root:/usr/sbin/nologin\nnobody:x:", kNobody, ":", kNobody,
@@ -297,7 +297,7 @@ void make_system(const std::string& root) {
           ::symlink(to.substr(0, static_cast<std::size_t>(n)).c_str(), (root + path).c_str()) != 0)
         die(cat("cannot make the link ", path));
     } else if (S_ISDIR(st.st_mode)) {
-      bind(path, root + path, false);
+      bind_mount(path, root + path, false);
     }
   }
 }
@@ -400,7 +400,7 @@ std::vector<std::string> environment(const Args& a) {
       std::free(real);
     }
   std::sort(binds.begin(), binds.end());  // a parent before what it holds
-  for (const auto& [path, writable] : binds) bind(path, root + path, writable);
+  for (const auto& [path, writable] : binds) bind_mount(path, root + path, writable);
   for (const auto* list : {&a.ro, &a.rw})
     for (const auto& p : *list) mirror_links(root, fs::path(p).lexically_normal().string());
   make_dev(root);

@@ -27,7 +27,7 @@ PinnedWheel read_wheel(const SourceText& source, const toml::table& table,
   return w;
 }
 
-BuildEnvPins parse(const std::string& text, const std::string& display_path) {
+BuildEnvPins parse_build_env_text(const std::string& text, const std::string& display_path) {
   SourceText source{display_path, text};
   toml::table root = parse_toml(source);
   TableReader top(source, root, "", {"tool", "torch-runtime"});
@@ -80,7 +80,7 @@ nlohmann::json BuildEnvPins::identity(const std::string& torch_version) const {
 
 Expected<BuildEnvPins> parse_build_env(const std::string& text, const std::string& display_path) {
   try {
-    return parse(text, display_path);
+    return parse_build_env_text(text, display_path);
   } catch (const KilnError& e) {
     return e.error();
   }

@@ -8,7 +8,8 @@ namespace kiln::manifest {
 
 namespace {
 
-DebianToolkitPins parse(const std::string& text, const std::string& display_path) {
+DebianToolkitPins parse_debian_toolkit_text(const std::string& text,
+                                            const std::string& display_path) {
   SourceText source{display_path, text};
   toml::table root = parse_toml(source);
   TableReader top(source, root, "", {"release", "suite", "deb"});
@@ -40,7 +41,7 @@ DebianToolkitPins parse(const std::string& text, const std::string& display_path
 Expected<DebianToolkitPins> parse_debian_toolkit(const std::string& text,
                                                  const std::string& display_path) {
   try {
-    return parse(text, display_path);
+    return parse_debian_toolkit_text(text, display_path);
   } catch (const KilnError& e) {
     return e.error();
   }

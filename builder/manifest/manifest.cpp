@@ -369,8 +369,9 @@ void read_build(const SourceText& source, TableReader& br, Manifest& m) {
             cat("the ", spec.name, " backend needs 'build.packages': the Python packages to ship"));
 }
 
-Manifest parse(const std::string& text, const std::filesystem::path& file,
-               const std::string& display_path, const std::filesystem::path& patches_root) {
+Manifest parse_manifest_text(const std::string& text, const std::filesystem::path& file,
+                             const std::string& display_path,
+                             const std::filesystem::path& patches_root) {
   SourceText source{display_path, text};
   toml::table root = parse_toml(source);
   TableReader top(source, root, "", {"package", "source", "patches", "build"});
@@ -474,7 +475,7 @@ Expected<Manifest> parse_manifest(const std::string& text, const std::filesystem
                                   const std::string& display_path,
                                   const std::filesystem::path& patches_root) {
   try {
-    return parse(text, file, display_path, patches_root);
+    return parse_manifest_text(text, file, display_path, patches_root);
   } catch (const KilnError& e) {
     return e.error();
   }

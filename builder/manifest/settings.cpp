@@ -12,7 +12,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-Settings parse(const SourceText& source, const fs::path& dir) {
+Settings parse_settings_text(const SourceText& source, const fs::path& dir) {
   toml::table root = parse_toml(source);
   TableReader top(source, root, "", {"remote-cache"});
   Settings s;
@@ -96,7 +96,7 @@ Expected<Settings> load_settings(const fs::path& file) {
   if (!fs::exists(file, ec)) return Settings{};
   KILN_TRY(std::string text, read_file(file, 1 << 20));
   try {
-    return parse(SourceText{file.string(), text}, file.parent_path());
+    return parse_settings_text(SourceText{file.string(), text}, file.parent_path());
   } catch (const KilnError& e) {
     return e.error();
   }

@@ -143,7 +143,8 @@ void read_torch(const SourceText& source, TableReader& top, Target& t) {
     tor.fail("index-url", "'torch.index-url' does not apply to source = \"environment\"");
 }
 
-Target parse(const std::string& text, const std::string& name, const std::string& display_path) {
+Target parse_target_text(const std::string& text, const std::string& name,
+                         const std::string& display_path) {
   SourceText source{display_path, text};
   toml::table root = parse_toml(source);
   TableReader top(source, root, "", {"target", "python", "torch", "cuda", "compiler"});
@@ -356,7 +357,7 @@ nlohmann::json Target::canonical() const {
 Expected<Target> parse_target(const std::string& text, const std::string& name,
                               const std::string& display_path) {
   try {
-    return parse(text, name, display_path);
+    return parse_target_text(text, name, display_path);
   } catch (const KilnError& e) {
     return e.error();
   }

@@ -21,7 +21,7 @@ namespace {
 
 // What nvcc needs to compile and what kiln links against, relative to the toolkit root.
 // Beyond what every toolkit needs (toolkit_dir.h's missing_files).
-const std::vector<std::string> kRequired = {"lib/libcudart.so"};
+const std::vector<std::string> kWheelFiles = {"lib/libcudart.so"};
 
 Expected<void> same_content(const fs::path& a, const fs::path& b, const std::string& rel) {
   KILN_TRY(std::string x, sha256_file(a));
@@ -74,7 +74,7 @@ Expected<void> merge_wheel(const fs::path& unpacked, const fs::path& root,
 // The links an installed toolkit has and the wheels lack: lib64 and
 // targets/x86_64-linux/{include,lib} (so nvcc's own include paths read like an installed
 // toolkit's), and the libcudart.so linker name.
-Expected<void> lay_out(const fs::path& root) {
+Expected<void> lay_out_wheels(const fs::path& root) {
   std::error_code ec;
   if (fs::is_directory(root / "lib", ec)) {
     KILN_CHECK(link_once("lib", root / "lib64", true));
@@ -96,7 +96,7 @@ nlohmann::json wheels_json(const CudaRequest& request) {
   return wheels;
 }
 
-Expected<CudaToolkit> open_toolkit(const fs::path& root, const std::string& wanted) {
+Expected<CudaToolkit> open_wheels_toolkit(const fs::path& root, const std::string& wanted) {
   KILN_TRY(CudaToolkit t, run_nvcc(root));
   if (t.version != wanted)
     return Error::bad_input(cat("the pinned CUDA wheels hold nvcc ",
@@ -118,14 +118,14 @@ Expected<void> unpack_wheel(const fs::path& wheel, const fs::path& unpacked, con
 }
 
 // Fills `root` from the wheels (unpacked one by one in `scratch`); what the marker records.
-Expected<nlohmann::json> fill_toolkit(const CudaRequest& request,
-                                      const std::vector<fs::path>& wheels, const fs::path& root,
-                                      const fs::path& scratch) {
+Expected<nlohmann::json> fill_from_wheels(const CudaRequest& request,
+                                          const std::vector<fs::path>& wheels, const fs::path& root,
+                                          const fs::path& scratch) {
   KILN_CHECK(merge_each(wheels, scratch, "w", [&](const fs::path& wheel, const fs::path& unpacked) {
     return unpack_wheel(wheel, unpacked, root);
   }));
-  KILN_CHECK(lay_out(root));
-  std::vector<std::string> missing = missing_files(root, kRequired);
+  KILN_CHECK(lay_out_wheels(root));
+  std::vector<std::string> missing = missing_files(root, kWheelFiles);
   bool cccl = present(root / "include" / "cccl" / "cuda" / "std" / "version") ||
               present(root / "include" / "cuda" / "std" / "version");
   if (!cccl) missing.push_back("include/[cccl/]cuda/std/version (CCCL)");
@@ -143,7 +143,8 @@ Expected<nlohmann::json> fill_toolkit(const CudaRequest& request,
                                 " wheels make no complete toolkit: missing ", join(missing, ", "),
                                 why));
   }
-  KILN_TRY(CudaToolkit t, open_toolkit(root, request.version));  // checked before it is renamed in
+  KILN_TRY(CudaToolkit t,
+           open_wheels_toolkit(root, request.version));  // checked before it is renamed in
   return nlohmann::json{
       {"version", t.version}, {"nvcc_version", t.version_text}, {"wheels", wheels_json(request)}};
 }
@@ -162,9 +163,9 @@ Expected<CudaToolkit> cuda_from_wheels(const CudaRequest& request,
         cat("the CUDA ", request.version, " wheel toolkit needs its pinned wheels"));
   return ensure_toolkit(
       cache, wheel_toolkit_of(request),
-      {[&](const fs::path& root) { return open_toolkit(root, request.version); },
+      {[&](const fs::path& root) { return open_wheels_toolkit(root, request.version); },
        [&](const fs::path& root, const fs::path& scratch) {
-         return fill_toolkit(request, wheels, root, scratch);
+         return fill_from_wheels(request, wheels, root, scratch);
        },
        cat("the CUDA ", request.version, " toolkit from ", wheels.size(), " wheels")});
 }

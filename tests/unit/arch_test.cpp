@@ -10,7 +10,7 @@ namespace {
 std::string canon(std::string_view spec) {
   return ArchList::parse(spec).value().canonical();
 }
-std::string error_of(std::string_view spec) {
+std::string arch_error(std::string_view spec) {
   auto r = ArchList::parse(spec);
   return r ? std::string("<ok>") : r.error().message;
 }
@@ -43,7 +43,7 @@ TEST(Arch, CanonicalFormParsesBack) {
     auto list = ArchList::parse(spec).value();
     EXPECT_EQ(ArchList::parse(list.canonical()).value(), list) << spec;
   }
-  EXPECT_NE(error_of("sm_120+PTX+PTX"), "<ok>");
+  EXPECT_NE(arch_error("sm_120+PTX+PTX"), "<ok>");
 }
 
 TEST(Arch, EquivalentSpellingsNormaliseTheSame) {
@@ -55,26 +55,26 @@ TEST(Arch, EquivalentSpellingsNormaliseTheSame) {
 }
 
 TEST(Arch, Rejects) {
-  EXPECT_EQ(error_of("sm_9"),
+  EXPECT_EQ(arch_error("sm_9"),
             "bad architecture 'sm_9': expected a two- or three-digit architecture number such as "
             "90 or 120");
-  EXPECT_EQ(error_of("12.0+PTX+PTX"),
+  EXPECT_EQ(arch_error("12.0+PTX+PTX"),
             "bad architecture '12.0+PTX+PTX': only one '+PTX' may follow an architecture");
-  EXPECT_EQ(error_of("sm_999"), "bad architecture 'sm_999': unknown CUDA architecture 999");
-  EXPECT_EQ(error_of("9.9"), "bad architecture '9.9': unknown CUDA architecture 9.9");
+  EXPECT_EQ(arch_error("sm_999"), "bad architecture 'sm_999': unknown CUDA architecture 999");
+  EXPECT_EQ(arch_error("9.9"), "bad architecture '9.9': unknown CUDA architecture 9.9");
   EXPECT_EQ(
-      error_of("sm_35"),
+      arch_error("sm_35"),
       "bad architecture 'sm_35': CUDA architecture 35 is older than any CUDA 12 or 13 toolkit "
       "builds (CUDA 12 builds sm_50 and newer, CUDA 13 sm_75 and newer)");
-  EXPECT_EQ(error_of("3.7"),
+  EXPECT_EQ(arch_error("3.7"),
             "bad architecture '3.7': CUDA architecture 3.7 is older than any CUDA "
             "12 or 13 toolkit builds (CUDA 12 builds sm_50 and newer, CUDA 13 "
             "sm_75 and newer)");
-  EXPECT_EQ(error_of("90-fake"),
+  EXPECT_EQ(arch_error("90-fake"),
             "bad architecture '90-fake': a CMake-style architecture ends in -real or -virtual");
-  EXPECT_EQ(error_of(""), "empty architecture list");
-  EXPECT_EQ(error_of(" ; "), "empty architecture list");
-  EXPECT_NE(error_of("Hoper"), "<ok>");
+  EXPECT_EQ(arch_error(""), "empty architecture list");
+  EXPECT_EQ(arch_error(" ; "), "empty architecture list");
+  EXPECT_NE(arch_error("Hoper"), "<ok>");
 }
 
 TEST(Arch, ErrorOffsetPointsAtToken) {

@@ -26,7 +26,7 @@ std::string tool(const std::string& project, const std::string& file) {
          "\"\n";
 }
 
-std::string error_of(const std::string& text) {
+std::string build_env_error(const std::string& text) {
   auto p = parse_build_env(text, "tools/setuptools-env.toml");
   return p ? std::string("<no error>") : p.error().message;
 }
@@ -51,24 +51,25 @@ TEST(BuildEnv, ParsesWithPipFirst) {
 
 TEST(BuildEnv, BadInput) {
   std::string pip = tool("pip", "pip-25.3-py3-none-any.whl");
-  EXPECT_NE(error_of(pins_text(tool("setuptools", "setuptools-80.9.0-py3-none-any.whl")))
+  EXPECT_NE(build_env_error(pins_text(tool("setuptools", "setuptools-80.9.0-py3-none-any.whl")))
                 .find("must include pip"),
             std::string::npos);
-  EXPECT_NE(error_of(pip + tool("ninja", "ninja-1.13.0.tar.gz"))
+  EXPECT_NE(build_env_error(pip + tool("ninja", "ninja-1.13.0.tar.gz"))
                 .find("'ninja-1.13.0.tar.gz' is not a wheel file name"),
             std::string::npos);
   std::string bad_sha =
       pip +
       "[[tool]]\nproject = \"ninja\"\nfile = \"ninja-1-py3-none-any.whl\"\nsha256 = \"abc\"\n";
-  EXPECT_NE(error_of(bad_sha).find("bad sha256 'abc'"), std::string::npos);
+  EXPECT_NE(build_env_error(bad_sha).find("bad sha256 'abc'"), std::string::npos);
   // No tags: packaging refuses it (the old pattern took any "NAME-….whl").
-  EXPECT_NE(
-      error_of(pip + tool("ninja", "ninja-1.whl")).find("'ninja-1.whl' is not a wheel file name"),
-      std::string::npos);
-  EXPECT_NE(error_of(pip + "[[tool]]\nprojet = \"x\"\n").find("unknown key 'tool.projet'"),
+  EXPECT_NE(build_env_error(pip + tool("ninja", "ninja-1.whl"))
+                .find("'ninja-1.whl' is not a wheel file name"),
+            std::string::npos);
+  EXPECT_NE(build_env_error(pip + "[[tool]]\nprojet = \"x\"\n").find("unknown key 'tool.projet'"),
             std::string::npos);
   std::string twice = pins_text(pip) + "\n[[torch-runtime]]\ntorch = \"2.11.0\"\n";
-  EXPECT_NE(error_of(twice).find("a second torch-runtime for torch 2.11.0"), std::string::npos);
+  EXPECT_NE(build_env_error(twice).find("a second torch-runtime for torch 2.11.0"),
+            std::string::npos);
 }
 
 TEST(BuildEnv, TheShippedPinsParse) {

@@ -21,14 +21,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Member {
+struct DebMember {
   std::string name;
   std::string data;
   std::string link;  // a symlink when set
   unsigned mode = 0644;
 };
 
-std::string tar_xz(const std::vector<Member>& members) {
+std::string tar_xz(const std::vector<DebMember>& members) {
   std::vector<char> buf(4 << 20);
   std::size_t used = 0;
   struct archive* a = archive_write_new();
@@ -66,13 +66,13 @@ std::string ar_member(const std::string& name, const std::string& data) {
   return out;
 }
 
-std::string deb(const std::vector<Member>& members) {
+std::string deb(const std::vector<DebMember>& members) {
   return "!<arch>\n" + ar_member("debian-binary", "2.0\n") +
          ar_member("control.tar.xz", tar_xz({{"./control", "Package: x\n"}})) +
          ar_member("data.tar.xz", tar_xz(members));
 }
 
-std::string fake_nvcc(const std::string& release) {
+std::string fake_debian_nvcc(const std::string& release) {
   return cat("#!/bin/sh\necho 'Cuda compilation tools, release ", release, ", V", release,
              ".131'\n");
 }
@@ -80,11 +80,11 @@ std::string fake_nvcc(const std::string& release) {
 const char* kToolkit = "nvidia-cuda-toolkit_12.4.131~12.4.1-2_amd64.deb";
 
 // The packages' members, split like Debian's (the compiler, the headers and cudart, CCCL).
-std::vector<std::pair<std::string, std::vector<Member>>> packages(const std::string& release) {
+std::vector<std::pair<std::string, std::vector<DebMember>>> packages(const std::string& release) {
   return {
       {kToolkit,
        {{"./usr/bin/nvcc", "#!/bin/sh\nexec /usr/lib/nvidia-cuda-toolkit/bin/nvcc\n", "", 0755},
-        {"./usr/lib/nvidia-cuda-toolkit/bin/nvcc", fake_nvcc(release), "", 0755},
+        {"./usr/lib/nvidia-cuda-toolkit/bin/nvcc", fake_debian_nvcc(release), "", 0755},
         {"./usr/lib/nvidia-cuda-toolkit/bin/cicc", "cicc", "", 0755},
         {"./usr/lib/nvidia-cuda-toolkit/bin/crt/link.stub", "stub"},
         {"./usr/lib/nvidia-cuda-toolkit/bin/nvcc.profile", "", "/etc/nvcc.profile"},
@@ -128,7 +128,7 @@ class CudaDebian : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   // Writes the packages; the request pins them (fake sha256s: the download cache checks those).
-  CudaRequest make(const std::vector<std::pair<std::string, std::vector<Member>>>& pkgs) {
+  CudaRequest make(const std::vector<std::pair<std::string, std::vector<DebMember>>>& pkgs) {
     CudaRequest r;
     r.toolkit = manifest::ToolkitKind::Debian;
     r.version = "12.8";
@@ -171,7 +171,7 @@ TEST_F(CudaDebian, LaysOutAToolkitThatReadsNothingFromUsr) {
   EXPECT_EQ(t.home, root);
   EXPECT_EQ(t.version, "12.4");
   EXPECT_EQ(read_file(root / "bin/nvcc").value(),
-            fake_nvcc("12.4"));  // the real one, not /usr/bin's
+            fake_debian_nvcc("12.4"));  // the real one, not /usr/bin's
   EXPECT_EQ(read_file(root / "nvvm/bin/cicc").value(), "cicc");
   EXPECT_TRUE(fs::is_regular_file(root / "nvvm/libdevice/libdevice.10.bc"));
   EXPECT_TRUE(fs::is_regular_file(root / "nvvm/include/nvvm.h"));

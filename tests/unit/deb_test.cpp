@@ -15,7 +15,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Member {
+struct ArMember {
   std::string name;
   char type = 'f';  // f file, l symlink, c char device
   std::string data;
@@ -23,7 +23,7 @@ struct Member {
 };
 
 // A tar (ustar) in memory, written by libarchive as given (hostile names too).
-std::string tar_of(const std::vector<Member>& members, const std::string& filter = "") {
+std::string tar_of(const std::vector<ArMember>& members, const std::string& filter = "") {
   std::vector<char> buf(1 << 20);
   std::size_t used = 0;
   struct archive* a = archive_write_new();
@@ -103,7 +103,7 @@ class Deb : public ::testing::Test {
   fs::path dir_;
 };
 
-const std::vector<Member> kGood = {
+const std::vector<ArMember> kGood = {
     {"./usr/bin/ptxas", 'f', "ELF"},
     {"./usr/lib/x86_64-linux-gnu/libcudart.so.12.4.127", 'f', "lib"},
     {"./usr/lib/x86_64-linux-gnu/libcudart.so.12", 'l', "", "libcudart.so.12.4.127"},
@@ -150,7 +150,7 @@ TEST_F(Deb, TheGeneralUnpackerRefusesAr) {
 }
 
 TEST_F(Deb, HostileDataMembersAreRefusedAndNothingIsLeft) {
-  const std::vector<std::pair<std::vector<Member>, std::string>> cases = {
+  const std::vector<std::pair<std::vector<ArMember>, std::string>> cases = {
       {{{"usr/../../evil", 'f', "x"}}, "'..'"},
       {{{"/usr/bin/evil", 'f', "x"}}, "absolute path"},
       {{{"usr/include/up", 'l', "", "../../../etc"}}, "outside the destination"},

@@ -50,12 +50,12 @@ class CurlTest : public ::testing::Test {
   const std::string sha_ = sha256_hex(body_);
 };
 
-#define MAKE_DOWNLOADER(name, offline)      \
+#define MAKE_CURL_DOWNLOADER(name, offline) \
   Downloader name(*http_, store_, offline); \
   name.set_sleep([this](milliseconds ms) { sleeps_.push_back(ms.count()); })
 
 TEST_F(CurlTest, DownloadsAndSendsKilnUserAgent) {
-  MAKE_DOWNLOADER(d, false);
+  MAKE_CURL_DOWNLOADER(d, false);
   auto got = d.fetch(server_->url("/pkg-1.0.tar.gz"), "pkg-1.0.tar.gz", sha_).value();
   EXPECT_TRUE(got.downloaded);
   EXPECT_EQ(read_file(got.path).value(), body_);
@@ -68,7 +68,7 @@ TEST_F(CurlTest, DownloadsAndSendsKilnUserAgent) {
 }
 
 TEST_F(CurlTest, NotFoundFailsAtOnceLeavingNothing) {
-  MAKE_DOWNLOADER(d, false);
+  MAKE_CURL_DOWNLOADER(d, false);
   std::string url = server_->url("/status/404/pkg-1.0.tar.gz");
   auto got = d.fetch(url, "pkg-1.0.tar.gz", sha_);
   ASSERT_FALSE(got);
@@ -78,7 +78,7 @@ TEST_F(CurlTest, NotFoundFailsAtOnceLeavingNothing) {
 }
 
 TEST_F(CurlTest, ServerErrorIsRetriedThenFailsLeavingNothing) {
-  MAKE_DOWNLOADER(d, false);
+  MAKE_CURL_DOWNLOADER(d, false);
   std::string url = server_->url("/status/500/pkg-1.0.tar.gz");
   auto got = d.fetch(url, "pkg-1.0.tar.gz", sha_);
   ASSERT_FALSE(got);
@@ -90,14 +90,14 @@ TEST_F(CurlTest, ServerErrorIsRetriedThenFailsLeavingNothing) {
 }
 
 TEST_F(CurlTest, ServerErrorThenSuccess) {
-  MAKE_DOWNLOADER(d, false);
+  MAKE_CURL_DOWNLOADER(d, false);
   auto got = d.fetch(server_->url("/flaky/2/pkg-1.0.tar.gz"), "pkg-1.0.tar.gz", sha_).value();
   EXPECT_EQ(read_file(got.path).value(), body_);
   EXPECT_EQ(server_->requests().size(), 3u);
 }
 
 TEST_F(CurlTest, ConnectionRefusedIsRetriedThenFailsLeavingNothing) {
-  MAKE_DOWNLOADER(d, false);
+  MAKE_CURL_DOWNLOADER(d, false);
   std::string url = cat("http://127.0.0.1:", kiln::testing::closed_port(), "/pkg-1.0.tar.gz");
   auto got = d.fetch(url, "pkg-1.0.tar.gz", sha_);
   ASSERT_FALSE(got);
@@ -111,7 +111,7 @@ TEST_F(CurlTest, ConnectionRefusedIsRetriedThenFailsLeavingNothing) {
 }
 
 TEST_F(CurlTest, TruncatedDownloadIsNotPublishedAndTheRetryResumes) {
-  MAKE_DOWNLOADER(d, false);
+  MAKE_CURL_DOWNLOADER(d, false);
   auto got = d.fetch(server_->url("/truncate/3000/pkg-1.0.tar.gz"), "pkg-1.0.tar.gz", sha_).value();
   EXPECT_EQ(read_file(got.path).value(), body_);
   EXPECT_EQ(ranges(), (std::vector<std::string>{"", "bytes=3000-"}));
@@ -120,7 +120,7 @@ TEST_F(CurlTest, TruncatedDownloadIsNotPublishedAndTheRetryResumes) {
 }
 
 TEST_F(CurlTest, AlwaysTruncatedKeepsOnlyTheResumablePartFile) {
-  MAKE_DOWNLOADER(d, false);
+  MAKE_CURL_DOWNLOADER(d, false);
   std::string url = server_->url("/always-truncate/1000/pkg-1.0.tar.gz");
   auto got = d.fetch(url, "pkg-1.0.tar.gz", sha_);
   ASSERT_FALSE(got);
@@ -142,7 +142,7 @@ TEST_F(CurlTest, AlwaysTruncatedKeepsOnlyTheResumablePartFile) {
 }
 
 TEST_F(CurlTest, ServerIgnoringRangeRestartsTheFile) {
-  MAKE_DOWNLOADER(d, false);
+  MAKE_CURL_DOWNLOADER(d, false);
   write_text(part_path(), "junk that is not the start of the file");
   auto got = d.fetch(server_->url("/norange/pkg-1.0.tar.gz"), "pkg-1.0.tar.gz", sha_).value();
   EXPECT_EQ(read_file(got.path).value(), body_);
@@ -150,7 +150,7 @@ TEST_F(CurlTest, ServerIgnoringRangeRestartsTheFile) {
 }
 
 TEST_F(CurlTest, HashMismatchDeletesTheTempFileAndCachesNothing) {
-  MAKE_DOWNLOADER(d, false);
+  MAKE_CURL_DOWNLOADER(d, false);
   std::string pin = sha256_hex("other bytes");
   auto got = d.fetch(server_->url("/pkg-1.0.tar.gz"), "pkg-1.0.tar.gz", pin);
   ASSERT_FALSE(got);
@@ -161,7 +161,7 @@ TEST_F(CurlTest, HashMismatchDeletesTheTempFileAndCachesNothing) {
 }
 
 TEST_F(CurlTest, SecondFetchDoesNoNetworkIo) {
-  MAKE_DOWNLOADER(d, false);
+  MAKE_CURL_DOWNLOADER(d, false);
   std::string url = server_->url("/pkg-1.0.tar.gz");
   auto first = d.fetch(url, "pkg-1.0.tar.gz", sha_).value();
   server_->stop();
@@ -173,7 +173,7 @@ TEST_F(CurlTest, SecondFetchDoesNoNetworkIo) {
 }
 
 TEST_F(CurlTest, OfflineNeverConnects) {
-  MAKE_DOWNLOADER(d, true);
+  MAKE_CURL_DOWNLOADER(d, true);
   auto got = d.fetch(server_->url("/pkg-1.0.tar.gz"), "pkg-1.0.tar.gz", sha_);
   ASSERT_FALSE(got);
   EXPECT_EQ(
@@ -187,7 +187,7 @@ TEST_F(CurlTest, OfflineNeverConnects) {
 }
 
 TEST_F(CurlTest, FollowsRedirects) {
-  MAKE_DOWNLOADER(d, false);
+  MAKE_CURL_DOWNLOADER(d, false);
   auto got = d.fetch(server_->url("/redirect/pkg-1.0.tar.gz"), "pkg-1.0.tar.gz", sha_).value();
   EXPECT_EQ(read_file(got.path).value(), body_);
   EXPECT_EQ(server_->requests().size(), 2u);
@@ -235,7 +235,7 @@ TEST_F(CurlTest, StalledTransferTimesOut) {
 
 // An endless body (no Content-Length) stops at the download limit: an error, and nothing kept.
 TEST_F(CurlTest, EndlessBodyStopsAtTheLimitAndLeavesNothing) {
-  MAKE_DOWNLOADER(d, false);
+  MAKE_CURL_DOWNLOADER(d, false);
   d.set_max_bytes(1 << 20);
   auto got = d.fetch(server_->url("/endless/pkg-1.0.tar.gz"), "pkg-1.0.tar.gz", sha_);
   ASSERT_FALSE(got.has_value());
@@ -249,7 +249,7 @@ TEST_F(CurlTest, EndlessBodyStopsAtTheLimitAndLeavesNothing) {
 
 // The index's (or the manifest's) size bounds the download, whatever the server sends.
 TEST_F(CurlTest, StatedSizeBoundsTheDownload) {
-  MAKE_DOWNLOADER(d, false);
+  MAKE_CURL_DOWNLOADER(d, false);
   auto got = d.fetch(server_->url("/pkg-1.0.tar.gz"), "pkg-1.0.tar.gz", sha_, 5000);
   ASSERT_FALSE(got.has_value());
   EXPECT_NE(got.error().message.find("larger than its stated size of 5000 bytes"),
@@ -270,7 +270,7 @@ TEST_F(CurlTest, StatedSizeBoundsTheDownload) {
 
 // A stated size above the download limit (an index may state anything) is refused before a request.
 TEST_F(CurlTest, StatedSizeAboveTheLimitIsRefused) {
-  MAKE_DOWNLOADER(d, false);
+  MAKE_CURL_DOWNLOADER(d, false);
   d.set_max_bytes(body_.size() - 1);
   auto got = d.fetch(server_->url("/pkg-1.0.tar.gz"), "pkg-1.0.tar.gz", sha_, body_.size());
   ASSERT_FALSE(got.has_value());

@@ -370,7 +370,7 @@ TEST_F(ServerTest, AMethodThatIsNotATokenIs400) {
   for (const std::string& method :
        {"GET\0"s, "GET\0X"s, "G\x01T"s, "\0GET"s, "GET\x7f"s, "G(T"s, "G\xc3\x89T"s, "GET\t"s}) {
     HttpReply r = request(port(), method + rest);
-    EXPECT_EQ(r.status, 400) << testing::PrintToString(method) << " -> " << r.head.substr(0, 120);
+    EXPECT_EQ(r.status, 400) << ::testing::PrintToString(method) << " -> " << r.head.substr(0, 120);
   }
   EXPECT_EQ(request(port(), "GET" + rest).status, 200);
   EXPECT_EQ(request(port(), "GET " + rest).status, 200);  // spaces before the target: tolerated

@@ -265,7 +265,7 @@ const std::string kLink = "link causal_conv1d_cuda.cpython-311-x86_64-linux-gnu.
 const std::string kArchList = "750,800,860,890,900,1000,1200";
 const std::vector<std::string> kPidPrefix = {"unshare", "--pid", "--fork", "--kill-child", "--"};
 
-std::string nvcc(const std::string& unit, const std::string& what) {
+std::string nvcc_text(const std::string& unit, const std::string& what) {
   return cat("nvcc ", unit, " ", what);
 }
 std::string fatbinary(const std::string& unit, const std::string& archs) {
@@ -475,9 +475,9 @@ TEST_F(JobGraphTest, ColdBuildIsPerArchDeviceJobsFrontEndsHostsFatBinariesAndALi
   std::map<std::string, JobClass> expected = {{kCxx, JobClass::HostCxx}, {kLink, JobClass::Link}};
   for (const auto& u : kCudaUnits) {
     const bool sharded = u == kBwd0 || u == kBwd1;
-    expected[nvcc(u, "sm_90")] = sharded ? JobClass::ShardedDevice : JobClass::Device;
-    expected[nvcc(u, "front end")] = JobClass::FrontEnd;
-    expected[nvcc(u, "host")] = JobClass::HostOrFatBinary;
+    expected[nvcc_text(u, "sm_90")] = sharded ? JobClass::ShardedDevice : JobClass::Device;
+    expected[nvcc_text(u, "front end")] = JobClass::FrontEnd;
+    expected[nvcc_text(u, "host")] = JobClass::HostOrFatBinary;
     expected[fatbinary(u, "sm_90")] = JobClass::HostOrFatBinary;
   }
   EXPECT_EQ(classes, expected);
@@ -487,18 +487,18 @@ TEST_F(JobGraphTest, ColdBuildIsPerArchDeviceJobsFrontEndsHostsFatBinariesAndALi
   // The host part takes its stub from the front end; the fat binary waits for every pass; the
   // link for every object.
   for (const auto& u : kCudaUnits) {
-    EXPECT_EQ(deps(graph, nvcc(u, "host")), std::set<std::string>{nvcc(u, "front end")});
+    EXPECT_EQ(deps(graph, nvcc_text(u, "host")), std::set<std::string>{nvcc_text(u, "front end")});
     EXPECT_EQ(deps(graph, fatbinary(u, "sm_90")),
-              (std::set<std::string>{nvcc(u, "sm_90"), nvcc(u, "host")}));
-    EXPECT_TRUE(deps(graph, nvcc(u, "sm_90")).empty());
-    EXPECT_TRUE(deps(graph, nvcc(u, "front end")).empty());
+              (std::set<std::string>{nvcc_text(u, "sm_90"), nvcc_text(u, "host")}));
+    EXPECT_TRUE(deps(graph, nvcc_text(u, "sm_90")).empty());
+    EXPECT_TRUE(deps(graph, nvcc_text(u, "front end")).empty());
   }
   std::set<std::string> objects = {kCxx};
-  for (const auto& u : kCudaUnits) objects.insert({nvcc(u, "host"), fatbinary(u, "sm_90")});
+  for (const auto& u : kCudaUnits) objects.insert({nvcc_text(u, "host"), fatbinary(u, "sm_90")});
   EXPECT_EQ(deps(graph, kLink), objects);
 
   // nvcc's own commands, each in a PID namespace, __CUDA_ARCH_LIST__ set to every arch nvcc knows.
-  const Job& device = job(graph, nvcc(kBwd1, "sm_90")).job;
+  const Job& device = job(graph, nvcc_text(kBwd1, "sm_90")).job;
   ASSERT_EQ(device.then.size(), 2u);  // preprocess, cicc, ptxas
   EXPECT_EQ(std::vector<std::string>(device.argv.begin(), device.argv.begin() + 5), kPidPrefix);
   EXPECT_TRUE(contains(device.argv, "-D__CUDA_ARCH_LIST__=" + kArchList));
@@ -506,10 +506,10 @@ TEST_F(JobGraphTest, ColdBuildIsPerArchDeviceJobsFrontEndsHostsFatBinariesAndALi
   EXPECT_EQ(device.then[0][5], "/fake-cuda/nvvm/bin/cicc");
   EXPECT_TRUE(contains(device.then[0], "compute_90"));
   EXPECT_EQ(device.then[1][5], "/fake-cuda/bin/ptxas");
-  const Job& front = job(graph, nvcc(kFwd, "front end")).job;
+  const Job& front = job(graph, nvcc_text(kFwd, "front end")).job;
   ASSERT_EQ(front.then.size(), 1u);  // preprocess, cicc at -O0
   EXPECT_TRUE(contains(front.then[0], "-O0"));
-  const Job& host = job(graph, nvcc(kFwd, "host")).job;
+  const Job& host = job(graph, nvcc_text(kFwd, "host")).job;
   ASSERT_EQ(host.then.size(), 2u);  // preprocess, cudafe++, host compile
   EXPECT_EQ(host.then[0][5], "/fake-cuda/bin/cudafe++");
   EXPECT_FALSE(contains(host.then[0], "--gen_module_id_file"));  // it reads the front end's
@@ -552,33 +552,34 @@ TEST_F(JobGraphTest, TheRunnerStartsReadyJobsByRankThenLongestChainFirst) {
   std::vector<Job> jobs = schedule(graph);
   std::vector<std::string> order;
   for (const auto& j : jobs) order.push_back(j.label);
-  EXPECT_EQ(order, (std::vector<std::string>{
-                       // Host parts and fat binaries (they unblock the link), longest chain
-                       // first: a host part before the fat binary that waits for it.
-                       nvcc(kBwd0, "host"), nvcc(kBwd1, "host"), nvcc(kFwd, "host"),
-                       fatbinary(kBwd0, "sm_90"), fatbinary(kBwd1, "sm_90"),
-                       fatbinary(kFwd, "sm_90"), nvcc(kUpdate, "host"), fatbinary(kUpdate, "sm_90"),
-                       // The device parts, longest chain first (sharded or not), then host C++.
-                       nvcc(kBwd0, "sm_90"), nvcc(kBwd1, "sm_90"), nvcc(kFwd, "sm_90"),
-                       nvcc(kUpdate, "sm_90"), kCxx,
-                       // Front ends fill the slots the device parts leave.
-                       nvcc(kBwd0, "front end"), nvcc(kBwd1, "front end"), nvcc(kFwd, "front end"),
-                       nvcc(kUpdate, "front end"), kLink}));
+  EXPECT_EQ(order,
+            (std::vector<std::string>{
+                // Host parts and fat binaries (they unblock the link), longest chain
+                // first: a host part before the fat binary that waits for it.
+                nvcc_text(kBwd0, "host"), nvcc_text(kBwd1, "host"), nvcc_text(kFwd, "host"),
+                fatbinary(kBwd0, "sm_90"), fatbinary(kBwd1, "sm_90"), fatbinary(kFwd, "sm_90"),
+                nvcc_text(kUpdate, "host"), fatbinary(kUpdate, "sm_90"),
+                // The device parts, longest chain first (sharded or not), then host C++.
+                nvcc_text(kBwd0, "sm_90"), nvcc_text(kBwd1, "sm_90"), nvcc_text(kFwd, "sm_90"),
+                nvcc_text(kUpdate, "sm_90"), kCxx,
+                // Front ends fill the slots the device parts leave.
+                nvcc_text(kBwd0, "front end"), nvcc_text(kBwd1, "front end"),
+                nvcc_text(kFwd, "front end"), nvcc_text(kUpdate, "front end"), kLink}));
   // Dependencies follow their jobs to their new places.
   auto at = [&](const std::string& label) {
     return static_cast<std::size_t>(std::find(order.begin(), order.end(), label) - order.begin());
   };
-  EXPECT_EQ(jobs[at(nvcc(kFwd, "host"))].deps,
-            std::vector<std::size_t>{at(nvcc(kFwd, "front end"))});
+  EXPECT_EQ(jobs[at(nvcc_text(kFwd, "host"))].deps,
+            std::vector<std::size_t>{at(nvcc_text(kFwd, "front end"))});
   EXPECT_EQ(jobs[at(fatbinary(kFwd, "sm_90"))].deps,
-            (std::vector<std::size_t>{at(nvcc(kFwd, "sm_90")), at(nvcc(kFwd, "host"))}));
+            (std::vector<std::size_t>{at(nvcc_text(kFwd, "sm_90")), at(nvcc_text(kFwd, "host"))}));
 
   // Run: every job once its deps are done; the link's module is made.
   FakeRunner runner;
   NativeResult result = run_graph(std::move(graph), runner, 16, 7).value();
   EXPECT_EQ(runner.started.size(), order.size());
   EXPECT_EQ(runner.slots, 16);
-  EXPECT_EQ(runner.started.front(), nvcc(kBwd0, "sm_90"));  // the first ready one
+  EXPECT_EQ(runner.started.front(), nvcc_text(kBwd0, "sm_90"));  // the first ready one
   for (const auto& j : runner.given) EXPECT_EQ(j.inherit_fds, std::vector<int>{7});
   EXPECT_EQ(result.stats.run, order.size());
   ASSERT_EQ(result.modules.size(), 1u);
@@ -603,12 +604,12 @@ TEST_F(JobGraphTest, AddingAnArchRunsOnlyItsDevicePartsAndTheFatBinaries) {
   JobGraph added = plan("9.0;12.0+PTX", 16, cache);
   std::set<std::string> expected = {kLink};
   for (const auto& u : kCudaUnits)
-    expected.insert({nvcc(u, "sm_120+ptx"), fatbinary(u, "sm_90,sm_120")});
+    expected.insert({nvcc_text(u, "sm_120+ptx"), fatbinary(u, "sm_90,sm_120")});
   EXPECT_EQ(labels(added), expected);
   EXPECT_EQ(restores(added), 2u * 4u + 1u);  // sm_90 device parts, host parts, C++ object
   for (const auto& u : kCudaUnits)
     EXPECT_EQ(deps(added, fatbinary(u, "sm_90,sm_120")),
-              std::set<std::string>{nvcc(u, "sm_120+ptx")});
+              std::set<std::string>{nvcc_text(u, "sm_120+ptx")});
   const fs::path fwd = keep("csrc_causal_conv1d_fwd.cu");
   const Job& fat = job(added, fatbinary(kFwd, "sm_90,sm_120")).job;
   for (const auto& image :
@@ -651,8 +652,8 @@ TEST_F(JobGraphTest, ObjectsAreKeyedByWhatTheirJobsRead) {
   JobGraph next = plan("9.0", 16, cache);
   std::set<std::string> expected = {kLink};
   for (const auto& u : {kBwd0, kBwd1})
-    expected.insert(
-        {nvcc(u, "sm_90"), nvcc(u, "front end"), nvcc(u, "host"), fatbinary(u, "sm_90")});
+    expected.insert({nvcc_text(u, "sm_90"), nvcc_text(u, "front end"), nvcc_text(u, "host"),
+                     fatbinary(u, "sm_90")});
   EXPECT_EQ(labels(next), expected);
   EXPECT_EQ(restores(next), 1u + 2u * 2u);  // C++, and fwd's and update's host and fat binary
   FakeRunner warm;
@@ -672,9 +673,10 @@ TEST_F(JobGraphTest, WithFewerSlotsThanDevicePartsAHostPartWaitsForTheLowestArch
   MemoryObjectCache cache;
   JobGraph graph = plan("9.0;12.0+PTX", 4, cache);  // 8 device parts, 4 slots: no front ends
   for (const auto& u : kCudaUnits) {
-    EXPECT_EQ(deps(graph, nvcc(u, "host")), std::set<std::string>{nvcc(u, "sm_90")});
+    EXPECT_EQ(deps(graph, nvcc_text(u, "host")), std::set<std::string>{nvcc_text(u, "sm_90")});
     EXPECT_EQ(deps(graph, fatbinary(u, "sm_90,sm_120")),
-              (std::set<std::string>{nvcc(u, "sm_90"), nvcc(u, "sm_120+ptx"), nvcc(u, "host")}));
+              (std::set<std::string>{nvcc_text(u, "sm_90"), nvcc_text(u, "sm_120+ptx"),
+                                     nvcc_text(u, "host")}));
   }
   for (const auto& l : labels(graph)) EXPECT_FALSE(l.ends_with("front end")) << l;
   FakeRunner runner;
@@ -688,11 +690,11 @@ TEST_F(JobGraphTest, WhatNvccCannotSplitIsOneNvccForAllArchs) {
   JobGraph graph = plan("9.0;12.0+PTX", 2, cache, "");
   EXPECT_TRUE(dry_commands_.empty());
   std::set<std::string> expected = {kCxx, kLink};
-  for (const auto& u : kCudaUnits) expected.insert(nvcc(u, "sm_90,sm_120"));
+  for (const auto& u : kCudaUnits) expected.insert(nvcc_text(u, "sm_90,sm_120"));
   EXPECT_EQ(labels(graph), expected);
-  const GraphJob& bwd = job(graph, nvcc(kBwd0, "sm_90,sm_120"));
+  const GraphJob& bwd = job(graph, nvcc_text(kBwd0, "sm_90,sm_120"));
   EXPECT_EQ(bwd.job_class, JobClass::ShardedDevice);
-  EXPECT_EQ(job(graph, nvcc(kFwd, "sm_90,sm_120")).job_class, JobClass::Device);
+  EXPECT_EQ(job(graph, nvcc_text(kFwd, "sm_90,sm_120")).job_class, JobClass::Device);
   EXPECT_EQ(bwd.job.weight, 2);  // --threads: three gencodes, two slots
   EXPECT_TRUE(contains(bwd.job.argv, "--threads"));
   EXPECT_EQ(std::vector<std::string>(bwd.job.argv.begin(), bwd.job.argv.begin() + 5), kPidPrefix);
@@ -708,9 +710,9 @@ TEST_F(JobGraphTest, WhatNvccCannotSplitIsOneNvccForAllArchs) {
     return update ? Expected<std::string>(Error::failed("nvcc --dryrun failed"))
                   : Expected<std::string>(fake_dryrun(argv));
   });
-  EXPECT_TRUE(contains(job(mixed, nvcc(kUpdate, "sm_90")).job.argv, "--threads"));
-  EXPECT_FALSE(labels(mixed).count(nvcc(kUpdate, "host")));
-  EXPECT_TRUE(labels(mixed).count(nvcc(kFwd, "host")));
+  EXPECT_TRUE(contains(job(mixed, nvcc_text(kUpdate, "sm_90")).job.argv, "--threads"));
+  EXPECT_FALSE(labels(mixed).count(nvcc_text(kUpdate, "host")));
+  EXPECT_TRUE(labels(mixed).count(nvcc_text(kFwd, "host")));
 }
 
 TEST_F(JobGraphTest, PassesThatDisagreeOnTheStubStopTheFatBinary) {
@@ -748,10 +750,10 @@ TEST_F(JobGraphTest, DamagedCacheEntriesAreRebuiltNeverUsed) {
   // Every object is built again; the host parts take their stub from the restored sm_90 parts.
   JobGraph again = plan("9.0", 16, cache);
   std::set<std::string> expected = {kCxx, kLink};
-  for (const auto& u : kCudaUnits) expected.insert({nvcc(u, "host"), fatbinary(u, "sm_90")});
+  for (const auto& u : kCudaUnits) expected.insert({nvcc_text(u, "host"), fatbinary(u, "sm_90")});
   EXPECT_EQ(labels(again), expected);
   EXPECT_EQ(restores(again), 4u);  // the sm_90 device parts
-  for (const auto& u : kCudaUnits) EXPECT_TRUE(deps(again, nvcc(u, "host")).empty());
+  for (const auto& u : kCudaUnits) EXPECT_TRUE(deps(again, nvcc_text(u, "host")).empty());
   FakeRunner warm;
   run_graph(std::move(again), warm, 16, -1).value();
   // Stored anew, whole: the next build restores everything.
@@ -861,7 +863,7 @@ TEST_F(JobGraphTest, AHitLostAfterPlanningIsMadeAfterAll) {
   FakeRunner rebuild;
   result = run_graph(std::move(added), rebuild, 16, -1).value();
   for (const auto& u : kCudaUnits)
-    EXPECT_NE(std::find(rebuild.started.begin(), rebuild.started.end(), nvcc(u, "sm_90")),
+    EXPECT_NE(std::find(rebuild.started.begin(), rebuild.started.end(), nvcc_text(u, "sm_90")),
               rebuild.started.end())
         << u;
   EXPECT_EQ(result.objects_reused, 1u + 4u);  // the C++ object and the host parts
@@ -884,14 +886,15 @@ TEST_F(JobGraphTest, ARestoreAloneLostAfterPlanningStopsTheRunToPlanAgain) {
   FakeRunner runner;
   auto ran = run_graph(std::move(graph), runner, 16, -1);
   ASSERT_FALSE(ran);
-  EXPECT_NE(ran.error().message.find(nvcc(kFwd, "host")), std::string::npos) << ran.error().message;
+  EXPECT_NE(ran.error().message.find(nvcc_text(kFwd, "host")), std::string::npos)
+      << ran.error().message;
   EXPECT_TRUE(*stale);
   JobGraph again = plan("9.0", 16, cache);
-  EXPECT_EQ(labels(again), (std::set<std::string>{nvcc(kFwd, "host"), kLink}));
+  EXPECT_EQ(labels(again), (std::set<std::string>{nvcc_text(kFwd, "host"), kLink}));
   EXPECT_FALSE(*again.stale);
   FakeRunner rerun;
   run_graph(std::move(again), rerun, 16, -1).value();
-  EXPECT_EQ(rerun.started, (std::vector<std::string>{nvcc(kFwd, "host"), kLink}));
+  EXPECT_EQ(rerun.started, (std::vector<std::string>{nvcc_text(kFwd, "host"), kLink}));
 }
 
 TEST(StoreObjectCache, DevicePartsComeBackOnlyToThePathsTheyWereStoredFrom) {

@@ -44,7 +44,7 @@ std::string edit(std::string from, std::string to) {
   return text;
 }
 
-std::string error_of(const std::string& text) {
+std::string target_error(const std::string& text) {
   auto t = parse_target(text, "t", "targets/t.toml");
   return t ? std::string("<no error>") : t.error().message;
 }
@@ -65,35 +65,35 @@ TEST(Target, ParsesAndDerives) {
 }
 
 TEST(Target, BadInput) {
-  EXPECT_EQ(error_of(edit("archs = \"9.0\"", "archs = \"9.0;sm_9\"")),
+  EXPECT_EQ(target_error(edit("archs = \"9.0\"", "archs = \"9.0;sm_9\"")),
             "targets/t.toml:3:14: bad architecture 'sm_9': expected a two- or three-digit "
             "architecture number such as 90 or 120");
-  EXPECT_EQ(error_of(edit("archs = \"9.0\"", "archs = \"12.0+PTX+PTX\"")),
+  EXPECT_EQ(target_error(edit("archs = \"9.0\"", "archs = \"12.0+PTX+PTX\"")),
             "targets/t.toml:3:10: bad architecture '12.0+PTX+PTX': only one '+PTX' may follow an "
             "architecture");
-  EXPECT_EQ(error_of(edit("archs = \"9.0\"", "archs = \"sm_999\"")),
+  EXPECT_EQ(target_error(edit("archs = \"9.0\"", "archs = \"sm_999\"")),
             "targets/t.toml:3:10: bad architecture 'sm_999': unknown CUDA architecture 999");
-  EXPECT_EQ(error_of(edit("version = \"13.0\"", "version = \"13\"")),
+  EXPECT_EQ(target_error(edit("version = \"13.0\"", "version = \"13\"")),
             "targets/t.toml:18:11: bad CUDA version '13': expected MAJOR.MINOR such as 13.0");
-  EXPECT_EQ(error_of(edit("sha256 = \"7aa2", "sha256 = \"zaa2")),
+  EXPECT_EQ(target_error(edit("sha256 = \"7aa2", "sha256 = \"zaa2")),
             "targets/t.toml:14:10: bad sha256 "
             "'zaa2f9bbc6d4595ba72138026b2074be1233186150e9292865e04b7a63b8c67a': expected 64 "
             "lowercase hexadecimal digits");
-  EXPECT_EQ(error_of(edit("[cuda]", "[cuda]\nhoem = \"/usr/local/cuda\"")),
+  EXPECT_EQ(target_error(edit("[cuda]", "[cuda]\nhoem = \"/usr/local/cuda\"")),
             "targets/t.toml:17:1: unknown key 'cuda.hoem' (did you mean 'cuda.home'?)");
-  EXPECT_EQ(error_of(edit("file = \"torch-2.11.0-cp311", "file = \"torch-2.10.0-cp311")),
+  EXPECT_EQ(target_error(edit("file = \"torch-2.11.0-cp311", "file = \"torch-2.10.0-cp311")),
             "targets/t.toml:13:8: 'torch-2.10.0-cp311-cp311-manylinux_2_28_x86_64.whl' is not a "
             "torch 2.11.0 wheel for cp311");
-  EXPECT_EQ(error_of(edit("toolkit = \"system\"", "toolkit = \"conda\"")),
+  EXPECT_EQ(target_error(edit("toolkit = \"system\"", "toolkit = \"conda\"")),
             "targets/t.toml:17:11: bad CUDA toolkit 'conda': expected 'system', 'wheels' or "
             "'debian'");
-  EXPECT_EQ(
-      error_of(edit("interpreter = \"python3\"", "interpreter = \"python3\"\nversion = \"3.11\"")),
-      "targets/t.toml:5:1: [python] needs exactly one of 'interpreter' or 'version'");
-  EXPECT_EQ(
-      error_of(edit("[torch]\nversion = \"2.11.0\"", "[torch]\nversion = \"2.11.0\"\n[torch.x]")),
-      "targets/t.toml:10:8: unknown key 'torch.x' (expected one of: source, version, wheel, "
-      "index-url)");
+  EXPECT_EQ(target_error(
+                edit("interpreter = \"python3\"", "interpreter = \"python3\"\nversion = \"3.11\"")),
+            "targets/t.toml:5:1: [python] needs exactly one of 'interpreter' or 'version'");
+  EXPECT_EQ(target_error(
+                edit("[torch]\nversion = \"2.11.0\"", "[torch]\nversion = \"2.11.0\"\n[torch.x]")),
+            "targets/t.toml:10:8: unknown key 'torch.x' (expected one of: source, version, wheel, "
+            "index-url)");
 }
 
 // [target] manylinux: the compiled wheels' glibc floor, 2_17 to 2_99; absent: -1 (the torch's).
@@ -105,9 +105,10 @@ TEST(Target, ManylinuxFloor) {
   EXPECT_EQ(t.manylinux, 31);
   EXPECT_NE(t.canonical().dump(), parse_target(kTarget, "t", "x").value().canonical().dump());
   for (const char* bad : {"2_16", "2_100", "2.28", "3_28", "2_28_x86_64", "2_", "manylinux_2_28"})
-    EXPECT_EQ(error_of(edit("archs = \"9.0\"", cat("archs = \"9.0\"\nmanylinux = \"", bad, "\""))),
-              cat("targets/t.toml:4:13: bad manylinux floor '", bad,
-                  "': expected a glibc version as 2_<minor>, 2_17 to 2_99, e.g. \"2_28\""))
+    EXPECT_EQ(
+        target_error(edit("archs = \"9.0\"", cat("archs = \"9.0\"\nmanylinux = \"", bad, "\""))),
+        cat("targets/t.toml:4:13: bad manylinux floor '", bad,
+            "': expected a glibc version as 2_<minor>, 2_17 to 2_99, e.g. \"2_28\""))
         << bad;
   EXPECT_EQ(wheel_manylinux_floor("torch-2.11.0-cp311-cp311-manylinux_2_28_x86_64.whl"), 28);
   EXPECT_EQ(wheel_manylinux_floor(
@@ -150,27 +151,27 @@ sha256 = "e0da7ad981f3a8aff08241b5bfc1af868742a63e2762f53a5171c492ef242649"
   // The system toolkit's canonical form has no wheels (its keys stay as they were).
   EXPECT_FALSE(parse_target(kTarget, "t", "x").value().canonical()["cuda"].contains("wheels"));
 
-  EXPECT_EQ(error_of(with("[[cuda.wheel]]", "[[cuda.whl]]")),
+  EXPECT_EQ(target_error(with("[[cuda.wheel]]", "[[cuda.whl]]")),
             "targets/t.toml:20:8: unknown key 'cuda.whl' (did you mean 'cuda.wheel'?)");
   std::string none = kTarget;
   none.replace(none.find("toolkit = \"system\""), 18, "toolkit = \"wheels\"");
-  EXPECT_EQ(error_of(none), "targets/t.toml:16:1: missing required key 'cuda.wheel' in [cuda]");
-  EXPECT_EQ(error_of(with("toolkit = \"wheels\"", "toolkit = \"system\"")),
+  EXPECT_EQ(target_error(none), "targets/t.toml:16:1: missing required key 'cuda.wheel' in [cuda]");
+  EXPECT_EQ(target_error(with("toolkit = \"wheels\"", "toolkit = \"system\"")),
             "targets/t.toml:20:1: 'cuda.wheel' applies only to toolkit = \"wheels\"");
-  EXPECT_EQ(error_of(with(
+  EXPECT_EQ(target_error(with(
                 "nvidia_cuda_nvcc-13.0.88-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
                 "nvcc.tar.gz")),
             "targets/t.toml:21:8: 'nvcc.tar.gz' is not a wheel file name "
             "(NAME-VERSION-PY-ABI-PLATFORM.whl)");
-  EXPECT_EQ(error_of(with("sha256 = \"56fe", "sha256 = \"56FE")),
+  EXPECT_EQ(target_error(with("sha256 = \"56fe", "sha256 = \"56FE")),
             "targets/t.toml:22:10: bad sha256 "
             "'56FE502eb77625a12f25172caa3cdddb4e4c8ba2c8c17dba44b164761b380f03': expected 64 "
             "lowercase hexadecimal digits");
-  EXPECT_EQ(error_of(with("nvidia_cuda_cccl-13.0.85", "nvidia_cuda_nvcc-13.0.48")),
+  EXPECT_EQ(target_error(with("nvidia_cuda_cccl-13.0.85", "nvidia_cuda_nvcc-13.0.48")),
             "targets/t.toml:25:8: a second wheel of nvidia-cuda-nvcc "
             "(nvidia_cuda_nvcc-13.0.88-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl)");
   EXPECT_EQ(
-      error_of(with("version = \"13.0\"\n\n", "version = \"13.0\"\nhome = \"/opt/cuda\"\n\n")),
+      target_error(with("version = \"13.0\"\n\n", "version = \"13.0\"\nhome = \"/opt/cuda\"\n\n")),
       "targets/t.toml:19:8: 'cuda.home' applies only to the system toolkit");
 }
 
@@ -178,23 +179,24 @@ sha256 = "e0da7ad981f3a8aff08241b5bfc1af868742a63e2762f53a5171c492ef242649"
 // overflowed the stack on them: SIGSEGV): located errors naming the cap, or the ordinary error.
 TEST(Target, LongStringsGetLocatedErrors) {
   const std::string kb60(60000, '1'), mb(1 << 20, '1');
-  EXPECT_EQ(error_of(edit("version = \"2.11.0\"", "version = \"2." + kb60 + "\"")),
+  EXPECT_EQ(target_error(edit("version = \"2.11.0\"", "version = \"2." + kb60 + "\"")),
             "targets/t.toml:9:11: 'torch.version' is longer than 128 bytes");
-  EXPECT_EQ(error_of(edit("version = \"2.11.0\"", "version = \"2." + mb + "\"")),
+  EXPECT_EQ(target_error(edit("version = \"2.11.0\"", "version = \"2." + mb + "\"")),
             "targets/t.toml:9:11: 'torch.version' is longer than 65536 bytes");
-  EXPECT_EQ(error_of(edit("version = \"13.0\"", "version = \"" + mb + "\"")),
+  EXPECT_EQ(target_error(edit("version = \"13.0\"", "version = \"" + mb + "\"")),
             "targets/t.toml:18:11: 'cuda.version' is longer than 65536 bytes");
-  EXPECT_EQ(error_of(edit("interpreter = \"python3\"", "interpreter = \"" + mb + "\"")),
+  EXPECT_EQ(target_error(edit("interpreter = \"python3\"", "interpreter = \"" + mb + "\"")),
             "targets/t.toml:6:15: 'python.interpreter' is longer than 65536 bytes");
-  EXPECT_EQ(error_of(edit("description = \"test\"", "description = \"" + mb + "\"")),
+  EXPECT_EQ(target_error(edit("description = \"test\"", "description = \"" + mb + "\"")),
             "targets/t.toml:2:15: 'target.description' is longer than 65536 bytes");
   // Under the cap on any string, the field's own check (linear now) refuses it.
-  std::string cuda = error_of(edit("version = \"13.0\"", "version = \"" + kb60 + "\""));
+  std::string cuda = target_error(edit("version = \"13.0\"", "version = \"" + kb60 + "\""));
   EXPECT_EQ(cuda.rfind("targets/t.toml:18:11: bad CUDA version '", 0), 0u) << cuda.substr(0, 80);
-  std::string python = error_of(edit("interpreter = \"python3\"", "version = \"3." + kb60 + "\""));
+  std::string python =
+      target_error(edit("interpreter = \"python3\"", "version = \"3." + kb60 + "\""));
   EXPECT_EQ(python.rfind("targets/t.toml:6:11: bad Python version '3.", 0), 0u)
       << python.substr(0, 80);
-  std::string tag = error_of(edit("python = \"cp311\"", "python = \"cp3" + kb60 + "\""));
+  std::string tag = target_error(edit("python = \"cp311\"", "python = \"cp3" + kb60 + "\""));
   EXPECT_EQ(tag.rfind("targets/t.toml:12:10: bad Python tag 'cp3", 0), 0u) << tag.substr(0, 80);
   // The target's name (its file's stem, or --target NAME).
   auto named = parse_target(kTarget, std::string(1 << 20, 'a'), "targets/a.toml");
@@ -239,13 +241,13 @@ TEST(Target, TorchFromAnotherIndexWithALocalLabel) {
   EXPECT_EQ(t.torch_minor(), "2.11");
   EXPECT_EQ(t.torch_index_url, "https://download.pytorch.org/whl/cu128");
   // The pinned file must carry the label too.
-  EXPECT_NE(error_of(text).find("is not a torch 2.11.0+cu128 wheel"), std::string::npos);
-  EXPECT_NE(error_of(edit("version = \"2.11.0\"\n", "version = \"2.11.0+CU128\"\n"))
+  EXPECT_NE(target_error(text).find("is not a torch 2.11.0+cu128 wheel"), std::string::npos);
+  EXPECT_NE(target_error(edit("version = \"2.11.0\"\n", "version = \"2.11.0+CU128\"\n"))
                 .find("bad torch version"),
             std::string::npos);
   for (const char* url : {"ftp://x/", "https://x/ y", "https://x/\"", "file:///tmp/x"})
-    EXPECT_NE(error_of(edit("version = \"2.11.0\"\n",
-                            cat("version = \"2.11.0\"\nindex-url = '", url, "'\n")))
+    EXPECT_NE(target_error(edit("version = \"2.11.0\"\n",
+                                cat("version = \"2.11.0\"\nindex-url = '", url, "'\n")))
                   .find("bad index URL"),
               std::string::npos)
         << url;
@@ -308,7 +310,7 @@ TEST(Target, DebianPoolPathsAreStrict) {
       {"pool/" + std::string(300, 'a') + ".deb", "longer than 255 bytes"},
   };
   for (const auto& [path, why] : bad) {
-    std::string e = error_of(debian_target(path));
+    std::string e = target_error(debian_target(path));
     EXPECT_TRUE(e.starts_with("targets/t.toml:21:8: bad pool path")) << e;
     EXPECT_NE(e.find(why), std::string::npos) << e;
   }
@@ -317,33 +319,33 @@ TEST(Target, DebianPoolPathsAreStrict) {
 }
 
 TEST(Target, DebianToolkitKeysBelongTogether) {
-  EXPECT_NE(error_of(edit("toolkit = \"system\"", "toolkit = \"debian\""))
+  EXPECT_NE(target_error(edit("toolkit = \"system\"", "toolkit = \"debian\""))
                 .find("missing required key 'cuda.deb'"),
             std::string::npos)
-      << error_of(edit("toolkit = \"system\"", "toolkit = \"debian\""));
-  EXPECT_NE(error_of(debian_target(kDebPath, "home = \"/usr/local/cuda\"\n"))
+      << target_error(edit("toolkit = \"system\"", "toolkit = \"debian\""));
+  EXPECT_NE(target_error(debian_target(kDebPath, "home = \"/usr/local/cuda\"\n"))
                 .find("'cuda.home' applies only to the system toolkit"),
             std::string::npos);
   std::string twice =
       debian_target(kDebPath) +
       cat("\n[[cuda.deb]]\npath = \"", kDebPath, "\"\nsha256 = \"", std::string(64, 'd'), "\"\n");
-  EXPECT_NE(error_of(twice).find("a second package nvidia-cuda-toolkit"), std::string::npos)
-      << error_of(twice);
+  EXPECT_NE(target_error(twice).find("a second package nvidia-cuda-toolkit"), std::string::npos)
+      << target_error(twice);
   std::string wheel = debian_target(kDebPath) +
                       "\n[[cuda.wheel]]\nfile = \"a-1-py3-none-any.whl\"\nsha256 = \"" +
                       std::string(64, 'e') + "\"\n";
-  EXPECT_NE(error_of(wheel).find("'cuda.wheel' applies only to toolkit = \"wheels\""),
+  EXPECT_NE(target_error(wheel).find("'cuda.wheel' applies only to toolkit = \"wheels\""),
             std::string::npos)
-      << error_of(wheel);
+      << target_error(wheel);
   std::string deb_on_system = kTarget + cat("\n[[cuda.deb]]\npath = \"", kDebPath,
                                             "\"\nsha256 = \"", std::string(64, 'c'), "\"\n");
-  EXPECT_NE(error_of(deb_on_system).find("'cuda.deb' applies only to toolkit = \"debian\""),
+  EXPECT_NE(target_error(deb_on_system).find("'cuda.deb' applies only to toolkit = \"debian\""),
             std::string::npos)
-      << error_of(deb_on_system);
+      << target_error(deb_on_system);
   std::string short_sha = debian_target(kDebPath);
   short_sha.replace(short_sha.find(std::string(64, 'c')), 64, "abc");
-  EXPECT_NE(error_of(short_sha).find("bad sha256 'abc'"), std::string::npos);
-  EXPECT_NE(error_of(edit("toolkit = \"system\"", "toolkit = \"apt\""))
+  EXPECT_NE(target_error(short_sha).find("bad sha256 'abc'"), std::string::npos);
+  EXPECT_NE(target_error(edit("toolkit = \"system\"", "toolkit = \"apt\""))
                 .find("expected 'system', 'wheels' or 'debian'"),
             std::string::npos);
 }

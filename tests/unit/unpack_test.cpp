@@ -19,7 +19,7 @@ namespace {
 
 constexpr std::int64_t kTime = 1700000000;
 
-struct Member {
+struct TarMember {
   std::string name;
   char type = 'f';  // f file, d dir, l symlink, h hardlink, c char device, b block device, p FIFO
   std::string data;
@@ -28,7 +28,7 @@ struct Member {
 };
 
 // Writes an archive with libarchive's writer (it writes hostile names and types as given).
-void write_archive(const fs::path& path, const std::vector<Member>& members,
+void write_archive(const fs::path& path, const std::vector<TarMember>& members,
                    const std::vector<std::string>& filters = {},
                    const std::string& format = "paxr") {
   struct archive* a = archive_write_new();
@@ -150,7 +150,7 @@ class Unpack : public ::testing::Test {
 
 // ---- good archives ----
 
-std::vector<Member> good_members() {
+std::vector<TarMember> good_members() {
   return {
       {"pkg-1.0/", 'd', "", 0700},
       {"pkg-1.0/setup.py", 'f', "print('hi')\n", 0600},

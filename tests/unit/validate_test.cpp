@@ -325,7 +325,7 @@ TEST_F(Validate, FileMissingFromRecordAndExtraFile) {
 // entries that way fails. A member whose name holds a line break fails as a zip entry.
 TEST_F(Validate, RecordIsReadAsPipReadsIt) {
   for (const char* brk : {"\x0c", "\x1d", "\xe2\x80\xa8", "\r"}) {
-    SCOPED_TRACE(testing::PrintToString(brk));
+    SCOPED_TRACE(::testing::PrintToString(brk));
     fs::path split_path = rewrite(pure(), "demo_pkg-1.0-py3-none-any.whl", [&](auto& e) {
       auto& rec = entry(e, "/RECORD");
       rec.replace(rec.find("demo_pkg/util.py,"), 17, cat("\"demo_pkg/util.py", brk, "../x\","));
